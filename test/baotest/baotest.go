@@ -1,0 +1,186 @@
+// Package baotest runs real OpenBao server processes on loopback for tests.
+// Each server gets its own directory, free ports and a log file, and is
+// stopped (by the PID it started) when the test ends.
+package baotest
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/openbao/operator/test/testbin"
+)
+
+// Server is one running bao process.
+type Server struct {
+	Dir         string // data, config and log live here
+	Addr        string // API address, http://127.0.0.1:PORT
+	ClusterAddr string // Raft cluster address, https://127.0.0.1:PORT
+	LogPath     string
+	cmd         *exec.Cmd
+	exited      chan error
+}
+
+// Options describe the server to start. Config, when set, replaces the
+// default single-node configuration; it may use the placeholders {{dir}},
+// {{api_port}} and {{cluster_port}}.
+type Options struct {
+	NodeID string
+	Config string
+}
+
+// defaultConfig is a single Raft node with a static seal over plain HTTP on
+// loopback: the smallest configuration that initializes without key shares.
+const defaultConfig = `
+ui            = false
+disable_mlock = true
+api_addr      = "http://127.0.0.1:{{api_port}}"
+cluster_addr  = "https://127.0.0.1:{{cluster_port}}"
+
+storage "raft" {
+  path    = "{{dir}}/raft"
+  node_id = "{{node_id}}"
+}
+
+listener "tcp" {
+  address         = "127.0.0.1:{{api_port}}"
+  cluster_address = "127.0.0.1:{{cluster_port}}"
+  tls_disable     = true
+}
+
+seal "static" {
+  current_key_id = "test-1"
+  current_key    = "file://{{dir}}/unseal.key"
+}
+`
+
+// Start writes the configuration and a fresh 32-byte static unseal key, starts
+// `bao server` and waits until its API answers.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	bao, err := testbin.Path("bao")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "raft"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "unseal.key"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	apiPort, clusterPort := freePort(t), freePort(t)
+	if opts.NodeID == "" {
+		opts.NodeID = "node-0"
+	}
+	if opts.Config == "" {
+		opts.Config = defaultConfig
+	}
+	config := strings.NewReplacer(
+		"{{dir}}", dir,
+		"{{api_port}}", fmt.Sprint(apiPort),
+		"{{cluster_port}}", fmt.Sprint(clusterPort),
+		"{{node_id}}", opts.NodeID,
+	).Replace(opts.Config)
+	configPath := filepath.Join(dir, "config.hcl")
+	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{
+		Dir:         dir,
+		Addr:        fmt.Sprintf("http://127.0.0.1:%d", apiPort),
+		ClusterAddr: fmt.Sprintf("https://127.0.0.1:%d", clusterPort),
+		LogPath:     filepath.Join(dir, "bao.log"),
+	}
+	s.start(t, bao, configPath)
+	return s
+}
+
+func (s *Server) start(t testing.TB, bao, configPath string) {
+	t.Helper()
+	logFile, err := os.Create(s.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cmd = exec.Command(bao, "server", "-config="+configPath)
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	s.cmd.Env = append(os.Environ(), "BAO_LOG_LEVEL=info")
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("start bao: %v", err)
+	}
+	s.exited = make(chan error, 1)
+	go func() { s.exited <- s.cmd.Wait(); logFile.Close() }()
+	t.Cleanup(func() { s.Stop(t) })
+	if err := s.waitForAPI(30 * time.Second); err != nil {
+		t.Fatalf("bao at %s: %v\n--- log ---\n%s", s.Addr, err, s.Log())
+	}
+}
+
+// waitForAPI polls the health endpoint until the server answers with any
+// HTTP status, or the process exits, or the timeout passes.
+func (s *Server) waitForAPI(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.Addr+"/v1/sys/health", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case err := <-s.exited:
+			s.exited <- err
+			return fmt.Errorf("process exited before answering: %v", err)
+		case <-ctx.Done():
+			return fmt.Errorf("no answer within %s", timeout)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Stop sends SIGTERM to the process it started and waits for it to exit,
+// killing it after ten seconds.
+func (s *Server) Stop(t testing.TB) {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.exited:
+		s.exited <- err
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		t.Logf("bao pid %d did not stop on SIGTERM; killed", s.cmd.Process.Pid)
+		s.exited <- <-s.exited
+	}
+}
+
+// Log returns what the server wrote so far.
+func (s *Server) Log() string {
+	data, _ := os.ReadFile(s.LogPath)
+	return string(data)
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
