@@ -1,0 +1,35 @@
+package v1alpha1
+
+// Condition types. Each has one owner: the reconcile step named beside it.
+const (
+	// ConditionDegraded (render and apply step) is True when the operator
+	// cannot make the cluster match its spec.
+	ConditionDegraded = "Degraded"
+	// ConditionPaused (pause step) is True while spec.paused holds.
+	ConditionPaused = "Paused"
+)
+
+// Condition reasons, CamelCase as metav1.Condition requires.
+const (
+	ReasonRenderFailed  = "RenderFailed"
+	ReasonApplyFailed   = "ApplyFailed"
+	ReasonPruneFailed   = "PruneFailed"
+	ReasonReconciled    = "Reconciled"
+	ReasonPausedBySpec  = "PausedBySpec"
+	ReasonNotPaused     = "NotPaused"
+	ReasonInvalidValues = "InvalidValues"
+	ReasonMissingKind   = "MissingKind"
+)
+
+// Labels and annotations the operator sets on what it manages.
+const (
+	// LabelCluster names the OpenBaoCluster a child belongs to; pruning
+	// selects by it.
+	LabelCluster = "openbao.org/cluster"
+	// LabelManagedBy marks children applied by this operator.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is LabelManagedBy's value.
+	ManagedByValue = "openbao-operator"
+	// FieldManager is the one server-side apply field manager of the operator.
+	FieldManager = "openbao-operator"
+)

@@ -1,0 +1,50 @@
+package v1alpha1
+
+import "fmt"
+
+// Every child object's name is derived here, so the chart values, the
+// controllers and the tests agree on them.
+
+// ClientServiceName is the Service clients use; it routes to the active server.
+func (c *OpenBaoCluster) ClientServiceName() string { return c.Name }
+
+// HeadlessServiceName is the StatefulSet's governing Service, which gives each
+// server a stable DNS name.
+func (c *OpenBaoCluster) HeadlessServiceName() string { return c.Name + "-internal" }
+
+// StatefulSetName is the StatefulSet that runs the servers.
+func (c *OpenBaoCluster) StatefulSetName() string { return c.Name }
+
+// ConfigMapName holds config.hcl.
+func (c *OpenBaoCluster) ConfigMapName() string { return c.Name + "-config" }
+
+// ServiceAccountName is the identity of the OpenBao pods.
+func (c *OpenBaoCluster) ServiceAccountName() string { return c.Name }
+
+// ServiceRegistrationRoleName lets OpenBao label its own pods.
+func (c *OpenBaoCluster) ServiceRegistrationRoleName() string {
+	return c.Name + "-service-registration"
+}
+
+// TLSCASecretName holds the CA certificate (and, when operator-managed, key).
+func (c *OpenBaoCluster) TLSCASecretName() string { return c.Name + "-tls-ca" }
+
+// TLSServerSecretName holds the servers' certificate and key.
+func (c *OpenBaoCluster) TLSServerSecretName() string { return c.Name + "-tls-server" }
+
+// UnsealKeySecretName holds the static seal key.
+func (c *OpenBaoCluster) UnsealKeySecretName() string { return c.Name + "-unseal-key" }
+
+// RootTokenSecretName holds the root token from sys/init.
+func (c *OpenBaoCluster) RootTokenSecretName() string { return c.Name + "-root-token" }
+
+// PodName is the name of the server with the given ordinal.
+func (c *OpenBaoCluster) PodName(ordinal int) string {
+	return fmt.Sprintf("%s-%d", c.StatefulSetName(), ordinal)
+}
+
+// PodDNSName is the stable in-cluster DNS name of the server with the given
+// ordinal.
+func (c *OpenBaoCluster) PodDNSName(ordinal int) string {
+	return fmt.Sprintf("%s.%s.%s.svc", c.PodName(ordinal), c.HeadlessServiceName(), c.Namespace)
+}

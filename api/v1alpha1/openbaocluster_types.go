@@ -1,0 +1,509 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// OpenBaoClusterSpec is the desired state of an OpenBao cluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.selfInit) || !self.selfInit.enabled || size(self.selfInit.requests) > 0",message="selfInit.requests must hold at least one request when selfInit.enabled is true"
+type OpenBaoClusterSpec struct {
+	// Version is the OpenBao release to run, as semantic version X.Y.Z; it is
+	// the image tag.
+	// +kubebuilder:validation:Pattern=`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`
+	// +kubebuilder:validation:MaxLength=64
+	Version string `json:"version"`
+
+	// Image is the OpenBao image repository, without tag or digest; the tag is
+	// spec.version. An operator-wide registry mirror may be set in watches.yaml.
+	// +kubebuilder:default="quay.io/openbao/openbao"
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*$`
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// Replicas is the number of OpenBao servers (Raft peers) once the cluster
+	// is initialized; until then the operator runs one. Odd counts tolerate
+	// the same failures as the next even count, with fewer peers.
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=11
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// Paused stops the operator from changing anything of this cluster; the
+	// running pods are left as they are.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// TLS configures the certificates OpenBao serves and Raft peers verify.
+	// +kubebuilder:default={}
+	// +optional
+	TLS TLSSpec `json:"tls,omitempty"`
+
+	// Storage is the Raft data volume of each server. It cannot change after
+	// creation, because a StatefulSet's volume claim templates cannot.
+	// +kubebuilder:default={}
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storage is immutable: a StatefulSet's volume claim templates cannot change after creation"
+	// +optional
+	Storage StorageSpec `json:"storage,omitempty"`
+
+	// Unseal chooses how servers unseal: a static key the operator generates,
+	// or an external KMS.
+	// +kubebuilder:default={}
+	// +kubebuilder:validation:XValidation:rule="self.type == oldSelf.type",message="unseal.type is immutable: seal migration is not supported by the operator"
+	// +optional
+	Unseal UnsealSpec `json:"unseal,omitempty"`
+
+	// SelfInit initializes the cluster with OpenBao's declarative self-init
+	// requests instead of sys/init; the operator then holds no root token.
+	// +optional
+	SelfInit *SelfInitSpec `json:"selfInit,omitempty"`
+
+	// Configuration holds the operator-rendered knobs of config.hcl.
+	// +kubebuilder:default={}
+	// +optional
+	Configuration ConfigurationSpec `json:"configuration,omitempty"`
+
+	// Config holds extra top-level config.hcl keys (for example
+	// default_lease_ttl). Values are strings, numbers, booleans or lists of
+	// those. Stanzas the operator renders cannot be set here.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z][a-z0-9_]*$'))",messageExpression="'config key ' + self.filter(k, !k.matches('^[a-z][a-z0-9_]*$'))[0] + ' is not a config.hcl key: use lower-case letters, digits and underscores'"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(k, k in ['listener', 'storage', 'ha_storage', 'seal', 'service_registration', 'api_addr', 'cluster_addr', 'disable_mlock', 'initialize', 'plugin_directory', 'pid_file', 'ui', 'telemetry', 'log_level', 'log_format', 'audit'])",messageExpression="'config key ' + self.filter(k, k in ['listener', 'storage', 'ha_storage', 'seal', 'service_registration', 'api_addr', 'cluster_addr', 'disable_mlock', 'initialize', 'plugin_directory', 'pid_file', 'ui', 'telemetry', 'log_level', 'log_format', 'audit'])[0] + ' is rendered by the operator and cannot be set in spec.config'"
+	// +optional
+	Config map[string]apiextensionsv1.JSON `json:"config,omitempty"`
+
+	// Service is the client Service, which routes to the active server.
+	// +kubebuilder:default={}
+	// +optional
+	Service ServiceSpec `json:"service,omitempty"`
+
+	// Ingress exposes the client Service through an Ingress.
+	// +optional
+	Ingress *IngressSpec `json:"ingress,omitempty"`
+
+	// Gateway exposes the client Service through a Gateway API TLSRoute
+	// (TLS passthrough: OpenBao terminates TLS itself).
+	// +optional
+	Gateway *GatewaySpec `json:"gateway,omitempty"`
+
+	// NetworkPolicy restricts traffic to the servers.
+	// +kubebuilder:default={}
+	// +optional
+	NetworkPolicy NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
+	// Resources of the OpenBao container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Affinity of the OpenBao pods. Without it the chart spreads servers
+	// across nodes by preference.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// Tolerations of the OpenBao pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// NodeSelector of the OpenBao pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// TopologySpreadConstraints of the OpenBao pods.
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// PriorityClassName of the OpenBao pods.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// Values overrides chart values that the spec does not cover (see the
+	// chart's values.yaml: podAnnotations, podLabels, commonLabels,
+	// imagePullSecrets, serviceMonitor, podDisruptionBudget,
+	// terminationGracePeriodSeconds). Keys the operator derives from the spec
+	// are rejected.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:XValidation:rule="!self.exists(k, k in ['cluster', 'replicas', 'partition', 'image', 'imageRegistry', 'config', 'tls', 'seal', 'storage', 'service', 'ingress', 'gateway', 'networkPolicy', 'scheduling', 'persistentVolumeClaimRetentionPolicy', 'operator'])",messageExpression="'values.' + self.filter(k, k in ['cluster', 'replicas', 'partition', 'image', 'imageRegistry', 'config', 'tls', 'seal', 'storage', 'service', 'ingress', 'gateway', 'networkPolicy', 'scheduling', 'persistentVolumeClaimRetentionPolicy', 'operator'])[0] + ' is set by the operator from the OpenBaoCluster spec; use the spec field instead'"
+	// +optional
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+
+	// DeletionPolicy decides what outlives the OpenBaoCluster: Retain keeps
+	// the Raft volumes; Delete removes them with the StatefulSet.
+	// +kubebuilder:default=Retain
+	// +kubebuilder:validation:Enum=Retain;Delete
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// DeletionPolicy is what happens to a cluster's data when it is deleted.
+type DeletionPolicy string
+
+// Deletion policies.
+const (
+	DeletionPolicyRetain DeletionPolicy = "Retain"
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+)
+
+// TLSMode is who provides the servers' certificates.
+type TLSMode string
+
+// TLS modes.
+const (
+	TLSModeOperatorManaged TLSMode = "OperatorManaged"
+	TLSModeExternal        TLSMode = "External"
+	TLSModeACME            TLSMode = "ACME"
+)
+
+// TLSSpec configures TLS for clients and Raft peers.
+// +kubebuilder:validation:XValidation:rule="self.mode == 'ACME' ? has(self.acme) : !has(self.acme)",message="tls.acme is required when tls.mode is ACME and not allowed otherwise"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'OperatorManaged' || !has(self.rotationPeriod)",message="tls.rotationPeriod applies only to tls.mode OperatorManaged"
+type TLSSpec struct {
+	// Mode is OperatorManaged (the operator runs a private CA), External
+	// (Secrets <cluster>-tls-ca and <cluster>-tls-server are provided) or ACME
+	// (OpenBao obtains certificates itself).
+	// +kubebuilder:default=OperatorManaged
+	// +kubebuilder:validation:Enum=OperatorManaged;External;ACME
+	// +optional
+	Mode TLSMode `json:"mode,omitempty"`
+
+	// RotationPeriod is the validity of an operator-issued server
+	// certificate; it is reissued before it ends. At least 1h.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1h')",message="tls.rotationPeriod must be at least 1h"
+	// +optional
+	RotationPeriod *metav1.Duration `json:"rotationPeriod,omitempty"`
+
+	// ExtraSANs are further DNS names or IP addresses for the server
+	// certificate.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$|^[0-9a-fA-F:.]+$`
+	// +listType=set
+	// +optional
+	ExtraSANs []string `json:"extraSANs,omitempty"`
+
+	// ACME configures certificates from an ACME directory (mode ACME only).
+	// +optional
+	ACME *ACMESpec `json:"acme,omitempty"`
+}
+
+// ACMESpec configures OpenBao's built-in ACME client.
+type ACMESpec struct {
+	// Directory is the ACME directory URL.
+	// +kubebuilder:validation:Pattern=`^https://`
+	// +kubebuilder:validation:MaxLength=2048
+	Directory string `json:"directory"`
+	// Domains are the names to obtain a certificate for.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$`
+	// +listType=set
+	Domains []string `json:"domains"`
+	// Email is the ACME account contact.
+	// +kubebuilder:validation:Pattern=`^[^@\s"\\]+@[^@\s"\\]+$`
+	// +optional
+	Email string `json:"email,omitempty"`
+}
+
+// StorageSpec is the Raft data volume.
+type StorageSpec struct {
+	// Size of each server's data volume.
+	// +kubebuilder:default="10Gi"
+	// +optional
+	Size resource.Quantity `json:"size,omitempty"`
+	// StorageClassName of the data volumes; empty uses the default class.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// UnsealType is the seal OpenBao uses.
+type UnsealType string
+
+// Unseal types.
+const (
+	UnsealStatic        UnsealType = "static"
+	UnsealAWSKMS        UnsealType = "awskms"
+	UnsealGCPCKMS       UnsealType = "gcpckms"
+	UnsealAzureKeyVault UnsealType = "azurekeyvault"
+	UnsealTransit       UnsealType = "transit"
+)
+
+// UnsealSpec chooses the seal.
+// +kubebuilder:validation:XValidation:rule="self.type != 'static' || (!has(self.options) && !has(self.credentialsSecretRef))",message="unseal.options and unseal.credentialsSecretRef apply only to external KMS seals, not to static"
+// +kubebuilder:validation:XValidation:rule="!has(self.options) || !self.options.exists(k, k in ['access_key', 'secret_key', 'session_token', 'client_secret', 'token', 'credentials'])",messageExpression="'unseal.options.' + self.options.filter(k, k in ['access_key', 'secret_key', 'session_token', 'client_secret', 'token', 'credentials'])[0] + ' is a credential: put it in the Secret named by unseal.credentialsSecretRef'"
+type UnsealSpec struct {
+	// Type is static (a 32-byte key the operator generates and keeps in the
+	// Secret <cluster>-unseal-key) or an external KMS: awskms, gcpckms,
+	// azurekeyvault, transit.
+	// +kubebuilder:default=static
+	// +kubebuilder:validation:Enum=static;awskms;gcpckms;azurekeyvault;transit
+	// +optional
+	Type UnsealType `json:"type,omitempty"`
+	// Options are the attributes of OpenBao's seal stanza for the KMS type,
+	// for example region and kms_key_id for awskms. No credentials here.
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z][a-z0-9_]*$'))",message="unseal.options keys are seal stanza attributes: lower-case letters, digits and underscores"
+	// +optional
+	Options map[string]string `json:"options,omitempty"`
+	// CredentialsSecretRef names a Secret mounted at /etc/bao/seal-creds for
+	// the KMS client (for gcpckms its key credentials.json is used as
+	// GOOGLE_APPLICATION_CREDENTIALS).
+	// +optional
+	CredentialsSecretRef *corev1.LocalObjectReference `json:"credentialsSecretRef,omitempty"`
+}
+
+// SelfInitSpec is OpenBao's declarative self-initialization.
+type SelfInitSpec struct {
+	// Enabled initializes through the requests below instead of sys/init.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+	// Requests run once, in order, when the first server initializes.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Requests []SelfInitRequest `json:"requests,omitempty"`
+}
+
+// SelfInitRequest is one API request run at self-initialization.
+type SelfInitRequest struct {
+	// Name identifies the request.
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_-]*$`
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// Operation is the request's operation.
+	// +kubebuilder:validation:Enum=create;read;update;delete;list
+	Operation string `json:"operation"`
+	// Path is the API path, without /v1/, for example sys/auth/kubernetes.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.+-]+)*$`
+	// +kubebuilder:validation:MaxLength=512
+	Path string `json:"path"`
+	// Data is the request body.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	Data *apiextensionsv1.JSON `json:"data,omitempty"`
+}
+
+// ConfigurationSpec holds the config.hcl knobs the operator renders.
+type ConfigurationSpec struct {
+	// Raft tunes the integrated storage.
+	// +kubebuilder:default={}
+	// +optional
+	Raft RaftConfiguration `json:"raft,omitempty"`
+	// Listener tunes the TCP listener.
+	// +kubebuilder:default={}
+	// +optional
+	Listener ListenerConfiguration `json:"listener,omitempty"`
+	// Logging sets the server log level and format.
+	// +kubebuilder:default={}
+	// +optional
+	Logging LoggingConfiguration `json:"logging,omitempty"`
+}
+
+// RaftConfiguration tunes Raft timers. Defaults are production-sound.
+type RaftConfiguration struct {
+	// PerformanceMultiplier scales Raft timers; 1 is fastest, higher values
+	// tolerate slower networks. OpenBao's own default is 5.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	// +optional
+	PerformanceMultiplier *int32 `json:"performanceMultiplier,omitempty"`
+	// AutopilotReconcileInterval is how often autopilot acts on server
+	// health (promotion, cleanup). OpenBao's default is 10s.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="configuration.raft.autopilotReconcileInterval must be between 1s and 10m"
+	// +optional
+	AutopilotReconcileInterval *metav1.Duration `json:"autopilotReconcileInterval,omitempty"`
+	// AutopilotUpdateInterval is how often autopilot gathers server state.
+	// OpenBao's default is 2s.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="configuration.raft.autopilotUpdateInterval must be between 1s and 10m"
+	// +optional
+	AutopilotUpdateInterval *metav1.Duration `json:"autopilotUpdateInterval,omitempty"`
+}
+
+// ListenerConfiguration tunes the TCP listener.
+type ListenerConfiguration struct {
+	// TLSMinVersion is the lowest TLS version accepted.
+	// +kubebuilder:default=tls12
+	// +kubebuilder:validation:Enum=tls12;tls13
+	// +optional
+	TLSMinVersion string `json:"tlsMinVersion,omitempty"`
+	// UnauthenticatedMetricsAccess lets Prometheus scrape
+	// /v1/sys/metrics without a token.
+	// +optional
+	UnauthenticatedMetricsAccess bool `json:"unauthenticatedMetricsAccess,omitempty"`
+}
+
+// LoggingConfiguration sets OpenBao's log output.
+type LoggingConfiguration struct {
+	// Level of the server log.
+	// +kubebuilder:default=info
+	// +kubebuilder:validation:Enum=trace;debug;info;warn;error
+	// +optional
+	Level string `json:"level,omitempty"`
+	// Format of the server log.
+	// +kubebuilder:default=standard
+	// +kubebuilder:validation:Enum=standard;json
+	// +optional
+	Format string `json:"format,omitempty"`
+}
+
+// ServiceSpec is the client Service.
+type ServiceSpec struct {
+	// Type of the client Service.
+	// +kubebuilder:default=ClusterIP
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	// +optional
+	Type corev1.ServiceType `json:"type,omitempty"`
+	// Annotations of the client Service.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// IngressSpec exposes the client Service through an Ingress. The backend
+// speaks TLS: set the controller's annotation for an HTTPS backend (for
+// ingress-nginx, nginx.ingress.kubernetes.io/backend-protocol: HTTPS).
+type IngressSpec struct {
+	// Enabled renders the Ingress.
+	Enabled bool `json:"enabled"`
+	// ClassName is the IngressClass.
+	// +optional
+	ClassName *string `json:"className,omitempty"`
+	// Host is the external host name.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$`
+	// +kubebuilder:validation:MaxLength=253
+	Host string `json:"host"`
+	// TLSSecretName holds the certificate the Ingress serves for Host.
+	// +optional
+	TLSSecretName string `json:"tlsSecretName,omitempty"`
+	// Annotations of the Ingress.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// GatewaySpec attaches a TLSRoute to existing Gateways.
+type GatewaySpec struct {
+	// Enabled renders the TLSRoute.
+	Enabled bool `json:"enabled"`
+	// ParentRefs are the Gateway listeners (TLS passthrough) to attach to.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	ParentRefs []GatewayParentRef `json:"parentRefs"`
+	// Hostnames the route matches (SNI).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Pattern=`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$`
+	Hostnames []string `json:"hostnames"`
+}
+
+// GatewayParentRef names a Gateway listener.
+type GatewayParentRef struct {
+	// Name of the Gateway.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Namespace of the Gateway; empty means the cluster's namespace.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// SectionName is the Gateway listener's name.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	SectionName string `json:"sectionName,omitempty"`
+}
+
+// NetworkPolicySpec restricts traffic to the servers. The cluster port (8201)
+// is open only between the cluster's own servers; the API port (8200) to the
+// peers listed, the operator and the servers, or to everyone when none are.
+type NetworkPolicySpec struct {
+	// Enabled renders the NetworkPolicy.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// APIClients may reach the API port. Empty allows every source.
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	APIClients []NetworkPolicyPeer `json:"apiClients,omitempty"`
+}
+
+// NetworkPolicyPeer selects clients by namespace and pod labels.
+type NetworkPolicyPeer struct {
+	// NamespaceSelector selects namespaces; empty with podSelector set means
+	// the cluster's namespace.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	// PodSelector selects pods.
+	// +optional
+	PodSelector *metav1.LabelSelector `json:"podSelector,omitempty"`
+}
+
+// ClusterPhase summarizes where a cluster is in its life.
+// +kubebuilder:validation:Enum=Pending;Initializing;Running;Degraded;Paused
+type ClusterPhase string
+
+// Phases.
+const (
+	PhasePending      ClusterPhase = "Pending"
+	PhaseInitializing ClusterPhase = "Initializing"
+	PhaseRunning      ClusterPhase = "Running"
+	PhaseDegraded     ClusterPhase = "Degraded"
+	PhasePaused       ClusterPhase = "Paused"
+)
+
+// OpenBaoClusterStatus is the observed state of an OpenBao cluster.
+type OpenBaoClusterStatus struct {
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Phase summarizes the conditions.
+	// +optional
+	Phase ClusterPhase `json:"phase,omitempty"`
+	// ActiveLeader is the pod that is the active (leader) server.
+	// +optional
+	ActiveLeader string `json:"activeLeader,omitempty"`
+	// ReadyReplicas is the number of ready servers.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// CurrentVersion is the OpenBao version every server runs.
+	// +optional
+	CurrentVersion string `json:"currentVersion,omitempty"`
+	// Initialized is true once the cluster has been initialized; it never
+	// returns to false.
+	// +optional
+	Initialized bool `json:"initialized,omitempty"`
+	// SelfInitialized is true when the initialization was OpenBao's self-init.
+	// +optional
+	SelfInitialized bool `json:"selfInitialized,omitempty"`
+	// Conditions: Degraded, Paused, and those of the later steps.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// OpenBaoCluster is an OpenBao cluster run by the operator.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=baocluster;baoc,categories=openbao
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`
+// +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.activeLeader`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 40",message="metadata.name must be a DNS label of at most 40 characters starting with a letter, so that every child object's name stays valid"
+type OpenBaoCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   OpenBaoClusterSpec   `json:"spec"`
+	Status OpenBaoClusterStatus `json:"status,omitempty"`
+}
+
+// OpenBaoClusterList is a list of OpenBaoClusters.
+// +kubebuilder:object:root=true
+type OpenBaoClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []OpenBaoCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&OpenBaoCluster{}, &OpenBaoClusterList{})
+}

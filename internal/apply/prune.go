@@ -1,0 +1,79 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Leftovers returns the objects in live that keep does not hold and that
+// owner controls. It is the pure half of pruning.
+func Leftovers(owner client.Object, live []metav1.PartialObjectMetadata, keep []*unstructured.Unstructured) []metav1.PartialObjectMetadata {
+	kept := map[objectKey]bool{}
+	for _, obj := range keep {
+		kept[keyOf(obj)] = true
+	}
+	var out []metav1.PartialObjectMetadata
+	for _, obj := range live {
+		if kept[keyOf(&obj)] || !controlledBy(&obj, owner) {
+			continue
+		}
+		out = append(out, obj)
+	}
+	return out
+}
+
+func controlledBy(obj metav1.Object, owner client.Object) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && ref.UID == owner.GetUID()
+}
+
+// Prune deletes the objects of the given kinds in the owner's namespace that
+// carry selector's labels, are controlled by owner and are not in keep.
+// Call it only after every object in keep was applied. Kinds the cluster
+// does not serve are skipped: nothing of theirs can exist.
+func (a *Applier) Prune(ctx context.Context, owner client.Object, kinds []schema.GroupVersionKind,
+	selector client.MatchingLabels, keep []*unstructured.Unstructured) ([]string, error) {
+	var pruned []string
+	for _, gvk := range kinds {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		err := a.client.List(ctx, list, client.InNamespace(owner.GetNamespace()), selector)
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return pruned, fmt.Errorf("list %s for pruning: %w", gvk.Kind, err)
+		}
+		for i := range list.Items {
+			list.Items[i].SetGroupVersionKind(gvk)
+		}
+		for _, obj := range Leftovers(owner, list.Items, keep) {
+			if err := a.deleteLeftover(ctx, gvk, obj); err != nil {
+				return pruned, err
+			}
+			pruned = append(pruned, gvk.Kind+"/"+obj.Name)
+		}
+	}
+	return pruned, nil
+}
+
+func (a *Applier) deleteLeftover(ctx context.Context, gvk schema.GroupVersionKind, obj metav1.PartialObjectMetadata) error {
+	target := obj.DeepCopy()
+	target.SetGroupVersionKind(gvk)
+	uid := obj.UID
+	err := a.client.Delete(ctx, target, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("prune %s %s/%s: %w", gvk.Kind, obj.Namespace, obj.Name, err)
+	}
+	a.mu.Lock()
+	delete(a.last, objectKey{gvk: gvk, namespace: obj.Namespace, name: obj.Name})
+	a.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,217 @@
+package values
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/openbao/operator/api/v1alpha1"
+)
+
+// DefaultImage is the OpenBao image repository when the spec names none.
+const DefaultImage = "quay.io/openbao/openbao"
+
+// Replicas is what the StatefulSet runs: one server until the cluster is
+// initialized, so that exactly one node can bootstrap it, then the spec's.
+func Replicas(c *v1alpha1.OpenBaoCluster) int32 {
+	if !c.Status.Initialized {
+		return 1
+	}
+	return c.Spec.Replicas
+}
+
+func ownedValues(c *v1alpha1.OpenBaoCluster, op Operator, cfg Config) (map[string]any, error) {
+	scheduling, err := schedulingValues(c)
+	if err != nil {
+		return nil, err
+	}
+	network, err := networkPolicyValues(c)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{
+		"cluster":   map[string]any{"name": c.Name, "names": childNames(c)},
+		"operator":  map[string]any{"namespace": op.Namespace, "openshift": op.OpenShift},
+		"replicas":  int64(Replicas(c)),
+		"partition": int64(0),
+		"image":     imageValues(c),
+		"config": map[string]any{
+			"hcl": cfg.HCL, "selfInitHcl": cfg.SelfInitHCL, "checksum": cfg.Checksum,
+		},
+		"tls":           map[string]any{"mode": string(tlsMode(c))},
+		"seal":          sealValues(c),
+		"storage":       storageValues(c),
+		"scheduling":    scheduling,
+		"service":       serviceValues(c),
+		"ingress":       ingressValues(c),
+		"gateway":       gatewayValues(c),
+		"networkPolicy": network,
+		"persistentVolumeClaimRetentionPolicy": map[string]any{
+			"whenDeleted": string(deletionPolicy(c)), "whenScaled": "Retain",
+		},
+	}, nil
+}
+
+// schedulingValues never holds null: Helm deletes null-valued keys when it
+// coalesces values, and the strict engine then fails on the missing key.
+func schedulingValues(c *v1alpha1.OpenBaoCluster) (map[string]any, error) {
+	out := map[string]any{"priorityClassName": c.Spec.PriorityClassName}
+	fields := []struct {
+		key   string
+		value any
+		empty any
+	}{
+		{"resources", c.Spec.Resources, map[string]any{}},
+		{"affinity", c.Spec.Affinity, map[string]any{}},
+		{"nodeSelector", c.Spec.NodeSelector, map[string]any{}},
+		{"tolerations", c.Spec.Tolerations, []any{}},
+		{"topologySpreadConstraints", c.Spec.TopologySpreadConstraints, []any{}},
+	}
+	for _, f := range fields {
+		v, err := toValue(f.value)
+		if err != nil {
+			return nil, err
+		}
+		if v == nil {
+			v = f.empty
+		}
+		out[f.key] = v
+	}
+	return out, nil
+}
+
+func childNames(c *v1alpha1.OpenBaoCluster) map[string]any {
+	return map[string]any{
+		"statefulSet":     c.StatefulSetName(),
+		"headlessService": c.HeadlessServiceName(),
+		"clientService":   c.ClientServiceName(),
+		"configMap":       c.ConfigMapName(),
+		"serviceAccount":  c.ServiceAccountName(),
+		"role":            c.ServiceRegistrationRoleName(),
+		"tlsCASecret":     c.TLSCASecretName(),
+		"tlsServerSecret": c.TLSServerSecretName(),
+		"unsealKeySecret": c.UnsealKeySecretName(),
+	}
+}
+
+func imageValues(c *v1alpha1.OpenBaoCluster) map[string]any {
+	repo := c.Spec.Image
+	if repo == "" {
+		repo = DefaultImage
+	}
+	return map[string]any{"repository": repo, "tag": c.Spec.Version, "pullPolicy": "IfNotPresent"}
+}
+
+func tlsMode(c *v1alpha1.OpenBaoCluster) v1alpha1.TLSMode {
+	if c.Spec.TLS.Mode == "" {
+		return v1alpha1.TLSModeOperatorManaged
+	}
+	return c.Spec.TLS.Mode
+}
+
+func sealType(c *v1alpha1.OpenBaoCluster) v1alpha1.UnsealType {
+	if c.Spec.Unseal.Type == "" {
+		return v1alpha1.UnsealStatic
+	}
+	return c.Spec.Unseal.Type
+}
+
+func sealValues(c *v1alpha1.OpenBaoCluster) map[string]any {
+	creds := ""
+	if ref := c.Spec.Unseal.CredentialsSecretRef; ref != nil {
+		creds = ref.Name
+	}
+	return map[string]any{"type": string(sealType(c)), "credentialsSecret": creds}
+}
+
+func storageValues(c *v1alpha1.OpenBaoCluster) map[string]any {
+	size := "10Gi"
+	if !c.Spec.Storage.Size.IsZero() {
+		size = c.Spec.Storage.Size.String()
+	}
+	class := ""
+	if c.Spec.Storage.StorageClassName != nil {
+		class = *c.Spec.Storage.StorageClassName
+	}
+	return map[string]any{"size": size, "storageClassName": class}
+}
+
+func serviceValues(c *v1alpha1.OpenBaoCluster) map[string]any {
+	svcType := string(c.Spec.Service.Type)
+	if svcType == "" {
+		svcType = "ClusterIP"
+	}
+	return map[string]any{"type": svcType, "annotations": stringMap(c.Spec.Service.Annotations)}
+}
+
+func ingressValues(c *v1alpha1.OpenBaoCluster) map[string]any {
+	in := c.Spec.Ingress
+	if in == nil || !in.Enabled {
+		return map[string]any{"enabled": false}
+	}
+	class := ""
+	if in.ClassName != nil {
+		class = *in.ClassName
+	}
+	return map[string]any{
+		"enabled": true, "className": class, "host": in.Host,
+		"tlsSecretName": in.TLSSecretName, "annotations": stringMap(in.Annotations),
+	}
+}
+
+func gatewayValues(c *v1alpha1.OpenBaoCluster) map[string]any {
+	gw := c.Spec.Gateway
+	if gw == nil || !gw.Enabled {
+		return map[string]any{"enabled": false}
+	}
+	refs := make([]any, 0, len(gw.ParentRefs))
+	for _, ref := range gw.ParentRefs {
+		refs = append(refs, map[string]any{"name": ref.Name, "namespace": ref.Namespace, "sectionName": ref.SectionName})
+	}
+	hosts := make([]any, 0, len(gw.Hostnames))
+	for _, h := range gw.Hostnames {
+		hosts = append(hosts, h)
+	}
+	return map[string]any{"enabled": true, "parentRefs": refs, "hostnames": hosts}
+}
+
+func networkPolicyValues(c *v1alpha1.OpenBaoCluster) (map[string]any, error) {
+	np := c.Spec.NetworkPolicy
+	enabled := np.Enabled == nil || *np.Enabled
+	clients, err := toValue(np.APIClients)
+	if err != nil {
+		return nil, err
+	}
+	if clients == nil {
+		clients = []any{}
+	}
+	return map[string]any{"enabled": enabled, "apiClients": clients}, nil
+}
+
+func deletionPolicy(c *v1alpha1.OpenBaoCluster) v1alpha1.DeletionPolicy {
+	if c.Spec.DeletionPolicy == "" {
+		return v1alpha1.DeletionPolicyRetain
+	}
+	return c.Spec.DeletionPolicy
+}
+
+func stringMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// toValue converts typed API structs into the JSON-shaped values the chart
+// engine expects, dropping empty fields the same way the API server does.
+func toValue(v any) (any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode values: %w", err)
+	}
+	var out any
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("decode values: %w", err)
+	}
+	return out, nil
+}
