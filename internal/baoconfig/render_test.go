@@ -1,0 +1,194 @@
+package baoconfig
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRenderRejectsInvalidInput(t *testing.T) {
+	tests := map[string]struct {
+		in       Input
+		wantText string // the error names this
+	}{
+		"a protected user key is rejected by name": {
+			testInput(user(map[string]any{"storage": map[string]any{"path": "/tmp"}})), `"storage"`,
+		},
+		"a seal alias cannot slip in as a user key": {
+			testInput(user(map[string]any{"kms": map[string]any{}})), `"kms"`,
+		},
+		"disable_mlock belongs to the operator": {
+			testInput(user(map[string]any{"disable_mlock": false})), `"disable_mlock"`,
+		},
+		"a user key that is no identifier is rejected by name": {
+			testInput(user(map[string]any{"bad key\" {": "x"})), `"bad key\" {"`,
+		},
+		"an upper-case user key is rejected": {
+			testInput(user(map[string]any{"Max_Lease_TTL": "1h"})), `"Max_Lease_TTL"`,
+		},
+		"null is rejected with its key path": {
+			testInput(user(map[string]any{"audit": map[string]any{"options": nil}})), `"audit.options"`,
+		},
+		"a list of lists is rejected": {
+			testInput(user(map[string]any{"x": []any{[]any{"a"}}})), `"x[0]"`,
+		},
+		"a list mixing objects and scalars is rejected": {
+			testInput(user(map[string]any{"x": []any{"a", map[string]any{}}})), `"x"`,
+		},
+		"NaN is rejected": {
+			testInput(user(map[string]any{"cache_size": math.NaN()})), `"cache_size"`,
+		},
+		"invalid UTF-8 is rejected": {
+			testInput(user(map[string]any{"cluster_name": "\xff"})), `"cluster_name"`,
+		},
+		"an unsupported Go type is rejected": {
+			testInput(user(map[string]any{"cache_size": uint8(1)})), `uint8`,
+		},
+		"a credential in KMS options is rejected": {
+			testInput(kms(SealAWSKMS, map[string]string{"secret_key": "x"})), `AWS_SECRET_ACCESS_KEY`,
+		},
+		"an option the KMS seal does not read is rejected": {
+			testInput(kms(SealGCPCKMS, map[string]string{"kms_key_id": "x"})), `"kms_key_id"`,
+		},
+		"an unknown seal type is rejected": {
+			testInput(kms("shamir", nil)), `"shamir"`,
+		},
+		"the static seal needs a key id": {
+			testInput(func(in *Input) { in.Seal.KeyID = "" }), "key id",
+		},
+		"TLS files need a key": {
+			testInput(func(in *Input) { in.Listener.TLS.KeyFile = "" }), "key file",
+		},
+		"ACME needs domains": {
+			testInput(acme, func(in *Input) { in.Listener.TLS.ACME.Domains = nil }), "domain",
+		},
+		"TLS 1.1 is refused": {
+			testInput(func(in *Input) { in.Listener.TLS.MinVersion = "tls11" }), "tls11",
+		},
+		"bootstrap needs pod-0's address": {
+			testInput(func(in *Input) { in.Raft.LeaderAPIAddr = "" }), "leader API address",
+		},
+		"auto_join needs a label selector": {
+			testInput(initialized, func(in *Input) { in.Raft.AutoJoin.LabelSelector = "" }), "label selector",
+		},
+		"a reconcile interval shorter than the update interval is refused as OpenBao would": {
+			testInput(timers(Timers{AutopilotReconcileInterval: 2 * time.Second, AutopilotUpdateInterval: 5 * time.Second})), "shorter",
+		},
+		"a performance multiplier above 10 is refused": {
+			testInput(timers(Timers{PerformanceMultiplier: 11})), "11",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := Render(tc.in)
+			if err == nil {
+				t.Fatal("Render succeeded, want an error")
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("error %v does not wrap ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), tc.wantText) {
+				t.Errorf("error %q does not mention %s", err, tc.wantText)
+			}
+		})
+	}
+}
+
+func TestEveryProtectedKeyIsRejected(t *testing.T) {
+	for _, k := range ProtectedKeys() {
+		_, err := Render(testInput(user(map[string]any{k: "x"})))
+		if err == nil || !strings.Contains(err.Error(), `"`+k+`"`) {
+			t.Errorf("user key %q: error %v, want one naming the key", k, err)
+		}
+	}
+}
+
+func TestRenderIsDeterministic(t *testing.T) {
+	for name, in := range goldenCases {
+		a, errA := Render(in)
+		b, errB := Render(in)
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s: two renderings differ (errors %v, %v)", name, errA, errB)
+		}
+	}
+}
+
+func TestUserValuesReadBackExactlyWithHCL1(t *testing.T) {
+	tests := map[string]any{
+		"an interpolation stays literal":          "${file(\"/etc/passwd\")}",
+		"a template directive stays literal":      "%{ if true }x%{ endif }",
+		"an HCL2 escape stays literal":            "$${x} %%{y}",
+		"quotes and a closing brace cannot close": "\"}\nlistener \"tcp\" {",
+		"control characters survive":              "a\x00b\x1fc\x7fd\r\t",
+		"HCL1's reserved rune survives":           "\uE123",
+		"unicode line separators survive":         "a\u2028b\u2029",
+		"a lone dollar and percent stay":          "$ % ${ %{ $",
+		"a backslash before a dollar":             "\\${x}",
+		"a big whole number":                      json.Number("9007199254740993"),
+		"a huge float":                            1e300,
+		"a negative fraction":                     -0.125,
+		"a JSON exponent":                         json.Number("1E5"),
+		"a list of scalars":                       []any{"a", true, 1.5, json.Number("-3")},
+		"an empty list":                           []any{},
+		"nested objects with odd keys": map[string]any{
+			"a b": map[string]any{"true": false, "${x}": "y", "\"": []any{}},
+		},
+		"repeated blocks": []any{map[string]any{"type": "file"}, map[string]any{"type": "socket"}},
+	}
+	for name, v := range tests {
+		t.Run(name, func(t *testing.T) {
+			out, err := Render(testInput(user(map[string]any{"value": v})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			decoded, err := decodeHCL1(out)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if !sameValue(v, decoded["value"]) {
+				t.Errorf("HCL1 read %#v, want %#v\n%s", decoded["value"], v, out)
+			}
+		})
+	}
+}
+
+func TestSelfInitRejectsWhatOpenBaoWouldRefuseAtStart(t *testing.T) {
+	ok := InitRequest{Name: "a", Operation: "update", Path: "sys/auth/x"}
+	tests := map[string]struct {
+		reqs     []InitRequest
+		wantText string
+	}{
+		"no requests":              {nil, "no requests"},
+		"a name with a dot":        {[]InitRequest{{Name: "a.b", Operation: "update", Path: "p"}}, `"a.b"`},
+		"an unknown operation":     {[]InitRequest{{Name: "a", Operation: "write", Path: "p"}}, `"write"`},
+		"an empty path":            {[]InitRequest{{Name: "a", Operation: "update"}}, "empty path"},
+		"two requests of one name": {[]InitRequest{ok, ok}, "duplicate"},
+		"null data": {[]InitRequest{{Name: "a", Operation: "update", Path: "p",
+			Data: map[string]any{"x": nil}}}, `"initialize.a.data.x"`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := RenderSelfInit(tc.reqs)
+			if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.wantText) {
+				t.Errorf("error %v, want ErrInvalid mentioning %s", err, tc.wantText)
+			}
+		})
+	}
+}
+
+func TestProtectedKeysAreSortedAndCopied(t *testing.T) {
+	keys := ProtectedKeys()
+	for i := 1; i < len(keys); i++ {
+		if keys[i-1] >= keys[i] {
+			t.Fatalf("not sorted at %q", keys[i])
+		}
+	}
+	keys[0] = "changed"
+	if ProtectedKeys()[0] == "changed" {
+		t.Fatal("ProtectedKeys returns the package's own slice")
+	}
+}

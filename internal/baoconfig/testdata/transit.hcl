@@ -1,0 +1,39 @@
+ui            = false
+disable_mlock = true
+log_level     = "info"
+log_format    = "json"
+
+listener "tcp" {
+  address         = ":8200"
+  cluster_address = ":8201"
+  tls_min_version = "tls12"
+  tls_cert_file   = "/etc/bao/tls/tls.crt"
+  tls_key_file    = "/etc/bao/tls/tls.key"
+}
+
+storage "raft" {
+  path                         = "/bao/data"
+  performance_multiplier       = 1
+  autopilot_reconcile_interval = "1s"
+  autopilot_update_interval    = "1s"
+
+  retry_join {
+    leader_api_addr     = "https://bao-0.bao-internal.vault.svc:8200"
+    leader_ca_cert_file = "/etc/bao/tls/ca.crt"
+  }
+}
+
+seal "transit" {
+  address     = "https://transit.example.com:8200"
+  key_name    = "unseal"
+  mount_path  = "transit/"
+  tls_ca_cert = "/etc/bao/transit/ca.crt"
+}
+
+service_registration "kubernetes" {
+}
+
+telemetry {
+  prometheus_retention_time = "24h"
+  disable_hostname          = true
+}

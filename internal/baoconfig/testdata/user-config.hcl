@@ -1,0 +1,54 @@
+disable_mlock = true
+log_level     = "info"
+log_format    = "json"
+
+listener "tcp" {
+  address         = ":8200"
+  cluster_address = ":8201"
+  tls_min_version = "tls12"
+  tls_cert_file   = "/etc/bao/tls/tls.crt"
+  tls_key_file    = "/etc/bao/tls/tls.key"
+}
+
+storage "raft" {
+  path                         = "/bao/data"
+  performance_multiplier       = 1
+  autopilot_reconcile_interval = "1s"
+  autopilot_update_interval    = "1s"
+
+  retry_join {
+    leader_api_addr     = "https://bao-0.bao-internal.vault.svc:8200"
+    leader_ca_cert_file = "/etc/bao/tls/ca.crt"
+  }
+}
+
+seal "static" {
+  current_key_id = "bao-unseal-1"
+  current_key    = "file:///etc/bao/unseal/key"
+}
+
+service_registration "kubernetes" {
+}
+
+telemetry {
+  prometheus_retention_time = "24h"
+  disable_hostname          = true
+}
+
+audit {
+  options {
+    file_path = "/bao/audit/audit.log"
+    format    = "json"
+  }
+  path = "file/"
+  type = "file"
+}
+
+cache_size           = 131072
+cluster_name         = "payments \u0024{not-interpolated} \u0025{nor-a-directive}"
+default_lease_ttl    = "768h"
+disable_cache        = false
+log_requests_level   = "warn"
+max_lease_ttl        = "8760h"
+raw_storage_endpoint = true
+ui                   = true

@@ -1,0 +1,247 @@
+package baoconfig
+
+import (
+	"encoding/json"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/hashicorp/hcl/v2/hclwrite"
+)
+
+// protectedKeys are the top-level keys the operator owns. Each either holds
+// a stanza the operator renders (listener, storage, seal,
+// service_registration, telemetry), would replace one (backend, ha_storage,
+// ha_backend, hsm and kms are seal and storage aliases OpenBao also reads),
+// carries node identity from the pod (api_addr, cluster_addr), is fixed by
+// OpenBao (disable_mlock = false is fatal in 2.4), would break Raft
+// (disable_clustering), would run binaries from the image (plugin_directory)
+// or is a file the operator's wrapper or self-init owns (pid_file,
+// initialize), or comes from a typed field of the spec (log_level,
+// log_format).
+var protectedKeys = []string{
+	"api_addr", "backend", "cluster_addr", "disable_clustering", "disable_mlock",
+	"ha_backend", "ha_storage", "hsm", "initialize", "kms", "listener",
+	"log_format", "log_level", "pid_file", "plugin_directory", "seal",
+	"service_registration", "storage", "telemetry",
+}
+
+// ProtectedKeys returns, sorted, the top-level keys a user's config may not
+// set. The API mirrors it in a CEL rule; Render enforces it.
+func ProtectedKeys() []string {
+	return append([]string(nil), protectedKeys...)
+}
+
+// userKey is the shape of OpenBao's top-level keys: lower snake case.
+var userKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// maxDepth bounds nesting, so that a hostile document cannot exhaust the
+// stack.
+const maxDepth = 16
+
+// validateUser checks the user keys and values. The values allowed are
+// what a JSON decode yields and HCL1 can hold without loss:
+//   - string (valid UTF-8), bool, float64 (finite), json.Number, int, int64;
+//   - []any of scalars only (an attribute list), or of objects only (one
+//     block per element, as HCL1 reads repeated blocks such as audit);
+//   - map[string]any (a block), keys non-empty and valid UTF-8.
+//
+// Null, nested lists, lists mixing objects and scalars and nesting deeper
+// than maxDepth are rejected. Errors name the key path.
+func validateUser(user map[string]any) error {
+	for _, k := range sortedKeys(user) {
+		v := user[k]
+		if !userKey.MatchString(k) {
+			return invalidf("config key %q: want lower snake case, like default_lease_ttl", k)
+		}
+		if contains(protectedKeys, k) {
+			return invalidf("config key %q is set by the operator and cannot be overridden", k)
+		}
+		if err := checkUserValue(k, v, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkUserValue(path string, v any, depth int) error {
+	if depth > maxDepth {
+		return invalidf("config key %q: nested deeper than %d levels", path, maxDepth)
+	}
+	switch v := v.(type) {
+	case string:
+		if !utf8.ValidString(v) {
+			return invalidf("config key %q: string is not valid UTF-8", path)
+		}
+	case bool, int, int64:
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return invalidf("config key %q: number %v is not finite", path, v)
+		}
+	case json.Number:
+		if _, err := numberTokens(v); err != nil {
+			return invalidf("config key %q: number %q: %v", path, string(v), err)
+		}
+	case []any:
+		return checkUserList(path, v, depth)
+	case map[string]any:
+		for _, k := range sortedKeys(v) {
+			elem := v[k]
+			if k == "" || !utf8.ValidString(k) {
+				return invalidf("config key %q: nested key %q is empty or not valid UTF-8", path, k)
+			}
+			if err := checkUserValue(path+"."+k, elem, depth+1); err != nil {
+				return err
+			}
+		}
+	case nil:
+		return invalidf("config key %q: null is not a value OpenBao reads", path)
+	default:
+		return invalidf("config key %q: unsupported value type %T", path, v)
+	}
+	return nil
+}
+
+func checkUserList(path string, list []any, depth int) error {
+	objects := 0
+	for i, elem := range list {
+		elemPath := path + "[" + strconv.Itoa(i) + "]"
+		switch elem.(type) {
+		case []any:
+			return invalidf("config key %q: lists of lists are not supported", elemPath)
+		case map[string]any:
+			objects++
+		}
+		if err := checkUserValue(elemPath, elem, depth+1); err != nil {
+			return err
+		}
+	}
+	if objects != 0 && objects != len(list) {
+		return invalidf("config key %q: a list holds either objects or scalars, not both", path)
+	}
+	return nil
+}
+
+// renderUser appends the user keys in sorted order after the operator's
+// stanzas. validateUser has accepted them.
+func renderUser(body *hclwrite.Body, user map[string]any) error {
+	keys := sortedKeys(user)
+	if len(keys) > 0 {
+		body.AppendNewline()
+	}
+	for _, k := range keys {
+		if err := appendValue(body, k, user[k]); err != nil {
+			return err
+		}
+		if isBlockValue(user[k]) {
+			body.AppendNewline()
+		}
+	}
+	return nil
+}
+
+func isBlockValue(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		return true
+	case []any:
+		if len(v) > 0 {
+			_, ok := v[0].(map[string]any)
+			return ok
+		}
+	}
+	return false
+}
+
+// appendValue writes one key: an object becomes a block, a list of objects
+// one block per element, anything else an attribute.
+func appendValue(body *hclwrite.Body, key string, v any) error {
+	name := keyName(key)
+	switch v := v.(type) {
+	case map[string]any:
+		return appendBlock(body, name, v)
+	case []any:
+		if isBlockValue(v) {
+			for _, elem := range v {
+				if err := appendBlock(body, name, elem.(map[string]any)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	tokens, err := scalarOrListTokens(v)
+	if err != nil {
+		return invalidf("config key %q: %v", key, err)
+	}
+	body.SetAttributeRaw(name, tokens)
+	return nil
+}
+
+func appendBlock(body *hclwrite.Body, name string, m map[string]any) error {
+	b := body.AppendNewBlock(name, nil).Body()
+	for _, k := range sortedKeys(m) {
+		if err := appendValue(b, k, m[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func scalarOrListTokens(v any) (hclwrite.Tokens, error) {
+	if list, ok := v.([]any); ok {
+		elems := make([]hclwrite.Tokens, 0, len(list))
+		for _, e := range list {
+			t, err := scalarTokens(e)
+			if err != nil {
+				return nil, err
+			}
+			elems = append(elems, t)
+		}
+		return hclwrite.TokensForTuple(elems), nil
+	}
+	return scalarTokens(v)
+}
+
+func scalarTokens(v any) (hclwrite.Tokens, error) {
+	switch v := v.(type) {
+	case string:
+		return stringTokens(v), nil
+	case bool:
+		return boolTokens(v), nil
+	case int:
+		return intTokens(int64(v)), nil
+	case int64:
+		return intTokens(v), nil
+	case float64:
+		return floatTokens(v), nil
+	case json.Number:
+		return numberTokens(v)
+	}
+	return nil, invalidf("unsupported value type %T", v)
+}
+
+// numberTokens writes a JSON number in the canonical form floatTokens uses,
+// rather than passing its text through: JSON allows forms ("1E5", "-0",
+// "0.10") whose HCL1 reading differs in type or fails.
+func numberTokens(n json.Number) (hclwrite.Tokens, error) {
+	if i, err := n.Int64(); err == nil {
+		return intTokens(i), nil
+	}
+	f, err := n.Float64()
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return nil, invalidf("not a finite number")
+	}
+	return floatTokens(f), nil
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
