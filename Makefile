@@ -33,6 +33,7 @@ generate: ## Generate deepcopy code, CRDs and RBAC from the API markers.
 	$(CONTROLLER_GEN) object paths="./api/..."
 	$(CONTROLLER_GEN) crd rbac:roleName=openbao-operator-manager paths="./..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	go run ./internal/crdgen/cmd/crdgen config/crd/bases/openbao.org_openbaoclusters.yaml
 
 .PHONY: lint
 lint: ## Check formatting (gofmt) and run go vet.

@@ -39,7 +39,7 @@ type OpenBaoClusterSpec struct {
 	Paused bool `json:"paused,omitempty"`
 
 	// TLS configures the certificates OpenBao serves and Raft peers verify.
-	// +kubebuilder:default={}
+	// +kubebuilder:default={mode: OperatorManaged}
 	// +optional
 	TLS TLSSpec `json:"tls,omitempty"`
 
@@ -52,7 +52,7 @@ type OpenBaoClusterSpec struct {
 
 	// Unseal chooses how servers unseal: a static key the operator generates,
 	// or an external KMS.
-	// +kubebuilder:default={}
+	// +kubebuilder:default={type: static}
 	// +kubebuilder:validation:XValidation:rule="self.type == oldSelf.type",message="unseal.type is immutable: seal migration is not supported by the operator"
 	// +optional
 	Unseal UnsealSpec `json:"unseal,omitempty"`
@@ -68,11 +68,10 @@ type OpenBaoClusterSpec struct {
 	Configuration ConfigurationSpec `json:"configuration,omitempty"`
 
 	// Config holds extra top-level config.hcl keys (for example
-	// default_lease_ttl). Values are strings, numbers, booleans or lists of
-	// those. Stanzas the operator renders cannot be set here.
+	// default_lease_ttl): strings, numbers, booleans, lists of those, or
+	// objects for blocks such as audit. Keys the operator renders (listener,
+	// storage, seal, ...) are rejected at admission; see ProtectedConfigKeys.
 	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z][a-z0-9_]*$'))",messageExpression="'config key ' + self.filter(k, !k.matches('^[a-z][a-z0-9_]*$'))[0] + ' is not a config.hcl key: use lower-case letters, digits and underscores'"
-	// +kubebuilder:validation:XValidation:rule="!self.exists(k, k in ['listener', 'storage', 'ha_storage', 'seal', 'service_registration', 'api_addr', 'cluster_addr', 'disable_mlock', 'initialize', 'plugin_directory', 'pid_file', 'ui', 'telemetry', 'log_level', 'log_format', 'audit'])",messageExpression="'config key ' + self.filter(k, k in ['listener', 'storage', 'ha_storage', 'seal', 'service_registration', 'api_addr', 'cluster_addr', 'disable_mlock', 'initialize', 'plugin_directory', 'pid_file', 'ui', 'telemetry', 'log_level', 'log_format', 'audit'])[0] + ' is rendered by the operator and cannot be set in spec.config'"
 	// +optional
 	Config map[string]apiextensionsv1.JSON `json:"config,omitempty"`
 
@@ -119,9 +118,8 @@ type OpenBaoClusterSpec struct {
 	// chart's values.yaml: podAnnotations, podLabels, commonLabels,
 	// imagePullSecrets, serviceMonitor, podDisruptionBudget,
 	// terminationGracePeriodSeconds). Keys the operator derives from the spec
-	// are rejected.
+	// are rejected at admission.
 	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:XValidation:rule="!self.exists(k, k in ['cluster', 'replicas', 'partition', 'image', 'imageRegistry', 'config', 'tls', 'seal', 'storage', 'service', 'ingress', 'gateway', 'networkPolicy', 'scheduling', 'persistentVolumeClaimRetentionPolicy', 'operator'])",messageExpression="'values.' + self.filter(k, k in ['cluster', 'replicas', 'partition', 'image', 'imageRegistry', 'config', 'tls', 'seal', 'storage', 'service', 'ingress', 'gateway', 'networkPolicy', 'scheduling', 'persistentVolumeClaimRetentionPolicy', 'operator'])[0] + ' is set by the operator from the OpenBaoCluster spec; use the spec field instead'"
 	// +optional
 	Values *apiextensionsv1.JSON `json:"values,omitempty"`
 
@@ -269,16 +267,21 @@ type SelfInitRequest struct {
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 	// Operation is the request's operation.
-	// +kubebuilder:validation:Enum=create;read;update;delete;list
+	// +kubebuilder:validation:Enum=create;read;update;patch;delete;list
 	Operation string `json:"operation"`
 	// Path is the API path, without /v1/, for example sys/auth/kubernetes.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.+-]+)*$`
 	// +kubebuilder:validation:MaxLength=512
 	Path string `json:"path"`
-	// Data is the request body.
+	// Data is the request body. A value that is an object with eval_source
+	// and eval_type is read by OpenBao as a reference (for example to an
+	// environment variable), which keeps secrets out of the resource.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
 	Data *apiextensionsv1.JSON `json:"data,omitempty"`
+	// AllowFailure lets initialization go on when this request fails.
+	// +optional
+	AllowFailure bool `json:"allowFailure,omitempty"`
 }
 
 // ConfigurationSpec holds the config.hcl knobs the operator renders.

@@ -1,40 +1,31 @@
-// Command openbao-operator runs the OpenBao operator's controller manager.
+// Command openbao-operator runs the OpenBao operator's controller manager,
+// or, as `openbao-operator render -f cluster.yaml`, prints the objects the
+// operator would apply for an OpenBaoCluster.
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	operator "github.com/openbao/operator"
+	"github.com/openbao/operator/api/v1alpha1"
+	helmcharts "github.com/openbao/operator/helm-charts"
+	"github.com/openbao/operator/internal/values"
+	"github.com/openbao/operator/internal/watches"
 )
 
-// managerFlags are the command-line settings of the manager.
-type managerFlags struct {
-	metricsAddr    string
-	probeAddr      string
-	leaderElection bool
-	leaderElectNS  string
-}
-
 func main() {
-	var f managerFlags
-	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to; \"0\" disables it")
-	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz endpoints bind to")
-	flag.BoolVar(&f.leaderElection, "leader-elect", false, "elect one active manager among replicas through a Lease")
-	flag.StringVar(&f.leaderElectNS, "leader-election-namespace", "", "namespace of the leader Lease (default: the pod's namespace)")
-	zapOpts := zap.Options{}
-	zapOpts.BindFlags(flag.CommandLine)
-	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-
-	if err := runManager(f); err != nil {
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "render" {
+		err = runRender(os.Args[2:], os.Stdout)
+	} else {
+		err = runManager(os.Args[1:])
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "openbao-operator: %v\n", err)
 		os.Exit(1)
 	}
@@ -43,34 +34,27 @@ func main() {
 func newScheme() *runtime.Scheme {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
 	return scheme
 }
 
-func runManager(f managerFlags) error {
-	cfg, err := ctrl.GetConfig()
+// loadWatches reads watches.yaml (the embedded one when path is empty) and
+// rejects overrides of values the operator owns.
+func loadWatches(path string) (watches.Settings, error) {
+	data := operator.DefaultWatches
+	if path != "" {
+		var err error
+		if data, err = os.ReadFile(path); err != nil {
+			return watches.Settings{}, fmt.Errorf("read watches file: %w", err)
+		}
+	}
+	gvk := v1alpha1.GroupVersion.WithKind("OpenBaoCluster")
+	settings, err := watches.Load(data, gvk, "helm-charts/"+helmcharts.OpenBaoClusterDir, os.Getenv)
 	if err != nil {
-		return fmt.Errorf("load kubeconfig: %w", err)
+		return watches.Settings{}, err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  newScheme(),
-		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress:  f.probeAddr,
-		LeaderElection:          f.leaderElection,
-		LeaderElectionID:        "openbao-operator.openbao.org",
-		LeaderElectionNamespace: f.leaderElectNS,
-	})
-	if err != nil {
-		return fmt.Errorf("create manager: %w", err)
+	if err := values.CheckOverrideValues(settings.OverrideValues); err != nil {
+		return watches.Settings{}, fmt.Errorf("watches file: %w", err)
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("add health check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return fmt.Errorf("add ready check: %w", err)
-	}
-	ctrl.Log.WithName("setup").Info("starting manager")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		return fmt.Errorf("run manager: %w", err)
-	}
-	return nil
+	return settings, nil
 }

@@ -26,6 +26,7 @@ import (
 // object, what it last applied, so it must be shared across reconciles.
 type Applier struct {
 	client       client.Client
+	reader       client.Reader // uncached: reads metadata of a few objects, never starts informers
 	fieldManager string
 
 	mu   sync.Mutex
@@ -45,9 +46,10 @@ type appliedState struct {
 	ownedFields string
 }
 
-// New returns an Applier that applies as fieldManager.
-func New(c client.Client, fieldManager string) *Applier {
-	return &Applier{client: c, fieldManager: fieldManager, last: map[objectKey]appliedState{}}
+// New returns an Applier that writes through c as fieldManager and reads
+// object metadata through reader.
+func New(c client.Client, reader client.Reader, fieldManager string) *Applier {
+	return &Applier{client: c, reader: reader, fieldManager: fieldManager, last: map[objectKey]appliedState{}}
 }
 
 // Result counts what an Apply call did.
@@ -130,7 +132,7 @@ func (a *Applier) unchanged(ctx context.Context, key objectKey, desired string) 
 	}
 	live := &metav1.PartialObjectMetadata{}
 	live.SetGroupVersionKind(key.gvk)
-	err := a.client.Get(ctx, types.NamespacedName{Namespace: key.namespace, Name: key.name}, live)
+	err := a.reader.Get(ctx, types.NamespacedName{Namespace: key.namespace, Name: key.name}, live)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}

@@ -44,7 +44,7 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, kinds []schema
 	for _, gvk := range kinds {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		err := a.client.List(ctx, list, client.InNamespace(owner.GetNamespace()), selector)
+		err := a.reader.List(ctx, list, client.InNamespace(owner.GetNamespace()), selector)
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 			continue
 		}

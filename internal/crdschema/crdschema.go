@@ -11,11 +11,13 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/environment"
 	"sigs.k8s.io/yaml"
 )
 
@@ -49,6 +51,9 @@ func newSchema(v1 *apiextensionsv1.JSONSchemaProps) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("structural schema: %w", err)
 	}
+	if err := checkRulesCompile(structural, "", true); err != nil {
+		return nil, err
+	}
 	validator, _, err := apiservervalidation.NewSchemaValidator(&internal)
 	if err != nil {
 		return nil, fmt.Errorf("schema validator: %w", err)
@@ -74,4 +79,39 @@ func (s *Schema) Admit(ctx context.Context, obj, old map[string]any) field.Error
 	}
 	celErrs, _ := s.cel.Validate(ctx, nil, s.structural, obj, oldObj, celconfig.RuntimeCELCostBudget)
 	return append(errs, celErrs...)
+}
+
+// checkRulesCompile walks the schema and reports the first validation rule
+// that does not compile, as the API server does when the CRD is created.
+func checkRulesCompile(s *structuralschema.Structural, path string, isRoot bool) error {
+	if len(s.XValidations) > 0 {
+		decl := model.SchemaDeclType(s, isRoot)
+		if decl == nil {
+			return fmt.Errorf("%s: validation rules on a field without a CEL type (schemaless JSON)", path)
+		}
+		results, err := cel.Compile(s, decl, celconfig.PerCallLimit,
+			environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()), cel.StoredExpressionsEnvLoader())
+		if err != nil {
+			return fmt.Errorf("%s: compile validation rules: %w", path, err)
+		}
+		for i, r := range results {
+			if r.Error != nil {
+				return fmt.Errorf("%s: rule %q: %w", path, s.XValidations[i].Rule, r.Error)
+			}
+		}
+	}
+	for name, prop := range s.Properties {
+		if err := checkRulesCompile(&prop, path+"."+name, prop.XEmbeddedResource); err != nil {
+			return err
+		}
+	}
+	if s.Items != nil {
+		if err := checkRulesCompile(s.Items, path+"[*]", s.Items.XEmbeddedResource); err != nil {
+			return err
+		}
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil {
+		return checkRulesCompile(s.AdditionalProperties.Structural, path+"[*]", false)
+	}
+	return nil
 }

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/controllers"
+	"github.com/openbao/operator/internal/apply"
+	"github.com/openbao/operator/internal/render"
+	"github.com/openbao/operator/internal/values"
+)
+
+// managerFlags are the command-line settings of the manager.
+type managerFlags struct {
+	metricsAddr    string
+	probeAddr      string
+	leaderElection bool
+	watchesFile    string
+	namespace      string
+}
+
+func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
+	var f managerFlags
+	fs := flag.NewFlagSet("openbao-operator", flag.ContinueOnError)
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to; \"0\" disables it")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz endpoints bind to")
+	fs.BoolVar(&f.leaderElection, "leader-elect", false, "elect one active manager among replicas through a Lease")
+	fs.StringVar(&f.watchesFile, "watches-file", "", "watches.yaml to use instead of the embedded one")
+	fs.StringVar(&f.namespace, "operator-namespace", os.Getenv("OPERATOR_NAMESPACE"), "namespace the operator runs in (its pods may reach OpenBao's API port)")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	return f, zapOpts, fs.Parse(args)
+}
+
+func runManager(args []string) error {
+	f, zapOpts, err := parseManagerFlags(args)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	settings, err := loadWatches(f.watchesFile)
+	if err != nil {
+		return err
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("load kubeconfig: %w", err)
+	}
+	openshift, err := isOpenShift(cfg)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  newScheme(),
+		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress:  f.probeAddr,
+		LeaderElection:          f.leaderElection,
+		LeaderElectionID:        "openbao-operator.openbao.org",
+		LeaderElectionNamespace: f.namespace,
+		Cache:                   cache.Options{ByObject: childCache()},
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	renderer, err := render.New()
+	if err != nil {
+		return err
+	}
+	reconciler := &controllers.OpenBaoClusterReconciler{
+		Client:       mgr.GetClient(),
+		Renderer:     renderer,
+		Applier:      apply.New(mgr.GetClient(), mgr.GetAPIReader(), v1alpha1.FieldManager),
+		Operator:     values.Operator{Namespace: f.namespace, OpenShift: openshift, OverrideValues: settings.OverrideValues},
+		Recorder:     mgr.GetEventRecorder("openbao-operator"),
+		Clock:        clock.RealClock{},
+		ResyncPeriod: settings.ReconcilePeriod,
+	}
+	if err := reconciler.SetupWithManager(mgr, settings.MaxConcurrentReconciles); err != nil {
+		return fmt.Errorf("set up OpenBaoCluster controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("add ready check: %w", err)
+	}
+	ctrl.Log.WithName("setup").Info("starting manager", "openshift", openshift, "namespace", f.namespace)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		return fmt.Errorf("run manager: %w", err)
+	}
+	return nil
+}
+
+// childCache caches only objects that carry the cluster label: the operator
+// watches its children, not every ConfigMap and Service of the cluster.
+func childCache() map[client.Object]cache.ByObject {
+	req, err := labels.NewRequirement(v1alpha1.LabelCluster, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant label key: cannot fail
+	}
+	byLabel := cache.ByObject{Label: labels.NewSelector().Add(*req)}
+	out := map[client.Object]cache.ByObject{}
+	for _, obj := range []client.Object{
+		&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.ServiceAccount{},
+		&rbacv1.Role{}, &rbacv1.RoleBinding{}, &policyv1.PodDisruptionBudget{},
+		&networkingv1.NetworkPolicy{}, &networkingv1.Ingress{},
+	} {
+		out[obj] = byLabel
+	}
+	return out
+}
+
+// isOpenShift reports whether the API serves OpenShift's security API, whose
+// restricted SCC assigns pod user and group IDs.
+func isOpenShift(cfg *rest.Config) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, fmt.Errorf("discovery client: %w", err)
+	}
+	groups, err := dc.ServerGroups()
+	if err != nil {
+		return false, fmt.Errorf("list API groups: %w", err)
+	}
+	for _, g := range groups.Groups {
+		if g.Name == "security.openshift.io" {
+			return true, nil
+		}
+	}
+	return false, nil
+}

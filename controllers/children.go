@@ -1,0 +1,89 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/apply"
+	"github.com/openbao/operator/internal/render"
+	"github.com/openbao/operator/internal/values"
+)
+
+// reconcileChildren renders the chart for the cluster and applies it, then
+// prunes what it no longer renders. It owns the Degraded condition.
+//
+// Errors in the spec are not returned: retrying cannot fix them, and a spec
+// change triggers the next reconcile. Errors from the API server are.
+func (r *OpenBaoClusterReconciler) reconcileChildren(ctx context.Context, c *v1alpha1.OpenBaoCluster,
+	status *v1alpha1.OpenBaoClusterStatus, events *[]event) (ctrl.Result, error) {
+	now := r.Clock.Now()
+	degraded := func(reason, msg string) {
+		setCondition(status, c, now, v1alpha1.ConditionDegraded, true, reason, msg)
+		*events = append(*events, event{"Warning", reason, "Reconcile", msg})
+	}
+	objs, reason, err := r.renderChildren(c)
+	if err != nil {
+		degraded(reason, err.Error())
+		return ctrl.Result{}, nil
+	}
+	res, err := r.Applier.Apply(ctx, c, objs)
+	if missing := (*apply.MissingKindError)(nil); errors.As(err, &missing) {
+		degraded(v1alpha1.ReasonMissingKind, missing.Error())
+		return ctrl.Result{RequeueAfter: missingKindRetry}, nil
+	}
+	if err != nil {
+		degraded(v1alpha1.ReasonApplyFailed, "applying the rendered objects failed; the operator retries: "+apiReason(err))
+		return ctrl.Result{}, err
+	}
+	pruned, err := r.Applier.Prune(ctx, c, render.Kinds(), client.MatchingLabels{v1alpha1.LabelCluster: c.Name}, objs)
+	if err != nil {
+		degraded(v1alpha1.ReasonPruneFailed, "deleting objects no longer rendered failed; the operator retries: "+apiReason(err))
+		return ctrl.Result{}, err
+	}
+	setCondition(status, c, now, v1alpha1.ConditionDegraded, false, v1alpha1.ReasonReconciled,
+		fmt.Sprintf("all %d rendered objects are applied", len(objs)))
+	if len(res.Applied) > 0 || len(pruned) > 0 {
+		log.FromContext(ctx).Info("children reconciled", "applied", res.Applied, "pruned", pruned, "unchanged", res.Unchanged)
+		*events = append(*events, event{"Normal", "Applied", "Apply", changeNote(res, pruned)})
+	}
+	return ctrl.Result{}, nil
+}
+
+// renderChildren runs the pure pipeline and classifies its failure.
+func (r *OpenBaoClusterReconciler) renderChildren(c *v1alpha1.OpenBaoCluster) (objs []*unstructured.Unstructured, reason string, err error) {
+	cfg, err := values.ConfigFor(c)
+	if err != nil {
+		return nil, v1alpha1.ReasonRenderFailed, fmt.Errorf("config.hcl cannot be rendered: %w", err)
+	}
+	vals, err := values.Compute(c, r.Operator, cfg)
+	if err != nil {
+		return nil, v1alpha1.ReasonInvalidValues, err
+	}
+	objs, err = r.Renderer.Render(c.Namespace, c.Name, vals)
+	if valuesErr := (*render.ValuesError)(nil); errors.As(err, &valuesErr) {
+		return nil, v1alpha1.ReasonInvalidValues, fmt.Errorf("spec.values: %w", err)
+	}
+	if err != nil {
+		return nil, v1alpha1.ReasonRenderFailed, err
+	}
+	return objs, "", nil
+}
+
+func changeNote(res apply.Result, pruned []string) string {
+	note := fmt.Sprintf("applied %d objects", len(res.Applied))
+	if len(res.Applied) > 0 {
+		note += " (" + strings.Join(res.Applied, ", ") + ")"
+	}
+	if len(pruned) > 0 {
+		note += fmt.Sprintf("; pruned %d (%s)", len(pruned), strings.Join(pruned, ", "))
+	}
+	return note
+}

@@ -1,0 +1,63 @@
+package controllers
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/openbao/operator/api/v1alpha1"
+)
+
+// setCondition sets one condition; its transition time changes only when
+// its status does.
+func setCondition(status *v1alpha1.OpenBaoClusterStatus, c *v1alpha1.OpenBaoCluster, now time.Time,
+	condType string, value bool, reason, message string) {
+	s := metav1.ConditionFalse
+	if value {
+		s = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: condType, Status: s, Reason: reason, Message: truncate(message),
+		ObservedGeneration: c.Generation, LastTransitionTime: metav1.NewTime(now),
+	})
+}
+
+// maxMessage keeps condition messages within what kubectl shows usefully
+// and far below the API's 32 KiB limit.
+const maxMessage = 1024
+
+func truncate(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	return msg[:maxMessage-3] + "..."
+}
+
+// apiReason shortens an API server error for a condition message. Rendered
+// objects hold no secret values, so their validation errors may be shown.
+func apiReason(err error) string { return truncate(err.Error()) }
+
+// phase summarizes the conditions and status for humans and printer columns.
+func phase(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) v1alpha1.ClusterPhase {
+	switch {
+	case c.Spec.Paused:
+		return v1alpha1.PhasePaused
+	case meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionDegraded):
+		return v1alpha1.PhaseDegraded
+	case meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionDegraded) == nil:
+		return v1alpha1.PhasePending
+	case !status.Initialized:
+		return v1alpha1.PhaseInitializing
+	default:
+		return v1alpha1.PhaseRunning
+	}
+}
+
+func controllerOptions(maxConcurrent int) controller.Options {
+	if maxConcurrent < 1 {
+		maxConcurrent = 1
+	}
+	return controller.Options{MaxConcurrentReconciles: maxConcurrent}
+}

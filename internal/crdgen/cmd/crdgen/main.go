@@ -1,0 +1,38 @@
+// Command crdgen finishes the OpenBaoCluster CRD that controller-gen wrote:
+// go run ./internal/crdgen/cmd/crdgen config/crd/bases/openbao.org_openbaoclusters.yaml
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/openbao/operator/internal/baoconfig"
+	"github.com/openbao/operator/internal/crdgen"
+	"github.com/openbao/operator/internal/values"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: crdgen CRD_FILE")
+		os.Exit(2)
+	}
+	if err := run(os.Args[1]); err != nil {
+		fmt.Fprintf(os.Stderr, "crdgen: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, err := crdgen.Protect(data, []crdgen.Forbidden{
+		{Field: "config", Keys: baoconfig.ProtectedKeys(), Reason: "rendered by the operator and cannot be set in spec.config"},
+		{Field: "values", Keys: values.CRProtectedKeys(), Reason: "set by the operator from the spec and cannot be overridden in spec.values"},
+	})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, out, 0o644)
+}

@@ -1,0 +1,70 @@
+// Package crdgen finishes the CRDs controller-gen writes with what its
+// markers cannot say: schemaless maps whose operator-owned keys are rejected
+// at admission. CEL cannot type schemaless JSON, so each owned key becomes a
+// declared property that no value satisfies; the API server's error then
+// names the key in its field path (spec.config.listener).
+package crdgen
+
+import (
+	"fmt"
+	"sort"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Forbidden is one schemaless map field of the spec and its owned keys.
+type Forbidden struct {
+	Field  string   // property of .spec, such as "config"
+	Keys   []string // keys the user may not set
+	Reason string   // appended to each key's description
+}
+
+// Protect rewrites the named spec fields of every version in crdYAML.
+func Protect(crdYAML []byte, fields []Forbidden) ([]byte, error) {
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(crdYAML, &crd); err != nil {
+		return nil, fmt.Errorf("decode CRD: %w", err)
+	}
+	for vi := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[vi]
+		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			continue
+		}
+		spec, ok := v.Schema.OpenAPIV3Schema.Properties["spec"]
+		if !ok {
+			return nil, fmt.Errorf("version %s has no spec", v.Name)
+		}
+		for _, f := range fields {
+			prop, ok := spec.Properties[f.Field]
+			if !ok {
+				return nil, fmt.Errorf("version %s: spec has no field %s", v.Name, f.Field)
+			}
+			spec.Properties[f.Field] = protectField(prop, f)
+		}
+		v.Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	}
+	return yaml.Marshal(&crd)
+}
+
+// protectField turns a schemaless map into an object that keeps unknown
+// fields and declares each owned key as a property that never validates.
+// Structural schemas forbid properties beside additionalProperties, so the
+// map's additionalProperties give way to x-kubernetes-preserve-unknown-fields.
+func protectField(prop apiextensionsv1.JSONSchemaProps, f Forbidden) apiextensionsv1.JSONSchemaProps {
+	keep := true
+	prop.Type = "object"
+	prop.XPreserveUnknownFields = &keep
+	prop.AdditionalProperties = nil
+	prop.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
+	keys := append([]string(nil), f.Keys...)
+	sort.Strings(keys)
+	for _, key := range keys {
+		prop.Properties[key] = apiextensionsv1.JSONSchemaProps{
+			Description:            fmt.Sprintf("%s is %s.", key, f.Reason),
+			XPreserveUnknownFields: &keep,
+			Not:                    &apiextensionsv1.JSONSchemaProps{},
+		}
+	}
+	return prop
+}

@@ -1,0 +1,78 @@
+package render_test
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/golden"
+	"github.com/openbao/operator/internal/render"
+	"github.com/openbao/operator/internal/testfixture"
+	"github.com/openbao/operator/internal/values"
+)
+
+// testOperator is the operator context every golden render uses.
+var testOperator = values.Operator{Namespace: "openbao-operator-system"}
+
+// renderFixture runs the whole pure pipeline: CR → config → values → objects.
+func renderFixture(t testing.TB, r *render.Renderer, c *v1alpha1.OpenBaoCluster) (values.Config, map[string]any, []*unstructured.Unstructured) {
+	t.Helper()
+	cfg, err := values.ConfigFor(c)
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	vals, err := values.Compute(c, testOperator, cfg)
+	if err != nil {
+		t.Fatalf("values: %v", err)
+	}
+	objs, err := r.Render(c.Namespace, c.Name, vals)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	return cfg, vals, objs
+}
+
+// TestGolden renders every sample and test fixture and compares its values,
+// config.hcl and manifests with testdata/golden/<fixture>/.
+func TestGolden(t *testing.T) {
+	r, err := render.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := testfixture.Files(t)
+	for _, name := range testfixture.Names(files) {
+		t.Run(name, func(t *testing.T) {
+			c := testfixture.Load(t, files[name])
+			cfg, vals, objs := renderFixture(t, r, c)
+			dir := filepath.Join("testdata", "golden", name)
+			golden.Assert(t, filepath.Join(dir, "config.hcl"), []byte(cfg.HCL))
+			if cfg.SelfInitHCL != "" {
+				golden.Assert(t, filepath.Join(dir, "self-init.hcl"), []byte(cfg.SelfInitHCL))
+			}
+			golden.Assert(t, filepath.Join(dir, "values.yaml"), mustYAML(t, vals))
+			golden.Assert(t, filepath.Join(dir, "manifests.yaml"), manifests(t, objs))
+		})
+	}
+}
+
+func manifests(t testing.TB, objs []*unstructured.Unstructured) []byte {
+	var buf bytes.Buffer
+	for _, obj := range objs {
+		buf.WriteString("---\n")
+		buf.Write(mustYAML(t, obj.Object))
+	}
+	return buf.Bytes()
+}
+
+func mustYAML(t testing.TB, v any) []byte {
+	t.Helper()
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}

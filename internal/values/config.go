@@ -1,0 +1,180 @@
+package values
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/baoconfig"
+)
+
+// Paths inside the OpenBao container, as the chart mounts them.
+const (
+	TLSCertFile = "/etc/bao/tls/tls.crt"
+	TLSKeyFile  = "/etc/bao/tls/tls.key"
+	TLSCAFile   = "/etc/bao/tls/ca.crt"
+	// StaticSealKeyID names the operator-generated static key; OpenBao
+	// stores it with the wrapped root key, so it must never change for a key.
+	StaticSealKeyID = "operator-1"
+)
+
+// telemetryRetention keeps Prometheus metrics in memory long enough for
+// scrapes at any common interval.
+const telemetryRetention = 24 * time.Hour
+
+// ConfigFor renders the cluster's config.hcl and, before initialization
+// with self-init enabled, its initialize stanzas.
+func ConfigFor(c *v1alpha1.OpenBaoCluster) (Config, error) {
+	in, err := configInput(c)
+	if err != nil {
+		return Config{}, err
+	}
+	hcl, err := baoconfig.Render(in)
+	if err != nil {
+		return Config{}, fmt.Errorf("render config.hcl: %w", err)
+	}
+	// The checksum covers the steady state only: the switch from the
+	// bootstrap join to auto_join at initialization must not roll pods.
+	steady := in
+	steady.Raft.Initialized = true
+	steadyHCL, err := baoconfig.Render(steady)
+	if err != nil {
+		return Config{}, fmt.Errorf("render config.hcl: %w", err)
+	}
+	sum := sha256.Sum256(steadyHCL)
+	cfg := Config{HCL: string(hcl), Checksum: hex.EncodeToString(sum[:])}
+	if c.Spec.SelfInit != nil && c.Spec.SelfInit.Enabled && !c.Status.Initialized {
+		reqs, err := initRequests(c.Spec.SelfInit.Requests)
+		if err != nil {
+			return Config{}, err
+		}
+		selfInit, err := baoconfig.RenderSelfInit(reqs)
+		if err != nil {
+			return Config{}, fmt.Errorf("render self-init: %w", err)
+		}
+		cfg.SelfInitHCL = string(selfInit)
+	}
+	return cfg, nil
+}
+
+func configInput(c *v1alpha1.OpenBaoCluster) (baoconfig.Input, error) {
+	user, err := decodeObjectMap(c.Spec.Config, "spec.config")
+	if err != nil {
+		return baoconfig.Input{}, err
+	}
+	conf := c.Spec.Configuration
+	return baoconfig.Input{
+		Listener:            listenerInput(c),
+		Raft:                raftInput(c),
+		Seal:                sealInput(c),
+		ServiceRegistration: true,
+		Telemetry:           baoconfig.Telemetry{PrometheusRetentionTime: telemetryRetention, DisableHostname: true},
+		LogLevel:            conf.Logging.Level,
+		LogFormat:           conf.Logging.Format,
+		User:                user,
+	}, nil
+}
+
+func listenerInput(c *v1alpha1.OpenBaoCluster) baoconfig.Listener {
+	l := baoconfig.Listener{
+		UnauthenticatedMetricsAccess: c.Spec.Configuration.Listener.UnauthenticatedMetricsAccess,
+	}
+	minVersion := c.Spec.Configuration.Listener.TLSMinVersion
+	if tlsMode(c) == v1alpha1.TLSModeACME && c.Spec.TLS.ACME != nil {
+		acme := c.Spec.TLS.ACME
+		l.TLS = baoconfig.TLS{Mode: baoconfig.TLSACME, MinVersion: minVersion, ACME: baoconfig.ACME{
+			CADirectory: acme.Directory, Domains: acme.Domains, Email: acme.Email,
+		}}
+		return l
+	}
+	l.TLS = baoconfig.TLS{Mode: baoconfig.TLSFiles, CertFile: TLSCertFile, KeyFile: TLSKeyFile, MinVersion: minVersion}
+	return l
+}
+
+func raftInput(c *v1alpha1.OpenBaoCluster) baoconfig.Raft {
+	caFile := TLSCAFile
+	if tlsMode(c) == v1alpha1.TLSModeACME {
+		caFile = "" // a public ACME certificate verifies against the system roots
+	}
+	timers := c.Spec.Configuration.Raft
+	return baoconfig.Raft{
+		Initialized:         c.Status.Initialized,
+		LeaderAPIAddr:       fmt.Sprintf("https://%s:8200", c.PodDNSName(0)),
+		LeaderCAFile:        caFile,
+		LeaderTLSServerName: fmt.Sprintf("%s.%s.svc", c.ClientServiceName(), c.Namespace),
+		AutoJoin: baoconfig.AutoJoin{
+			Namespace:     c.Namespace,
+			LabelSelector: "app.kubernetes.io/name=openbao,app.kubernetes.io/instance=" + c.Name,
+		},
+		Timers: baoconfig.Timers{
+			PerformanceMultiplier:      int(ptrOr(timers.PerformanceMultiplier, 0)),
+			AutopilotReconcileInterval: durationOf(timers.AutopilotReconcileInterval),
+			AutopilotUpdateInterval:    durationOf(timers.AutopilotUpdateInterval),
+		},
+	}
+}
+
+func sealInput(c *v1alpha1.OpenBaoCluster) baoconfig.Seal {
+	t := sealType(c)
+	if t == v1alpha1.UnsealStatic {
+		return baoconfig.Seal{Type: baoconfig.SealStatic, KeyID: StaticSealKeyID}
+	}
+	return baoconfig.Seal{Type: baoconfig.SealType(t), Options: c.Spec.Unseal.Options}
+}
+
+func initRequests(reqs []v1alpha1.SelfInitRequest) ([]baoconfig.InitRequest, error) {
+	out := make([]baoconfig.InitRequest, 0, len(reqs))
+	for i, r := range reqs {
+		data := map[string]any{}
+		if r.Data != nil && len(r.Data.Raw) > 0 {
+			if err := decodeJSON(r.Data.Raw, &data); err != nil {
+				return nil, fmt.Errorf("spec.selfInit.requests[%d].data must be an object: %w", i, err)
+			}
+		}
+		out = append(out, baoconfig.InitRequest{
+			Name: r.Name, Operation: r.Operation, Path: r.Path, Data: data, AllowFailure: r.AllowFailure,
+		})
+	}
+	return out, nil
+}
+
+// decodeObjectMap decodes JSON values keeping numbers exact (json.Number),
+// so that 0.10 or a large integer reach config.hcl as written.
+func decodeObjectMap(m map[string]apiextensionsv1.JSON, field string) (map[string]any, error) {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		var val any
+		if err := decodeJSON(v.Raw, &val); err != nil {
+			return nil, fmt.Errorf("%s.%s: %w", field, k, err)
+		}
+		out[k] = val
+	}
+	return out, nil
+}
+
+func decodeJSON(raw []byte, into any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(into)
+}
+
+func ptrOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func durationOf(d *metav1.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	return d.Duration
+}

@@ -1,0 +1,124 @@
+package envtest_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/api/v1alpha1"
+)
+
+// invalidClusters are specs the API server must reject; each names the field
+// path and a phrase its message must hold.
+var invalidClusters = []struct {
+	name, manifest, field, phrase string
+}{
+	{"a name that is not a DNS label", `metadata: {name: 1bao}
+spec: {version: 2.4.0}`, "", "metadata.name must be a DNS label"},
+	{"a name longer than 40 characters", `metadata: {name: a-name-that-is-far-too-long-for-the-children-x}
+spec: {version: 2.4.0}`, "", "at most 40 characters"},
+	{"a version that is not semver", `spec: {version: "2.4"}`, "spec.version", "should match"},
+	{"no version", `spec: {replicas: 3}`, "spec.version", "Required value"},
+	{"zero replicas", `spec: {version: 2.4.0, replicas: 0}`, "spec.replicas", "greater than or equal to 1"},
+	{"too many replicas", `spec: {version: 2.4.0, replicas: 12}`, "spec.replicas", "less than or equal to 11"},
+	{"an image with a tag", `spec: {version: 2.4.0, image: "quay.io/openbao/openbao:2.4.0"}`, "spec.image", "should match"},
+	{"an unknown TLS mode", `spec: {version: 2.4.0, tls: {mode: Manual}}`, "spec.tls.mode", "Unsupported value"},
+	{"ACME without its settings", `spec: {version: 2.4.0, tls: {mode: ACME}}`, "spec.tls", "tls.acme is required"},
+	{"ACME settings in another mode", `spec: {version: 2.4.0, tls: {mode: External, acme: {directory: "https://acme.example", domains: [a.example.com]}}}`, "spec.tls", "not allowed otherwise"},
+	{"an ACME directory over plain HTTP", `spec: {version: 2.4.0, tls: {mode: ACME, acme: {directory: "http://acme.example", domains: [a.example.com]}}}`, "spec.tls.acme.directory", "should match"},
+	{"a rotation period under an hour", `spec: {version: 2.4.0, tls: {rotationPeriod: 30m}}`, "spec.tls.rotationPeriod", "at least 1h"},
+	{"a rotation period with external certificates", `spec: {version: 2.4.0, tls: {mode: External, rotationPeriod: 720h}}`, "spec.tls", "applies only to tls.mode OperatorManaged"},
+	{"an extra SAN that is not a name", `spec: {version: 2.4.0, tls: {extraSANs: ["not a name"]}}`, "spec.tls.extraSANs[0]", "should match"},
+	{"an unknown seal", `spec: {version: 2.4.0, unseal: {type: shamir}}`, "spec.unseal.type", "Unsupported value"},
+	{"options on the static seal", `spec: {version: 2.4.0, unseal: {type: static, options: {region: x}}}`, "spec.unseal", "only to external KMS seals"},
+	{"a credential in seal options", `spec: {version: 2.4.0, unseal: {type: awskms, options: {secret_key: x}}}`, "spec.unseal", "unseal.options.secret_key is a credential"},
+	{"a seal option that is not an attribute", `spec: {version: 2.4.0, unseal: {type: awskms, options: {Region: x}}}`, "spec.unseal.options", "lower-case letters"},
+	{"the listener stanza in config", `spec: {version: 2.4.0, config: {listener: x}}`, "spec.config.listener", "must not validate"},
+	{"the seal stanza in config", `spec: {version: 2.4.0, config: {seal: {static: {}}}}`, "spec.config.seal", "must not validate"},
+	{"replicas in chart values", `spec: {version: 2.4.0, values: {replicas: 5}}`, "spec.values.replicas", "must not validate"},
+	{"a registry mirror in chart values", `spec: {version: 2.4.0, values: {imageRegistry: mirror.example.com}}`, "spec.values.imageRegistry", "must not validate"},
+	{"self-init without requests", `spec: {version: 2.4.0, selfInit: {enabled: true}}`, "spec", "selfInit.requests must hold at least one request"},
+	{"a self-init operation OpenBao lacks", `spec: {version: 2.4.0, selfInit: {enabled: true, requests: [{name: a, operation: write, path: sys/auth/x}]}}`, "spec.selfInit.requests[0].operation", "Unsupported value"},
+	{"an ExternalName client Service", `spec: {version: 2.4.0, service: {type: ExternalName}}`, "spec.service.type", "Unsupported value"},
+	{"an ingress without a host", `spec: {version: 2.4.0, ingress: {enabled: true}}`, "spec.ingress.host", "Required value"},
+	{"a gateway route without parents", `spec: {version: 2.4.0, gateway: {enabled: true, parentRefs: [], hostnames: [a.example.com]}}`, "spec.gateway.parentRefs", "should have at least 1 items"},
+	{"an unknown log level", `spec: {version: 2.4.0, configuration: {logging: {level: verbose}}}`, "spec.configuration.logging.level", "Unsupported value"},
+	{"a Raft performance multiplier above 10", `spec: {version: 2.4.0, configuration: {raft: {performanceMultiplier: 11}}}`, "spec.configuration.raft.performanceMultiplier", "less than or equal to 10"},
+	{"an autopilot interval under a second", `spec: {version: 2.4.0, configuration: {raft: {autopilotReconcileInterval: 500ms}}}`, "spec.configuration.raft.autopilotReconcileInterval", "between 1s and 10m"},
+	{"an unknown deletion policy", `spec: {version: 2.4.0, deletionPolicy: Orphan}`, "spec.deletionPolicy", "Unsupported value"},
+}
+
+func TestInvalidClustersAreRejectedNamingTheField(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "invalid")
+	for i, tc := range invalidClusters {
+		t.Run(tc.name, func(t *testing.T) {
+			manifest := tc.manifest
+			if !strings.Contains(manifest, "metadata:") {
+				manifest = "metadata: {name: invalid-" + itoa(i) + "}\n" + manifest
+			}
+			// Raw manifests, as kubectl sends them: the typed client would drop
+			// zero values such as replicas: 0 and let defaults replace them.
+			err := k8s.Create(ctx, rawCluster(t, "invalid", manifest))
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("create: got %v, want an Invalid error", err)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tc.field) || !strings.Contains(msg, tc.phrase) {
+				t.Fatalf("error does not name %q with %q:\n%s", tc.field, tc.phrase, msg)
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond) // a reconcile, had one started, would have applied by now
+	got, err := children(ctx, "invalid", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := childrenAnyCluster(ctx, "invalid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got)+all != 0 {
+		t.Fatalf("rejected clusters left %d objects behind", len(got)+all)
+	}
+}
+
+func TestImmutableFieldsRejectChanges(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "immutable")
+	c := newCluster(t, "immutable", `
+metadata: {name: fixed}
+spec: {version: 2.4.0, storage: {size: 1Gi}}
+`)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, field, phrase string
+		change              func(*v1alpha1.OpenBaoCluster)
+	}{
+		{"storage size", "spec.storage", "storage is immutable", func(c *v1alpha1.OpenBaoCluster) {
+			c.Spec.Storage.Size = resource.MustParse("2Gi")
+		}},
+		{"seal type", "spec.unseal", "unseal.type is immutable", func(c *v1alpha1.OpenBaoCluster) {
+			c.Spec.Unseal = v1alpha1.UnsealSpec{Type: v1alpha1.UnsealTransit}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			changed := c.DeepCopy()
+			tc.change(changed)
+			err := k8s.Update(ctx, changed)
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), tc.phrase) {
+				t.Fatalf("update: got %v, want Invalid naming %s", err, tc.field)
+			}
+		})
+	}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+		t.Fatal(err)
+	}
+}
