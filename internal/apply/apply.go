@@ -31,6 +31,9 @@ type Applier struct {
 
 	mu   sync.Mutex
 	last map[objectKey]appliedState
+	// pruned is, per owner, the rendered set that was last pruned against:
+	// until the set changes there is nothing new to prune.
+	pruned map[types.UID]string
 }
 
 type objectKey struct {
@@ -49,7 +52,10 @@ type appliedState struct {
 // New returns an Applier that writes through c as fieldManager and reads
 // object metadata through reader.
 func New(c client.Client, reader client.Reader, fieldManager string) *Applier {
-	return &Applier{client: c, reader: reader, fieldManager: fieldManager, last: map[objectKey]appliedState{}}
+	return &Applier{
+		client: c, reader: reader, fieldManager: fieldManager,
+		last: map[objectKey]appliedState{}, pruned: map[types.UID]string{},
+	}
 }
 
 // Result counts what an Apply call did.

@@ -3,6 +3,8 @@ package apply
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -37,8 +39,28 @@ func controlledBy(obj metav1.Object, owner client.Object) bool {
 // Prune deletes the objects of the given kinds in the owner's namespace that
 // carry selector's labels, are controlled by owner and are not in keep.
 // Call it only after every object in keep was applied. Kinds the cluster
-// does not serve are skipped: nothing of theirs can exist.
+// does not serve are skipped: nothing of theirs can exist. When keep is the
+// set this owner was last pruned against, nothing is listed: only the
+// operator creates objects that its owner controls.
 func (a *Applier) Prune(ctx context.Context, owner client.Object, kinds []schema.GroupVersionKind,
+	selector client.MatchingLabels, keep []*unstructured.Unstructured) ([]string, error) {
+	set := keySet(keep)
+	a.mu.Lock()
+	done := a.pruned[owner.GetUID()] == set
+	a.mu.Unlock()
+	if done {
+		return nil, nil
+	}
+	pruned, err := a.prune(ctx, owner, kinds, selector, keep)
+	if err == nil {
+		a.mu.Lock()
+		a.pruned[owner.GetUID()] = set
+		a.mu.Unlock()
+	}
+	return pruned, err
+}
+
+func (a *Applier) prune(ctx context.Context, owner client.Object, kinds []schema.GroupVersionKind,
 	selector client.MatchingLabels, keep []*unstructured.Unstructured) ([]string, error) {
 	var pruned []string
 	for _, gvk := range kinds {
@@ -76,4 +98,15 @@ func (a *Applier) deleteLeftover(ctx context.Context, gvk schema.GroupVersionKin
 	delete(a.last, objectKey{gvk: gvk, namespace: obj.Namespace, name: obj.Name})
 	a.mu.Unlock()
 	return nil
+}
+
+// keySet names a set of objects in a stable order.
+func keySet(objs []*unstructured.Unstructured) string {
+	names := make([]string, 0, len(objs))
+	for _, obj := range objs {
+		k := keyOf(obj)
+		names = append(names, k.gvk.String()+"|"+k.namespace+"|"+k.name)
+	}
+	sort.Strings(names)
+	return strings.Join(names, "\n")
 }

@@ -19,7 +19,7 @@ import (
 )
 
 // newCluster decodes a manifest for a test; the API server defaults it.
-func newCluster(t *testing.T, namespace, manifest string) *v1alpha1.OpenBaoCluster {
+func newCluster(t testing.TB, namespace, manifest string) *v1alpha1.OpenBaoCluster {
 	t.Helper()
 	c := &v1alpha1.OpenBaoCluster{}
 	if err := yaml.UnmarshalStrict([]byte(manifest), c); err != nil {

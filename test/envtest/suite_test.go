@@ -171,7 +171,7 @@ func countingConfig() (*rest.Config, *writeCounter) {
 	return c, counter
 }
 
-func createNamespace(t *testing.T, name string) {
+func createNamespace(t testing.TB, name string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := k8s.Create(context.Background(), ns); err != nil {
