@@ -3,7 +3,7 @@ module github.com/openbao/operator
 go 1.26.0
 
 require (
-	github.com/hashicorp/hcl v1.0.0
+	github.com/hashicorp/hcl v1.0.1-vault-5
 	github.com/hashicorp/hcl/v2 v2.25.0
 	golang.org/x/mod v0.38.0
 	k8s.io/api v0.37.2

@@ -15,8 +15,8 @@ import (
 // a stanza the operator renders (listener, storage, seal,
 // service_registration, telemetry), would replace one (backend, ha_storage,
 // ha_backend, hsm and kms are seal and storage aliases OpenBao also reads),
-// carries node identity from the pod (api_addr, cluster_addr), is fixed by
-// OpenBao (disable_mlock = false is fatal in 2.4), would break Raft
+// carries node identity from the pod (api_addr, cluster_addr), is fatal
+// when false (disable_mlock: OpenBao 2.4 dropped mlock), would break Raft
 // (disable_clustering), would run binaries from the image (plugin_directory)
 // or is a file the operator's wrapper or self-init owns (pid_file,
 // initialize), or comes from a typed field of the spec (log_level,
