@@ -125,10 +125,21 @@ func loopbackConfig(t *testing.T, golden string) string {
 
 func startGolden(t *testing.T, config string, env ...string) *baotest.Server {
 	t.Helper()
-	certs := newTestCerts(t)
+	return startGoldenWith(t, newTestCerts(t), nil, "node-0", config, env...)
+}
+
+// startGoldenWith starts a server with the given certificates, and with the
+// given static key when it is not nil (joiners share pod-0's key).
+func startGoldenWith(t *testing.T, certs testCerts, key []byte, nodeID, config string, env ...string) *baotest.Server {
+	t.Helper()
+	files := map[string][]byte{"tls.crt": certs.Cert, "tls.key": certs.Key, "ca.crt": certs.CA}
+	if key != nil {
+		files["unseal.key"] = key
+	}
 	return baotest.Start(t, baotest.Options{
+		NodeID: nodeID,
 		Config: config,
-		Files:  map[string][]byte{"tls.crt": certs.Cert, "tls.key": certs.Key, "ca.crt": certs.CA},
+		Files:  files,
 		CACert: certs.CA,
 		// Node identity comes from the environment, as in the pod.
 		Env: append([]string{
@@ -171,6 +182,32 @@ func TestSelfInitGoldenFileInitializesPodZeroOnFirstStart(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &login); err != nil || !strings.Contains(strings.Join(login.Auth.Policies, ","), "admin") {
 		t.Errorf("login policies %v (%v), want admin", login.Auth.Policies, err)
 	}
+}
+
+func TestBootstrapGoldenConfigLetsAJoinerJoinPodZero(t *testing.T) {
+	golden := readGolden(t, "static-bootstrap.hcl")
+	certs := newTestCerts(t)
+	leader := startGoldenWith(t, certs, nil, "node-0", loopbackConfig(t, golden))
+	if status, _ := call(t, leader, http.MethodPut, "/v1/sys/init", "{}"); status != http.StatusOK {
+		t.Fatalf("init: %d", status)
+	}
+	waitForHealth(t, leader, http.StatusOK)
+	key, err := os.ReadFile(filepath.Join(leader.Dir, "unseal.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The joiner's retry_join points at the leader, as every pod's points at
+	// pod-0, and verifies it with the CA file.
+	joinerConfig := strings.Replace(loopbackConfig(t, golden),
+		`leader_api_addr     = "https://127.0.0.1:{{api_port}}"`,
+		`leader_api_addr     = "`+leader.Addr+`"`, 1)
+	if joinerConfig == loopbackConfig(t, golden) {
+		t.Fatal("the leader address did not apply; the golden file changed shape")
+	}
+	joiner := startGoldenWith(t, certs, key, "node-1", joinerConfig)
+	// A standby answers 429 once it has joined and unsealed.
+	waitForHealth(t, joiner, http.StatusTooManyRequests)
 }
 
 func waitForHealth(t *testing.T, bao *baotest.Server, want int) {
