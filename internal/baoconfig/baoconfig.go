@@ -63,9 +63,19 @@ type Input struct {
 	Telemetry           Telemetry
 	LogLevel            string // trace, debug, info, warn, error; empty leaves OpenBao's default
 	LogFormat           string // standard or json; empty leaves OpenBao's default
-	// User holds the top-level keys of spec.config after a JSON decode. See
-	// ProtectedKeys for the keys it may not set and checkUserValue for the
-	// values it may hold.
+	// User holds the top-level keys of spec.config after a JSON decode,
+	// written after the operator's stanzas in sorted order. Keys are lower
+	// snake case (^[a-z][a-z0-9_]*$) and not in ProtectedKeys; "ui"
+	// replaces the operator's ui = false. Values:
+	//   - string (valid UTF-8), bool, float64 (finite), json.Number, int,
+	//     int64; whole numbers are written as integers;
+	//   - []any of scalars (an attribute list) or of objects only (one
+	//     unlabelled block per element, as repeated audit stanzas);
+	//   - map[string]any: an unlabelled block; nested keys are any
+	//     non-empty UTF-8 string (quoted when not an identifier).
+	// Null, lists of lists, mixed lists and nesting deeper than 16 levels
+	// are rejected with an error naming the key path. Stanzas that need a
+	// label (user_lockout "all" { }) cannot be expressed.
 	User map[string]any
 }
 

@@ -41,15 +41,8 @@ var userKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 // stack.
 const maxDepth = 16
 
-// validateUser checks the user keys and values. The values allowed are
-// what a JSON decode yields and HCL1 can hold without loss:
-//   - string (valid UTF-8), bool, float64 (finite), json.Number, int, int64;
-//   - []any of scalars only (an attribute list), or of objects only (one
-//     block per element, as HCL1 reads repeated blocks such as audit);
-//   - map[string]any (a block), keys non-empty and valid UTF-8.
-//
-// Null, nested lists, lists mixing objects and scalars and nesting deeper
-// than maxDepth are rejected. Errors name the key path.
+// validateUser checks the user keys and values against the rules on
+// Input.User: what a JSON decode yields and HCL1 holds without loss.
 func validateUser(user map[string]any) error {
 	for _, k := range sortedKeys(user) {
 		v := user[k]
