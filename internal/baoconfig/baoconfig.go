@@ -3,9 +3,9 @@
 //
 // The file is built with hclwrite, never with string templates, so that no
 // user string can open or close a stanza. OpenBao 2.4 reads its configuration
-// with HCL version 1 (github.com/hashicorp/hcl v1.0.1-vault-7), whose string
-// escapes differ from HCL2's: hclwrite would write "${" as "$${", which HCL1
-// reads back literally. This package therefore writes every string literal
+// with HCL version 1 (github.com/hashicorp/hcl v1.0.1-vault-5, as its go.mod
+// pins), whose string escapes differ from HCL2's: hclwrite would write "${"
+// as "$${", which HCL1 reads back literally. This package therefore writes every string literal
 // itself with escapes that both dialects read the same way (see quoteHCL1),
 // and its tests parse each rendering back with HCL1.
 //
@@ -44,6 +44,13 @@ const (
 	DefaultAutopilotUpdateInterval    = time.Second
 )
 
+// The log settings OpenBao accepts (helper/logging), in their canonical
+// spelling; a bad one stops the server at start.
+var (
+	logLevels  = []string{"trace", "debug", "info", "warn", "error"}
+	logFormats = []string{"standard", "json"}
+)
+
 // ErrInvalid is wrapped by every error that reports a bad input.
 var ErrInvalid = errors.New("invalid OpenBao configuration input")
 
@@ -56,9 +63,19 @@ type Input struct {
 	Telemetry           Telemetry
 	LogLevel            string // trace, debug, info, warn, error; empty leaves OpenBao's default
 	LogFormat           string // standard or json; empty leaves OpenBao's default
-	// User holds the top-level keys of spec.config after a JSON decode. See
-	// ProtectedKeys for the keys it may not set and checkUserValue for the
-	// values it may hold.
+	// User holds the top-level keys of spec.config after a JSON decode,
+	// written after the operator's stanzas in sorted order. Keys are lower
+	// snake case (^[a-z][a-z0-9_]*$) and not in ProtectedKeys; "ui"
+	// replaces the operator's ui = false. Values:
+	//   - string (valid UTF-8), bool, float64 (finite), json.Number, int,
+	//     int64; whole numbers are written as integers;
+	//   - []any of scalars (an attribute list) or of objects only (one
+	//     unlabelled block per element, as repeated audit stanzas);
+	//   - map[string]any: an unlabelled block; nested keys are any
+	//     non-empty UTF-8 string (quoted when not an identifier).
+	// Null, lists of lists, mixed lists and nesting deeper than 16 levels
+	// are rejected with an error naming the key path. Stanzas that need a
+	// label (user_lockout "all" { }) cannot be expressed.
 	User map[string]any
 }
 
@@ -149,6 +166,12 @@ func Render(in Input) ([]byte, error) {
 	if err := validateUser(in.User); err != nil {
 		return nil, err
 	}
+	if in.LogLevel != "" && !contains(logLevels, in.LogLevel) {
+		return nil, invalidf("log level %q: want one of %v", in.LogLevel, logLevels)
+	}
+	if in.LogFormat != "" && !contains(logFormats, in.LogFormat) {
+		return nil, invalidf("log format %q: want one of %v", in.LogFormat, logFormats)
+	}
 	f := hclwrite.NewEmptyFile()
 	body := f.Body()
 	renderGlobals(body, in)
@@ -173,14 +196,14 @@ func Render(in Input) ([]byte, error) {
 }
 
 // renderGlobals writes the top-level attributes the operator owns.
-// disable_mlock must be true: OpenBao 2.4 refuses to start with false.
 // ui defaults to false because the operator's image carries no UI; a user
-// key "ui" replaces the default.
+// key "ui" replaces the default. disable_mlock is not written: OpenBao 2.4
+// dropped mlock, reports disable_mlock = true as an unknown key and refuses
+// to start with false.
 func renderGlobals(body *hclwrite.Body, in Input) {
 	if _, ok := in.User["ui"]; !ok {
 		body.SetAttributeRaw("ui", boolTokens(false))
 	}
-	body.SetAttributeRaw("disable_mlock", boolTokens(true))
 	if in.LogLevel != "" {
 		body.SetAttributeRaw("log_level", stringTokens(in.LogLevel))
 	}

@@ -78,6 +78,9 @@ func TestRenderRejectsInvalidInput(t *testing.T) {
 		"a reconcile interval shorter than the update interval is refused as OpenBao would": {
 			testInput(timers(Timers{AutopilotReconcileInterval: 2 * time.Second, AutopilotUpdateInterval: 5 * time.Second})), "shorter",
 		},
+		"an unknown log level is refused": {
+			testInput(func(in *Input) { in.LogLevel = "verbose" }), `"verbose"`,
+		},
 		"a performance multiplier above 10 is refused": {
 			testInput(timers(Timers{PerformanceMultiplier: 11})), "11",
 		},

@@ -15,8 +15,8 @@ import (
 // a stanza the operator renders (listener, storage, seal,
 // service_registration, telemetry), would replace one (backend, ha_storage,
 // ha_backend, hsm and kms are seal and storage aliases OpenBao also reads),
-// carries node identity from the pod (api_addr, cluster_addr), is fixed by
-// OpenBao (disable_mlock = false is fatal in 2.4), would break Raft
+// carries node identity from the pod (api_addr, cluster_addr), is fatal
+// when false (disable_mlock: OpenBao 2.4 dropped mlock), would break Raft
 // (disable_clustering), would run binaries from the image (plugin_directory)
 // or is a file the operator's wrapper or self-init owns (pid_file,
 // initialize), or comes from a typed field of the spec (log_level,
@@ -41,15 +41,8 @@ var userKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 // stack.
 const maxDepth = 16
 
-// validateUser checks the user keys and values. The values allowed are
-// what a JSON decode yields and HCL1 can hold without loss:
-//   - string (valid UTF-8), bool, float64 (finite), json.Number, int, int64;
-//   - []any of scalars only (an attribute list), or of objects only (one
-//     block per element, as HCL1 reads repeated blocks such as audit);
-//   - map[string]any (a block), keys non-empty and valid UTF-8.
-//
-// Null, nested lists, lists mixing objects and scalars and nesting deeper
-// than maxDepth are rejected. Errors name the key path.
+// validateUser checks the user keys and values against the rules on
+// Input.User: what a JSON decode yields and HCL1 holds without loss.
 func validateUser(user map[string]any) error {
 	for _, k := range sortedKeys(user) {
 		v := user[k]

@@ -6,6 +6,8 @@ package baotest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -23,19 +25,29 @@ import (
 // Server is one running bao process.
 type Server struct {
 	Dir         string // data, config and log live here
-	Addr        string // API address, http://127.0.0.1:PORT
+	Addr        string // API address, http://127.0.0.1:PORT (https with Options.CACert)
 	ClusterAddr string // Raft cluster address, https://127.0.0.1:PORT
 	LogPath     string
-	cmd         *exec.Cmd
-	exited      chan error
+	// Client reaches the API; with Options.CACert it trusts that CA.
+	Client *http.Client
+	cmd    *exec.Cmd
+	exited chan error
 }
 
 // Options describe the server to start. Config, when set, replaces the
-// default single-node configuration; it may use the placeholders {{dir}},
-// {{api_port}} and {{cluster_port}}.
+// default single-node configuration; it and Env may use the placeholders
+// {{dir}}, {{api_port}}, {{cluster_port}} and {{node_id}}.
 type Options struct {
 	NodeID string
 	Config string
+	// Files are written into the server's directory before it starts
+	// (name relative to {{dir}}), for example TLS certificates.
+	Files map[string][]byte
+	// Env is added to the server's environment, for example BAO_API_ADDR.
+	Env []string
+	// CACert, when set, says the configuration serves the API over TLS with
+	// a certificate for 127.0.0.1 signed by this PEM CA.
+	CACert []byte
 }
 
 // defaultConfig is a single Raft node with a static seal over plain HTTP on
@@ -89,27 +101,53 @@ func Start(t testing.TB, opts Options) *Server {
 	if opts.Config == "" {
 		opts.Config = defaultConfig
 	}
-	config := strings.NewReplacer(
+	placeholders := strings.NewReplacer(
 		"{{dir}}", dir,
 		"{{api_port}}", fmt.Sprint(apiPort),
 		"{{cluster_port}}", fmt.Sprint(clusterPort),
 		"{{node_id}}", opts.NodeID,
-	).Replace(opts.Config)
+	)
 	configPath := filepath.Join(dir, "config.hcl")
-	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
+	if err := os.WriteFile(configPath, []byte(placeholders.Replace(opts.Config)), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	for name, data := range opts.Files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s := &Server{
 		Dir:         dir,
 		Addr:        fmt.Sprintf("http://127.0.0.1:%d", apiPort),
 		ClusterAddr: fmt.Sprintf("https://127.0.0.1:%d", clusterPort),
 		LogPath:     filepath.Join(dir, "bao.log"),
+		Client:      &http.Client{Timeout: 30 * time.Second},
 	}
-	s.start(t, bao, configPath)
+	if opts.CACert != nil {
+		s.Addr = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+		s.Client = tlsClient(t, opts.CACert)
+	}
+	env := make([]string, 0, len(opts.Env))
+	for _, e := range opts.Env {
+		env = append(env, placeholders.Replace(e))
+	}
+	s.start(t, bao, configPath, env)
 	return s
 }
 
-func (s *Server) start(t testing.TB, bao, configPath string) {
+func tlsClient(t testing.TB, caPEM []byte) *http.Client {
+	t.Helper()
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatal("baotest: Options.CACert holds no PEM certificate")
+	}
+	return &http.Client{
+		Timeout:   30 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}},
+	}
+}
+
+func (s *Server) start(t testing.TB, bao, configPath string, env []string) {
 	t.Helper()
 	logFile, err := os.Create(s.LogPath)
 	if err != nil {
@@ -117,7 +155,7 @@ func (s *Server) start(t testing.TB, bao, configPath string) {
 	}
 	s.cmd = exec.Command(bao, "server", "-config="+configPath)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	s.cmd.Env = append(os.Environ(), "BAO_LOG_LEVEL=info")
+	s.cmd.Env = append(append(os.Environ(), "BAO_LOG_LEVEL=info"), env...)
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("start bao: %v", err)
@@ -137,7 +175,7 @@ func (s *Server) waitForAPI(timeout time.Duration) error {
 	defer cancel()
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.Addr+"/v1/sys/health", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := s.Client.Do(req); err == nil {
 			resp.Body.Close()
 			return nil
 		}

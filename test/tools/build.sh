@@ -32,6 +32,7 @@ recipes() {
 	done
 	echo "etcd|etcd|go.etcd.io/etcd/server/v3|v3.5.21|-s -w|"
 	echo "bao|openbao|.|2.4.0|-s -w -X github.com/openbao/openbao/version.fullVersion=2.4.0|"
+	echo "bao-config-check|openbao|./cmd/config-check|2.4.0|-s -w|"
 	echo "coredns|coredns|.|v1.15.0|-s -w|"
 	echo "minio|minio|github.com/minio/minio|20260212201848|-s -w|"
 	echo "controller-gen|controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|v0.23.0|-s -w|"

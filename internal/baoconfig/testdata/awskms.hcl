@@ -1,7 +1,6 @@
-ui            = false
-disable_mlock = true
-log_level     = "info"
-log_format    = "json"
+ui         = false
+log_level  = "info"
+log_format = "json"
 
 listener "tcp" {
   address         = ":8200"

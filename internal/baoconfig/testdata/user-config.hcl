@@ -1,6 +1,5 @@
-disable_mlock = true
-log_level     = "info"
-log_format    = "json"
+log_level  = "info"
+log_format = "json"
 
 listener "tcp" {
   address         = ":8200"

@@ -1,7 +1,6 @@
-ui            = false
-disable_mlock = true
-log_level     = "info"
-log_format    = "standard"
+ui         = false
+log_level  = "info"
+log_format = "standard"
 
 listener "tcp" {
   address         = ":8200"
