@@ -6,6 +6,7 @@ package baotest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -32,10 +33,18 @@ type Server struct {
 
 // Options describe the server to start. Config, when set, replaces the
 // default single-node configuration; it may use the placeholders {{dir}},
-// {{api_port}} and {{cluster_port}}.
+// {{api_port}}, {{cluster_port}} and {{node_id}}.
 type Options struct {
 	NodeID string
 	Config string
+	// Wrapper, when set, is a command line run in front of bao: the process
+	// started is Wrapper followed by `bao server -config=...`, as the
+	// bao-wrapper runs it in a pod (for example {path, "-watch", f, "--"}).
+	Wrapper []string
+	// TLS says the API listener serves HTTPS, so Addr is https://. The
+	// readiness wait then skips certificate checks: it only waits for an
+	// answer; tests check certificates themselves.
+	TLS bool
 }
 
 // defaultConfig is a single Raft node with a static seal over plain HTTP on
@@ -99,28 +108,33 @@ func Start(t testing.TB, opts Options) *Server {
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	scheme := "http"
+	if opts.TLS {
+		scheme = "https"
+	}
 	s := &Server{
 		Dir:         dir,
-		Addr:        fmt.Sprintf("http://127.0.0.1:%d", apiPort),
+		Addr:        fmt.Sprintf("%s://127.0.0.1:%d", scheme, apiPort),
 		ClusterAddr: fmt.Sprintf("https://127.0.0.1:%d", clusterPort),
 		LogPath:     filepath.Join(dir, "bao.log"),
 	}
-	s.start(t, bao, configPath)
+	argv := append(append([]string{}, opts.Wrapper...), bao, "server", "-config="+configPath)
+	s.start(t, argv)
 	return s
 }
 
-func (s *Server) start(t testing.TB, bao, configPath string) {
+func (s *Server) start(t testing.TB, argv []string) {
 	t.Helper()
 	logFile, err := os.Create(s.LogPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.cmd = exec.Command(bao, "server", "-config="+configPath)
+	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	s.cmd.Env = append(os.Environ(), "BAO_LOG_LEVEL=info")
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start bao: %v", err)
+		t.Fatalf("start %s: %v", argv[0], err)
 	}
 	s.exited = make(chan error, 1)
 	go func() { s.exited <- s.cmd.Wait(); logFile.Close() }()
@@ -135,9 +149,15 @@ func (s *Server) start(t testing.TB, bao, configPath string) {
 func (s *Server) waitForAPI(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	client := http.DefaultClient
+	if strings.HasPrefix(s.Addr, "https://") {
+		client = &http.Client{Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // readiness only; tests check certificates
+		}}
+	}
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.Addr+"/v1/sys/health", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := client.Do(req); err == nil {
 			resp.Body.Close()
 			return nil
 		}
@@ -168,6 +188,9 @@ func (s *Server) Stop(t testing.TB) {
 		s.exited <- <-s.exited
 	}
 }
+
+// PID is the process started: bao, or the wrapper when Options.Wrapper is set.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
 
 // Log returns what the server wrote so far.
 func (s *Server) Log() string {
