@@ -102,7 +102,7 @@ func Decide(obs Observed, spec Spec, now time.Time) Plan {
 	d := &decision{}
 	decideCA(d, s, spec, now)
 	decideServer(d, s, spec, now)
-	decideBundle(d, s, obs, spec, now)
+	decideBundle(d, s, obs, now)
 	if d.plan.Reason == "" {
 		d.plan.Reason = ReasonFresh
 		d.messages = []string{"CA and server certificate are valid and match the spec"}
@@ -193,16 +193,23 @@ func serverProblem(s state, spec Spec, now time.Time) (Reason, string) {
 
 // decideBundle flags a bundle that differs from the one to publish, in
 // either Secret; a CA change always rewrites it.
-func decideBundle(d *decision, s state, obs Observed, spec Spec, now time.Time) {
+func decideBundle(d *decision, s state, obs Observed, now time.Time) {
 	if d.plan.CA != CAKeep {
 		d.plan.UpdateBundle = true
 		return
 	}
 	want := BundlePEM(s.ca.certPEM, nextCertPEM(s), obs.CA.BundlePEM, now)
-	if string(want) != string(obs.CA.BundlePEM) || string(want) != string(obs.Server.BundlePEM) {
-		d.plan.UpdateBundle = true
-		d.add(ReasonBundleChanged, "CA bundle differs from the CAs to trust (a previous CA expired, or the bundle is stale or unreadable); rewriting it")
+	if string(want) == string(obs.CA.BundlePEM) && string(want) == string(obs.Server.BundlePEM) {
+		return
 	}
+	d.plan.UpdateBundle = true
+	for _, c := range parseCerts(obs.CA.BundlePEM) {
+		if !now.Before(c.NotAfter) {
+			d.add(ReasonBundleChanged, "previous CA %q expired at %s; dropping it from the bundle", c.Subject.CommonName, stamp(c.NotAfter))
+			return
+		}
+	}
+	d.add(ReasonBundleChanged, "a Secret's CA bundle is stale or unreadable; rewriting it")
 }
 
 func nextCertPEM(s state) []byte {

@@ -178,7 +178,7 @@ func decideCases() []decideCase {
 			obs: func(t *testing.T) Observed {
 				old, ca := caAt(t, spec, t0.Add(-spec.CAValidity())), caAt(t, spec, t0.Add(-time.Hour))
 				return observed(ca, nil, serverAt(t, ca, spec, t0), ca, old)
-			}, spec: spec, now: t0.Add(time.Second), reason: ReasonBundleChanged, bundle: true},
+			}, spec: spec, now: t0.Add(time.Second), reason: ReasonBundleChanged, bundle: true, contains: "expired at"},
 		{name: "a previous CA that has not expired stays in the bundle",
 			obs: func(t *testing.T) Observed {
 				old, ca := caAt(t, spec, t0.Add(-spec.CAValidity()+time.Hour)), caAt(t, spec, t0.Add(-time.Hour))
@@ -189,7 +189,7 @@ func decideCases() []decideCase {
 				o := fresh(t)
 				o.Server.BundlePEM = nil
 				return o
-			}, spec: spec, now: t0, reason: ReasonBundleChanged, bundle: true},
+			}, spec: spec, now: t0, reason: ReasonBundleChanged, bundle: true, contains: "stale"},
 		{name: "garbage in the bundle is rewritten from the CAs",
 			obs: func(t *testing.T) Observed {
 				o := fresh(t)
