@@ -12,6 +12,9 @@ import (
 // certificate without its key). Material the Plan keeps is returned byte for
 // byte, so a Fresh plan yields the observed material unchanged.
 func Execute(plan Plan, obs Observed, spec Spec, now time.Time, random io.Reader) (Observed, error) {
+	if err := spec.Validate(); err != nil {
+		return Observed{}, fmt.Errorf("invalid TLS spec: %w", err)
+	}
 	s := inspect(obs)
 	out := obs
 	active, next, err := applyCA(plan.CA, s, spec, now, random)

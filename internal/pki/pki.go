@@ -31,6 +31,8 @@
 package pki
 
 import (
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -79,6 +81,22 @@ type Spec struct {
 	// BundlePropagation is how long a successor CA sits in the bundle before
 	// it starts signing (default 10 minutes).
 	BundlePropagation time.Duration
+}
+
+// Validate rejects a spec that would yield unusable certificates, or a CA
+// whose successor could not be published before it expires.
+func (s Spec) Validate() error {
+	if s.ClusterName == "" || s.Namespace == "" || s.HeadlessService == "" {
+		return errors.New("cluster name, namespace and headless service are required")
+	}
+	if s.Replicas < 1 {
+		return fmt.Errorf("replicas %d: at least one pod must be covered", s.Replicas)
+	}
+	if s.CARenewBefore() <= s.Propagation() {
+		return fmt.Errorf("rotation period %s is too short: a successor CA published %s before the CA expires "+
+			"could not be promoted after the %s propagation delay", s.rotationPeriod(), s.CARenewBefore(), s.Propagation())
+	}
+	return nil
 }
 
 func (s Spec) rotationPeriod() time.Duration {

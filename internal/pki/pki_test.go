@@ -123,7 +123,7 @@ func decideCases() []decideCase {
 			reason: ReasonExpired, ca: CAReplace, server: true, bundle: true, contains: "CA expired"},
 		{name: "scaling out beyond the certificate's ordinals changes the SANs",
 			obs: fresh, spec: testSpec(withReplicas(5)), now: t0.Add(time.Hour),
-			reason: ReasonSANsChanged, server: true, contains: "bao-4.bao-internal.vault.svc"},
+			reason: ReasonSANsChanged, server: true, contains: "added bao-3.bao-internal, "},
 		{name: "scaling in drops SANs too",
 			obs: fresh, spec: testSpec(withReplicas(1)), now: t0.Add(time.Hour),
 			reason: ReasonSANsChanged, server: true, contains: "removed"},
@@ -445,4 +445,36 @@ func TestLifecycleNeverBreaksAClient(t *testing.T) {
 		t.Errorf("something expired while the loop ran every %s: %v", step, seen)
 	}
 	t.Logf("reasons over %s: %v", 3*spec.CAValidity(), seen)
+}
+
+func TestSpecValidate(t *testing.T) {
+	for name, tc := range map[string]struct {
+		spec Spec
+		ok   bool
+	}{
+		"the test spec is valid":                            {testSpec(), true},
+		"defaults for period and propagation are valid":     {Spec{ClusterName: "a", Namespace: "b", HeadlessService: "c", Replicas: 1}, true},
+		"a missing namespace is rejected":                   {testSpec(func(s *Spec) { s.Namespace = "" }), false},
+		"zero replicas are rejected":                        {testSpec(withReplicas(0)), false},
+		"a period too short for the CA overlap is rejected": {testSpec(withPeriod(4 * time.Minute)), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := tc.spec.Validate(); (err == nil) != tc.ok {
+				t.Fatalf("Validate() = %v, want ok=%v", err, tc.ok)
+			}
+			if _, err := Execute(Decide(Observed{}, tc.spec, t0), Observed{}, tc.spec, t0, rand.Reader); (err == nil) != tc.ok {
+				t.Fatalf("Execute error %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+}
+
+func TestSANsChangedMessageIsShort(t *testing.T) {
+	spec := testSpec()
+	ca := caAt(t, spec, t0)
+	o := observed(ca, nil, serverAt(t, ca, spec, t0), ca)
+	plan := Decide(o, testSpec(withReplicas(100)), t0)
+	if plan.Reason != ReasonSANsChanged || len(plan.Message) > 400 || !strings.Contains(plan.Message, "more") {
+		t.Fatalf("%s: %d bytes: %s", plan.Reason, len(plan.Message), plan.Message)
+	}
 }

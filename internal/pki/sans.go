@@ -98,5 +98,18 @@ func (a SANs) diff(b SANs) string {
 			removed = append(removed, ip.String())
 		}
 	}
-	return fmt.Sprintf("added %v, removed %v", added, removed)
+	return fmt.Sprintf("added %s, removed %s", summarize(added), summarize(removed))
+}
+
+// summarize lists a few names and counts the rest, so that scaling a large
+// cluster does not produce an event of hundreds of names.
+func summarize(names []string) string {
+	const shown = 4
+	if len(names) == 0 {
+		return "none"
+	}
+	if len(names) <= shown {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
 }
