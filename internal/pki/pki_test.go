@@ -79,29 +79,36 @@ type decideCase struct {
 	contains string
 }
 
-func decideCases() []decideCase {
+// fixtures are the shared starting points of the decision table.
+type fixtures struct {
+	spec      Spec
+	fresh     func(t *testing.T) Observed
+	caNearEnd time.Time // issue time of a CA with less than CARenewBefore left at t0
+}
+
+func newFixtures() fixtures {
 	spec := testSpec()
-	p := spec.rotationPeriod()
-	fresh := func(t *testing.T) Observed {
-		ca := caAt(t, spec, t0)
-		return observed(ca, nil, serverAt(t, ca, spec, t0), ca)
+	return fixtures{
+		spec: spec,
+		fresh: func(t *testing.T) Observed {
+			ca := caAt(t, spec, t0)
+			return observed(ca, nil, serverAt(t, ca, spec, t0), ca)
+		},
+		caNearEnd: t0.Add(-spec.CAValidity() + spec.CARenewBefore() - time.Minute),
 	}
-	// caNearEnd was issued so that at t0 less than CARenewBefore of it remains.
-	caNearEnd := t0.Add(-spec.CAValidity() + spec.CARenewBefore() - time.Minute)
+}
+
+func decideCases() []decideCase {
+	f := newFixtures()
+	return slices.Concat(caCases(f), serverCases(f), bundleCases(f))
+}
+
+func caCases(f fixtures) []decideCase {
+	spec, fresh, caNearEnd := f.spec, f.fresh, f.caNearEnd
 	return []decideCase{
 		{name: "no Secrets yet: a new CA and server certificate are issued",
 			obs: func(*testing.T) Observed { return Observed{} }, spec: spec, now: t0,
 			reason: ReasonMissing, ca: CAReplace, server: true, bundle: true},
-		{name: "fresh material matching the spec: nothing to do",
-			obs: fresh, spec: spec, now: t0.Add(time.Hour), reason: ReasonFresh},
-		{name: "server certificate one minute inside the rotation window is reissued",
-			obs: fresh, spec: spec, now: t0.Add(p - spec.RenewBefore() + time.Minute),
-			reason: ReasonWithinRotationWindow, server: true, contains: "rotation window"},
-		{name: "server certificate one minute before the window is kept",
-			obs: fresh, spec: spec, now: t0.Add(p - spec.RenewBefore() - time.Minute), reason: ReasonFresh},
-		{name: "expired server certificate is reissued",
-			obs: fresh, spec: spec, now: t0.Add(p + time.Minute),
-			reason: ReasonExpired, server: true, contains: "expired"},
 		{name: "CA near expiry publishes a successor and keeps signing with the current CA",
 			obs: func(t *testing.T) Observed {
 				ca := caAt(t, spec, caNearEnd)
@@ -121,6 +128,40 @@ func decideCases() []decideCase {
 		{name: "expired CA is replaced at once and the server reissued",
 			obs: fresh, spec: spec, now: t0.Add(spec.CAValidity()),
 			reason: ReasonExpired, ca: CAReplace, server: true, bundle: true, contains: "CA expired"},
+		{name: "garbage PEM in the CA key replaces the CA",
+			obs: func(t *testing.T) Observed {
+				o := fresh(t)
+				o.CA.KeyPEM = []byte("not pem at all")
+				return o
+			}, spec: spec, now: t0, reason: ReasonInvalidPEM, ca: CAReplace, server: true, bundle: true, contains: "CA Secret"},
+		{name: "a CA key from another CA is a key mismatch",
+			obs: func(t *testing.T) Observed {
+				o := fresh(t)
+				o.CA.KeyPEM = caAt(t, spec, t0).keyPEM
+				return o
+			}, spec: spec, now: t0, reason: ReasonKeyMismatch, ca: CAReplace, server: true, bundle: true},
+		{name: "garbage in the successor CA stages a new successor",
+			obs: func(t *testing.T) Observed {
+				o := fresh(t)
+				o.CA.NextCertPEM, o.CA.NextKeyPEM = []byte("x"), []byte("y")
+				return o
+			}, spec: spec, now: t0, reason: ReasonInvalidPEM, ca: CAStageNext, bundle: true, contains: "successor"},
+	}
+}
+
+func serverCases(f fixtures) []decideCase {
+	spec, fresh, p := f.spec, f.fresh, f.spec.rotationPeriod()
+	return []decideCase{
+		{name: "fresh material matching the spec: nothing to do",
+			obs: fresh, spec: spec, now: t0.Add(time.Hour), reason: ReasonFresh},
+		{name: "server certificate one minute inside the rotation window is reissued",
+			obs: fresh, spec: spec, now: t0.Add(p - spec.RenewBefore() + time.Minute),
+			reason: ReasonWithinRotationWindow, server: true, contains: "rotation window"},
+		{name: "server certificate one minute before the window is kept",
+			obs: fresh, spec: spec, now: t0.Add(p - spec.RenewBefore() - time.Minute), reason: ReasonFresh},
+		{name: "expired server certificate is reissued",
+			obs: fresh, spec: spec, now: t0.Add(p + time.Minute),
+			reason: ReasonExpired, server: true, contains: "expired"},
 		{name: "scaling out beyond the certificate's ordinals changes the SANs",
 			obs: fresh, spec: testSpec(withReplicas(5)), now: t0.Add(time.Hour),
 			reason: ReasonSANsChanged, server: true, contains: "added bao-3.bao-internal, "},
@@ -151,29 +192,17 @@ func decideCases() []decideCase {
 				o.Server.KeyPEM = o.Server.KeyPEM[:len(o.Server.KeyPEM)/2]
 				return o
 			}, spec: spec, now: t0, reason: ReasonInvalidPEM, server: true},
-		{name: "garbage PEM in the CA key replaces the CA",
-			obs: func(t *testing.T) Observed {
-				o := fresh(t)
-				o.CA.KeyPEM = []byte("not pem at all")
-				return o
-			}, spec: spec, now: t0, reason: ReasonInvalidPEM, ca: CAReplace, server: true, bundle: true, contains: "CA Secret"},
-		{name: "a CA key from another CA is a key mismatch",
-			obs: func(t *testing.T) Observed {
-				o := fresh(t)
-				o.CA.KeyPEM = caAt(t, spec, t0).keyPEM
-				return o
-			}, spec: spec, now: t0, reason: ReasonKeyMismatch, ca: CAReplace, server: true, bundle: true},
 		{name: "a server certificate from another CA is reissued",
 			obs: func(t *testing.T) Observed {
 				ca := caAt(t, spec, t0)
 				return observed(ca, nil, serverAt(t, caAt(t, spec, t0), spec, t0), ca)
 			}, spec: spec, now: t0, reason: ReasonIssuerChanged, server: true},
-		{name: "garbage in the successor CA stages a new successor",
-			obs: func(t *testing.T) Observed {
-				o := fresh(t)
-				o.CA.NextCertPEM, o.CA.NextKeyPEM = []byte("x"), []byte("y")
-				return o
-			}, spec: spec, now: t0, reason: ReasonInvalidPEM, ca: CAStageNext, bundle: true, contains: "successor"},
+	}
+}
+
+func bundleCases(f fixtures) []decideCase {
+	spec, fresh := f.spec, f.fresh
+	return []decideCase{
 		{name: "an expired previous CA is dropped from the bundle",
 			obs: func(t *testing.T) Observed {
 				old, ca := caAt(t, spec, t0.Add(-spec.CAValidity())), caAt(t, spec, t0.Add(-time.Hour))

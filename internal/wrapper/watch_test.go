@@ -17,7 +17,7 @@ var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // tlsFiles issues a CA and returns a function that issues fresh Secret
 // volume contents (tls.crt, tls.key, ca.crt) from it.
-func tlsFiles(t *testing.T) func() map[string][]byte {
+func tlsFiles(t testing.TB) func() map[string][]byte {
 	t.Helper()
 	spec := pki.Spec{ClusterName: "bao", Namespace: "ns", HeadlessService: "bao-internal", ClientService: "bao", Replicas: 1}
 	caPEM, caKey, err := pki.NewCA(spec, now, rand.Reader)
@@ -37,7 +37,7 @@ func watched(dir string) []string {
 	return []string{filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "ca.crt")}
 }
 
-func write(t *testing.T, dir string, files map[string][]byte) {
+func write(t testing.TB, dir string, files map[string][]byte) {
 	t.Helper()
 	if err := baotest.WriteSecretVolume(dir, files); err != nil {
 		t.Fatal(err)
