@@ -72,6 +72,10 @@ type supervisor struct {
 	watcher *Watcher
 }
 
+// loop forwards signals, polls the watched files every interval and reaps.
+// The first SIGHUP can come one interval after the start at the earliest;
+// bao installs its SIGHUP handler while building its commands, well before
+// that, so a reload never hits bao's default action (exit).
 func (s *supervisor) loop(sigs <-chan os.Signal) int {
 	tick := time.NewTicker(s.cfg.Interval)
 	defer tick.Stop()

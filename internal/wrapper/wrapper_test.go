@@ -273,3 +273,30 @@ func TestInstallCopiesTheBinary(t *testing.T) {
 		t.Fatalf("temporary files left: %v", entries)
 	}
 }
+
+func TestCommandLineErrors(t *testing.T) {
+	for name, args := range map[string][]string{
+		"no command after the flags":    {"-watch", "/x"},
+		"an unknown flag":               {"-nope", "--", "true"},
+		"install without a destination": {"install"},
+		"install with two destinations": {"install", "a", "b"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			if code := Main(args, &stderr); code != 2 || !strings.Contains(stderr.String(), "usage") {
+				t.Fatalf("exit %d, stderr %q", code, stderr.String())
+			}
+		})
+	}
+}
+
+func TestWatchFlagIsSplitAndTrimmed(t *testing.T) {
+	cfg, err := parseFlags([]string{"-watch", " /a/tls.crt, /a/tls.key,,", "-interval", "5s", "--", "bao", "server"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.Watch, "|") != "/a/tls.crt|/a/tls.key" || cfg.Interval != 5*time.Second ||
+		strings.Join(cfg.Command, " ") != "bao server" || !cfg.ReapOrphans {
+		t.Fatalf("%+v", cfg)
+	}
+}
