@@ -166,7 +166,8 @@ func expectServed(t *testing.T, addr string, bundle []byte, now time.Time, certP
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	began := time.Now()
+	deadline := began.Add(15 * time.Second)
 	var last error
 	for time.Now().Before(deadline) {
 		var leaf *x509.Certificate
@@ -175,6 +176,7 @@ func expectServed(t *testing.T, addr string, bundle []byte, now time.Time, certP
 			if got := fmt.Sprintf("%x", sha256.Sum256(leaf.Raw)); got != wantHash {
 				t.Fatalf("served certificate hash %s, CertHash %s", got, wantHash)
 			}
+			t.Logf("serial %x served %s after publishing", serial, time.Since(began).Round(time.Millisecond))
 			return
 		}
 		if last == nil {
@@ -256,4 +258,23 @@ func childOf(t *testing.T, pid int) int {
 	}
 	child, _ := strconv.Atoi(fields[0])
 	return child
+}
+
+// TestWrapperExitsWithBaosExitCode: bao refusing its configuration exits
+// with some code; under the wrapper the container must exit with the same.
+func TestWrapperExitsWithBaosExitCode(t *testing.T) {
+	bao, err := testbin.Path("bao")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"server", "-config=" + filepath.Join(t.TempDir(), "missing.hcl")}
+	direct := exec.Command(bao, args...).Run()
+	wrapped := exec.Command(buildWrapper(t), append([]string{"--", bao}, args...)...).Run()
+	var d, w *exec.ExitError
+	if !errors.As(direct, &d) || !errors.As(wrapped, &w) {
+		t.Fatalf("want both to fail: direct %v, wrapped %v", direct, wrapped)
+	}
+	if d.ExitCode() != w.ExitCode() {
+		t.Fatalf("bao exits %d, the wrapper %d", d.ExitCode(), w.ExitCode())
+	}
 }
