@@ -20,8 +20,9 @@ help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## Build the operator binary into bin/.
+build: ## Build the operator and the bao-wrapper binaries into bin/.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/openbao-operator ./cmd/openbao-operator
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/bao-wrapper ./cmd/bao-wrapper
 
 .PHONY: tools
 tools: ## Build the pinned tool binaries (cached outside the clone) and link them into bin/.
