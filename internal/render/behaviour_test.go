@@ -1,0 +1,294 @@
+package render_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/render"
+	"github.com/openbao/operator/internal/testfixture"
+	"github.com/openbao/operator/internal/values"
+)
+
+func TestRenderIsDeterministic(t *testing.T) {
+	files := testfixture.Files(t)
+	for _, name := range testfixture.Names(files) {
+		t.Run(name, func(t *testing.T) {
+			c := testfixture.Load(t, files[name])
+			_, vals, first := renderFixture(t, newRenderer(t), c)
+			cached := newRenderer(t)
+			second, err := cached.Render(c.Namespace, c.Name, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			third, err := cached.Render(c.Namespace, c.Name, vals) // from the cache
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b, cc := manifests(t, first), manifests(t, second), manifests(t, third)
+			if !bytes.Equal(a, b) {
+				t.Error("two fresh renderers render different YAML")
+			}
+			if !bytes.Equal(b, cc) {
+				t.Error("a cached render differs from the first")
+			}
+		})
+	}
+}
+
+func TestRenderCacheReturnsCopies(t *testing.T) {
+	r := newRenderer(t)
+	c := fixture(t, sample)
+	_, vals, first := renderFixture(t, r, c)
+	want := string(manifests(t, first))
+	first[0].SetName("mutated")
+	first[0].Object["spec"] = "mutated"
+	sts := find(first, "StatefulSet")[0]
+	sts.SetLabels(map[string]string{"mutated": "true"})
+	second, err := r.Render(c.Namespace, c.Name, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(manifests(t, second)); got != want {
+		t.Error("mutating a returned object changed the next render")
+	}
+	second[0].SetName("again")
+	third, _ := r.Render(c.Namespace, c.Name, vals)
+	if third[0].GetName() == "again" {
+		t.Error("a cache hit returned the cached objects themselves")
+	}
+}
+
+func TestRenderDoesNotChangeTheValues(t *testing.T) {
+	r := newRenderer(t)
+	c := fixture(t, "overrides")
+	cfg, _ := values.ConfigFor(c)
+	vals, err := values.Compute(c, testOperator, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := string(mustYAML(t, vals))
+	if _, err := r.Render(c.Namespace, c.Name, vals); err != nil {
+		t.Fatal(err)
+	}
+	if after := string(mustYAML(t, vals)); after != before {
+		t.Error("Render changed the values it was given")
+	}
+}
+
+func TestReplicasWaitForInitialization(t *testing.T) {
+	cases := map[string]struct {
+		replicas    int32
+		initialized bool
+		want        int32
+	}{
+		"before initialization 3 requested run 1": {replicas: 3, want: 1},
+		"before initialization 5 requested run 1": {replicas: 5, want: 1},
+		"after initialization 3 requested run 3":  {replicas: 3, initialized: true, want: 3},
+		"after initialization 5 requested run 5":  {replicas: 5, initialized: true, want: 5},
+	}
+	r := newRenderer(t)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := fixture(t, sample, func(c *v1alpha1.OpenBaoCluster) {
+				c.Spec.Replicas = tc.replicas
+				c.Status.Initialized = tc.initialized
+			})
+			sts := statefulSet(t, renderWith(t, r, c, testOperator))
+			if sts.Spec.Replicas == nil || *sts.Spec.Replicas != tc.want {
+				t.Errorf("StatefulSet replicas %v, want %d", sts.Spec.Replicas, tc.want)
+			}
+		})
+	}
+}
+
+func TestSelfInitConfigMap(t *testing.T) {
+	cases := map[string]struct {
+		fixture     string
+		initialized bool
+		want        bool
+	}{
+		"self-init before initialization ships self-init.hcl": {fixture: "selfinit", want: true},
+		"self-init after initialization ships none":           {fixture: "selfinit", initialized: true},
+		"no self-init ships none":                             {fixture: sample},
+	}
+	r := newRenderer(t)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := fixture(t, tc.fixture, func(c *v1alpha1.OpenBaoCluster) { c.Status.Initialized = tc.initialized })
+			var cm corev1.ConfigMap
+			typed(t, renderWith(t, r, c, testOperator), "ConfigMap", &cm)
+			if _, ok := cm.Data["config.hcl"]; !ok {
+				t.Error("ConfigMap lacks config.hcl")
+			}
+			selfInit, ok := cm.Data["self-init.hcl"]
+			if ok != tc.want {
+				t.Fatalf("self-init.hcl present = %v, want %v", ok, tc.want)
+			}
+			if tc.want && !strings.Contains(selfInit, "sys/auth/kubernetes") {
+				t.Errorf("self-init.hcl lacks the sample's request:\n%s", selfInit)
+			}
+		})
+	}
+}
+
+func TestNetworkPolicy(t *testing.T) {
+	r := newRenderer(t)
+	t.Run("networkPolicy.enabled=false renders none", func(t *testing.T) {
+		off := false
+		c := fixture(t, sample, func(c *v1alpha1.OpenBaoCluster) { c.Spec.NetworkPolicy.Enabled = &off })
+		if n := len(find(renderWith(t, r, c, testOperator), "NetworkPolicy")); n != 0 {
+			t.Errorf("rendered %d NetworkPolicies", n)
+		}
+	})
+	t.Run("without apiClients port 8200 admits every source", func(t *testing.T) {
+		var np networkingv1.NetworkPolicy
+		typed(t, renderWith(t, r, fixture(t, sample), testOperator), "NetworkPolicy", &np)
+		if from := ruleFor(t, &np, 8200).From; len(from) != 0 {
+			t.Errorf("port 8200 from %v, want every source", from)
+		}
+		checkClusterPortIsPrivate(t, &np, "openbao")
+	})
+	t.Run("apiClients restrict port 8200 and keep the cluster's pods and the operator", func(t *testing.T) {
+		var np networkingv1.NetworkPolicy
+		typed(t, renderWith(t, r, fixture(t, "overrides"), testOperator), "NetworkPolicy", &np)
+		from := ruleFor(t, &np, 8200).From
+		if len(from) != 3 {
+			t.Fatalf("port 8200 admits %d peers, want the client, the cluster's pods, the operator: %+v", len(from), from)
+		}
+		if got := from[0].NamespaceSelector; got == nil || got.MatchLabels["team"] != "a" {
+			t.Errorf("first peer %+v, want the listed namespaceSelector team=a", from[0])
+		}
+		if !selectsCluster(from[1].PodSelector, "tuned") || from[1].NamespaceSelector != nil {
+			t.Errorf("second peer %+v, want the cluster's own pods", from[1])
+		}
+		want := map[string]string{"kubernetes.io/metadata.name": testOperator.Namespace}
+		if got := from[2].NamespaceSelector; got == nil || !equalLabels(got.MatchLabels, want) || from[2].PodSelector != nil {
+			t.Errorf("third peer %+v, want the operator namespace", from[2])
+		}
+		checkClusterPortIsPrivate(t, &np, "tuned")
+	})
+}
+
+func ruleFor(t *testing.T, np *networkingv1.NetworkPolicy, port int) networkingv1.NetworkPolicyIngressRule {
+	t.Helper()
+	var found []networkingv1.NetworkPolicyIngressRule
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			if p.Port != nil && p.Port.IntValue() == port {
+				found = append(found, rule)
+			}
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d ingress rules for port %d, want 1", len(found), port)
+	}
+	if len(found[0].Ports) != 1 {
+		t.Fatalf("the rule for port %d also opens %v", port, found[0].Ports)
+	}
+	return found[0]
+}
+
+// checkClusterPortIsPrivate: port 8201 (Raft) admits only the cluster's pods.
+func checkClusterPortIsPrivate(t *testing.T, np *networkingv1.NetworkPolicy, cluster string) {
+	t.Helper()
+	from := ruleFor(t, np, 8201).From
+	if len(from) != 1 || !selectsCluster(from[0].PodSelector, cluster) || from[0].NamespaceSelector != nil || from[0].IPBlock != nil {
+		t.Errorf("port 8201 from %+v, want only the pods of %s", from, cluster)
+	}
+	if !selectsCluster(&np.Spec.PodSelector, cluster) {
+		t.Errorf("policy selects %+v, want the pods of %s", np.Spec.PodSelector, cluster)
+	}
+}
+
+func selectsCluster(sel *metav1.LabelSelector, cluster string) bool {
+	return sel != nil && len(sel.MatchExpressions) == 0 && equalLabels(sel.MatchLabels,
+		map[string]string{"app.kubernetes.io/name": "openbao", "app.kubernetes.io/instance": cluster})
+}
+
+func equalLabels(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range b {
+		if a[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestInvalidValuesAreValuesErrors(t *testing.T) {
+	cases := map[string]struct {
+		specValues string
+		wantText   string
+	}{
+		"a string for podDisruptionBudget.maxUnavailable": {
+			specValues: `{"podDisruptionBudget": {"maxUnavailable": "x"}}`, wantText: "maxUnavailable",
+		},
+		"an unknown top-level key": {specValues: `{"replicaCount": 3}`, wantText: "replicaCount"},
+		"an unknown nested key":    {specValues: `{"serviceMonitor": {"intervall": "5s"}}`, wantText: "intervall"},
+		"a grace period above the maximum": {
+			specValues: `{"terminationGracePeriodSeconds": 7200}`, wantText: "terminationGracePeriodSeconds",
+		},
+	}
+	r := newRenderer(t)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := fixture(t, sample, func(c *v1alpha1.OpenBaoCluster) {
+				c.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(tc.specValues)}
+			})
+			cfg, _ := values.ConfigFor(c)
+			vals, err := values.Compute(c, testOperator, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = r.Render(c.Namespace, c.Name, vals)
+			var ve *render.ValuesError
+			if !errors.As(err, &ve) {
+				t.Fatalf("error %v, want *render.ValuesError", err)
+			}
+			if !strings.Contains(err.Error(), tc.wantText) {
+				t.Errorf("error %q does not name %s", err, tc.wantText)
+			}
+		})
+	}
+}
+
+// TestChartDefaultsAreTheFirstLayer: a free key no layer sets takes the
+// chart's values.yaml default; spec.values and overrideValues replace it.
+func TestChartDefaultsAreTheFirstLayer(t *testing.T) {
+	cases := map[string]struct {
+		specValues string
+		override   map[string]any
+		want       int64
+	}{
+		"the chart default applies when nothing sets the key": {want: 30},
+		"spec.values beats the chart default":                 {specValues: `{"terminationGracePeriodSeconds": 45}`, want: 45},
+		"overrideValues beat spec.values": {
+			specValues: `{"terminationGracePeriodSeconds": 45}`, override: map[string]any{"terminationGracePeriodSeconds": 60}, want: 60,
+		},
+	}
+	r := newRenderer(t)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := fixture(t, sample, func(c *v1alpha1.OpenBaoCluster) {
+				if tc.specValues != "" {
+					c.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(tc.specValues)}
+				}
+			})
+			op := values.Operator{Namespace: testOperator.Namespace, OverrideValues: tc.override}
+			got := statefulSet(t, renderWith(t, r, c, op)).Spec.Template.Spec.TerminationGracePeriodSeconds
+			if got == nil || *got != tc.want {
+				t.Errorf("terminationGracePeriodSeconds %v, want %d", got, tc.want)
+			}
+		})
+	}
+}

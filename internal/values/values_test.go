@@ -1,0 +1,233 @@
+package values_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/values"
+)
+
+// cluster builds a minimal OpenBaoCluster; opts change it.
+func cluster(opts ...func(*v1alpha1.OpenBaoCluster)) *v1alpha1.OpenBaoCluster {
+	c := &v1alpha1.OpenBaoCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "bao", Namespace: "ns"},
+		Spec:       v1alpha1.OpenBaoClusterSpec{Version: "2.4.0", Replicas: 3},
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+func withValues(js string) func(*v1alpha1.OpenBaoCluster) {
+	return func(c *v1alpha1.OpenBaoCluster) { c.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(js)} }
+}
+
+func withConfig(key, js string) func(*v1alpha1.OpenBaoCluster) {
+	return func(c *v1alpha1.OpenBaoCluster) {
+		if c.Spec.Config == nil {
+			c.Spec.Config = map[string]apiextensionsv1.JSON{}
+		}
+		c.Spec.Config[key] = apiextensionsv1.JSON{Raw: []byte(js)}
+	}
+}
+
+func initialized(c *v1alpha1.OpenBaoCluster) { c.Status.Initialized = true }
+
+// lookup follows a dotted path through nested maps.
+func lookup(m map[string]any, path string) any {
+	var cur any = m
+	for _, p := range strings.Split(path, ".") {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = mm[p]
+	}
+	return cur
+}
+
+func TestComputeMergeOrder(t *testing.T) {
+	cases := map[string]struct {
+		specValues string
+		override   map[string]any
+		path       string
+		want       any
+	}{
+		"a free key in spec.values reaches the chart": {
+			specValues: `{"terminationGracePeriodSeconds": 45}`,
+			path:       "terminationGracePeriodSeconds", want: float64(45),
+		},
+		"overrideValues beat spec.values": {
+			specValues: `{"terminationGracePeriodSeconds": 45}`,
+			override:   map[string]any{"terminationGracePeriodSeconds": 60},
+			path:       "terminationGracePeriodSeconds", want: 60,
+		},
+		"nested maps merge key by key: spec.values keeps its sibling": {
+			specValues: `{"podDisruptionBudget": {"maxUnavailable": 2}}`,
+			override:   map[string]any{"podDisruptionBudget": map[string]any{"enabled": false}},
+			path:       "podDisruptionBudget.maxUnavailable", want: float64(2),
+		},
+		"nested maps merge key by key: overrideValues add their key": {
+			specValues: `{"podDisruptionBudget": {"maxUnavailable": 2}}`,
+			override:   map[string]any{"podDisruptionBudget": map[string]any{"enabled": false}},
+			path:       "podDisruptionBudget.enabled", want: false,
+		},
+		"owned values beat overrideValues": {
+			override: map[string]any{"replicas": 7},
+			path:     "replicas", want: int64(1),
+		},
+		"owned maps beat overrideValues key by key": {
+			override: map[string]any{"image": map[string]any{"tag": "9.9.9"}},
+			path:     "image.tag", want: "2.4.0",
+		},
+		"overrideValues may set imageRegistry": {
+			override: map[string]any{"imageRegistry": "mirror.example.com"},
+			path:     "imageRegistry", want: "mirror.example.com",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var opts []func(*v1alpha1.OpenBaoCluster)
+			if tc.specValues != "" {
+				opts = append(opts, withValues(tc.specValues))
+			}
+			got, err := values.Compute(cluster(opts...), values.Operator{OverrideValues: tc.override}, values.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := lookup(got, tc.path); !reflect.DeepEqual(v, tc.want) {
+				t.Errorf("%s = %#v, want %#v", tc.path, v, tc.want)
+			}
+		})
+	}
+}
+
+func TestComputeDoesNotChangeOverrideValues(t *testing.T) {
+	override := map[string]any{"podDisruptionBudget": map[string]any{"enabled": false}}
+	c := cluster(withValues(`{"podDisruptionBudget": {"maxUnavailable": 2}}`))
+	if _, err := values.Compute(c, values.Operator{OverrideValues: override}, values.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"podDisruptionBudget": map[string]any{"enabled": false}}
+	if !reflect.DeepEqual(override, want) {
+		t.Errorf("overrideValues changed to %v", override)
+	}
+}
+
+func TestSpecValuesRejectsEveryProtectedKey(t *testing.T) {
+	for _, key := range values.CRProtectedKeys() {
+		t.Run(key, func(t *testing.T) {
+			_, err := values.Compute(cluster(withValues(`{"`+key+`": {}}`)), values.Operator{}, values.Config{})
+			var owned *values.OwnedKeyError
+			if !errors.As(err, &owned) {
+				t.Fatalf("error %v, want *OwnedKeyError", err)
+			}
+			if want := "spec.values." + key; !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not name %s", err, want)
+			}
+		})
+	}
+}
+
+func TestSpecValuesMustBeAnObject(t *testing.T) {
+	_, err := values.Compute(cluster(withValues(`[1, 2]`)), values.Operator{}, values.Config{})
+	if err == nil || !strings.Contains(err.Error(), "spec.values") {
+		t.Fatalf("error %v, want one naming spec.values", err)
+	}
+}
+
+func TestCheckOverrideValues(t *testing.T) {
+	cases := map[string]struct {
+		override map[string]any
+		wantKey  string // "" when allowed
+	}{
+		"no overrides are allowed":          {override: nil},
+		"free keys are allowed":             {override: map[string]any{"podAnnotations": map[string]any{"a": "b"}}},
+		"imageRegistry is allowed":          {override: map[string]any{"imageRegistry": "mirror.example.com"}},
+		"replicas is owned":                 {override: map[string]any{"replicas": 5}, wantKey: "replicas"},
+		"image is owned":                    {override: map[string]any{"image": map[string]any{}}, wantKey: "image"},
+		"the first owned key in order wins": {override: map[string]any{"tls": 1, "config": 1}, wantKey: "config"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := values.CheckOverrideValues(tc.override)
+			if tc.wantKey == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			var owned *values.OwnedKeyError
+			if !errors.As(err, &owned) || owned.Layer != "overrideValues" || owned.Key != tc.wantKey {
+				t.Fatalf("error %#v, want OwnedKeyError for overrideValues.%s", err, tc.wantKey)
+			}
+			if !strings.Contains(err.Error(), "overrideValues."+tc.wantKey) {
+				t.Errorf("message %q does not name overrideValues.%s", err, tc.wantKey)
+			}
+		})
+	}
+}
+
+func TestCRProtectedKeysAreSortedAndIncludeImageRegistry(t *testing.T) {
+	keys := values.CRProtectedKeys()
+	for i := 1; i < len(keys); i++ {
+		if keys[i-1] >= keys[i] {
+			t.Fatalf("not sorted at %q", keys[i])
+		}
+	}
+	found := false
+	for _, k := range keys {
+		found = found || k == "imageRegistry"
+	}
+	if !found {
+		t.Error("imageRegistry is operator-wide and must be protected in spec.values")
+	}
+	keys[0] = "changed"
+	if values.CRProtectedKeys()[0] == "changed" {
+		t.Error("CRProtectedKeys returns the package's own slice")
+	}
+}
+
+func TestReplicas(t *testing.T) {
+	cases := map[string]struct {
+		replicas    int32
+		initialized bool
+		want        int32
+	}{
+		"an uninitialized cluster of 3 runs 1 server":  {replicas: 3, want: 1},
+		"an uninitialized cluster of 1 runs 1 server":  {replicas: 1, want: 1},
+		"an uninitialized cluster of 11 runs 1 server": {replicas: 11, want: 1},
+		"an initialized cluster runs spec.replicas":    {replicas: 5, initialized: true, want: 5},
+		"an initialized cluster of 1 runs 1 server":    {replicas: 1, initialized: true, want: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := cluster(func(c *v1alpha1.OpenBaoCluster) {
+				c.Spec.Replicas = tc.replicas
+				c.Status.Initialized = tc.initialized
+			})
+			if got := values.Replicas(c); got != tc.want {
+				t.Errorf("Replicas = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestComputeReplicasFollowsStatus(t *testing.T) {
+	for _, c := range []*v1alpha1.OpenBaoCluster{cluster(), cluster(initialized)} {
+		vals, err := values.Compute(c, values.Operator{}, values.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := vals["replicas"], int64(values.Replicas(c)); got != want {
+			t.Errorf("initialized=%v: replicas value %v, want %d", c.Status.Initialized, got, want)
+		}
+	}
+}
