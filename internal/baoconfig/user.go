@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -222,6 +223,10 @@ func scalarTokens(v any) (hclwrite.Tokens, error) {
 func numberTokens(n json.Number) (hclwrite.Tokens, error) {
 	if i, err := n.Int64(); err == nil {
 		return intTokens(i), nil
+	}
+	if !strings.ContainsAny(n.String(), ".eE") {
+		// HCL1 reads integers as int64; rounding to a float would change it.
+		return nil, invalidf("integer %s is outside the 64-bit range OpenBao reads", n)
 	}
 	f, err := n.Float64()
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {

@@ -2,7 +2,8 @@
 // markers cannot say: schemaless maps whose operator-owned keys are rejected
 // at admission. CEL cannot type schemaless JSON, so each owned key becomes a
 // declared property that no value satisfies; the API server's error then
-// names the key in its field path (spec.config.listener).
+// names the key's path in its message ("spec.config.listener" must not
+// validate the schema), as it does offline in internal/crdschema.
 package crdgen
 
 import (

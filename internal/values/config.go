@@ -145,8 +145,8 @@ func initRequests(reqs []v1alpha1.SelfInitRequest) ([]baoconfig.InitRequest, err
 	return out, nil
 }
 
-// decodeObjectMap decodes JSON values keeping numbers exact (json.Number),
-// so that 0.10 or a large integer reach config.hcl as written.
+// decodeObjectMap decodes JSON values as json.Number, so that integers stay
+// integers and an integer beyond 64 bits is refused rather than rounded.
 func decodeObjectMap(m map[string]apiextensionsv1.JSON, field string) (map[string]any, error) {
 	out := make(map[string]any, len(m))
 	for k, v := range m {

@@ -73,14 +73,15 @@ func TestSpecConfigNumbersKeepTheirValue(t *testing.T) {
 	}
 }
 
-// TestSpecConfigIntegerBeyondInt64KeepsItsDigits: values/config.go promises
-// that "a large integer" reaches config.hcl as written, but a whole number
-// above math.MaxInt64 is converted to float64 and loses its low digits.
-func TestSpecConfigIntegerBeyondInt64KeepsItsDigits(t *testing.T) {
-	cfg := mustConfig(t, cluster(withConfig("cache_size", `12345678901234567890`)))
-	if !hasLine(cfg.HCL, "cache_size = 12345678901234567890") {
-		t.Skip("BUG: spec.config cache_size: 12345678901234567890 is rendered as " +
-			lineOf(cfg.HCL, "cache_size") + " (float64, low digits lost); baoconfig.numberTokens falls back to Float64 above MaxInt64")
+// TestSpecConfigIntegerBeyondInt64IsRefused: OpenBao reads integers as
+// int64, so a larger one is refused, naming the key, rather than rounded.
+func TestSpecConfigIntegerBeyondInt64IsRefused(t *testing.T) {
+	_, err := values.ConfigFor(cluster(withConfig("cache_size", `12345678901234567890`)))
+	if err == nil || !strings.Contains(err.Error(), "cache_size") || !strings.Contains(err.Error(), "64-bit") {
+		t.Fatalf("got %v, want an error naming cache_size and the 64-bit range", err)
+	}
+	if cfg := mustConfig(t, cluster(withConfig("cache_size", `9223372036854775807`))); !hasLine(cfg.HCL, "cache_size = 9223372036854775807") {
+		t.Fatalf("the largest int64 is not kept:\n%s", cfg.HCL)
 	}
 }
 

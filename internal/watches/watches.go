@@ -20,7 +20,7 @@ type Watch struct {
 	Kind                    string         `json:"kind"`
 	Chart                   string         `json:"chart"`
 	ReconcilePeriod         string         `json:"reconcilePeriod,omitempty"`
-	MaxConcurrentReconciles int            `json:"maxConcurrentReconciles,omitempty"`
+	MaxConcurrentReconciles *int           `json:"maxConcurrentReconciles,omitempty"`
 	OverrideValues          map[string]any `json:"overrideValues,omitempty"`
 }
 
@@ -69,11 +69,11 @@ func settingsOf(i int, w Watch, chart string, getenv func(string) string) (Setti
 		}
 		s.ReconcilePeriod = d
 	}
-	if w.MaxConcurrentReconciles != 0 {
-		if w.MaxConcurrentReconciles < 1 || w.MaxConcurrentReconciles > 64 {
-			return Settings{}, fmt.Errorf("%w: %s: maxConcurrentReconciles %d: want 1 to 64", ErrInvalid, at, w.MaxConcurrentReconciles)
+	if n := w.MaxConcurrentReconciles; n != nil {
+		if *n < 1 || *n > 64 {
+			return Settings{}, fmt.Errorf("%w: %s: maxConcurrentReconciles %d: want 1 to 64", ErrInvalid, at, *n)
 		}
-		s.MaxConcurrentReconciles = w.MaxConcurrentReconciles
+		s.MaxConcurrentReconciles = *n
 	}
 	s.OverrideValues = expand(w.OverrideValues, getenv)
 	return s, nil

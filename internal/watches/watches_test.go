@@ -123,14 +123,10 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
-// TestLoadMaxConcurrentReconcilesZero: the brief expects an explicit 0 to be
-// rejected, but Load cannot tell 0 from an absent field (int, omitempty) and
-// takes the default. The test records that behaviour.
+// TestLoadMaxConcurrentReconcilesZero: an explicit 0 is refused, not taken
+// for an absent field.
 func TestLoadMaxConcurrentReconcilesZero(t *testing.T) {
-	s, err := watches.Load([]byte(entry("  maxConcurrentReconciles: 0\n")), gvk, chart, env(nil))
-	if err == nil {
-		t.Skipf("BUG: maxConcurrentReconciles: 0 is accepted as the default %d instead of being rejected (1 to 64)", s.MaxConcurrentReconciles)
-	}
+	_, err := watches.Load([]byte(entry("  maxConcurrentReconciles: 0\n")), gvk, chart, env(nil))
 	if !errors.Is(err, watches.ErrInvalid) || !strings.Contains(err.Error(), "maxConcurrentReconciles") {
 		t.Fatalf("error %v, want ErrInvalid naming maxConcurrentReconciles", err)
 	}

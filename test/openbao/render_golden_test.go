@@ -1,0 +1,36 @@
+package openbao_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/openbao/operator/test/testbin"
+)
+
+// TestEveryRenderedClusterConfigPassesOpenBaosOwnChecks holds the config.hcl
+// of every sample and fixture cluster, as the operator renders it from the
+// CR (internal/render's golden files), against OpenBao's own loader; with
+// self-init, the self-init file is loaded beside it, as pod-0 does.
+func TestEveryRenderedClusterConfigPassesOpenBaosOwnChecks(t *testing.T) {
+	root, err := testbin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs, err := filepath.Glob(filepath.Join(root, "internal", "render", "testdata", "golden", "*", "config.hcl"))
+	if err != nil || len(configs) < 8 {
+		t.Fatalf("want the config.hcl of at least 8 rendered clusters, found %d (%v)", len(configs), err)
+	}
+	for _, config := range configs {
+		dir := filepath.Dir(config)
+		group := config
+		if _, err := os.Stat(filepath.Join(dir, "self-init.hcl")); err == nil {
+			group += "+" + filepath.Join(dir, "self-init.hcl")
+		}
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			if out, ok := runChecker(t, group); !ok {
+				t.Errorf("OpenBao rejects the config rendered for %s:\n%s", filepath.Base(dir), out)
+			}
+		})
+	}
+}
