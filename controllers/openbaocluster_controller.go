@@ -5,6 +5,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -41,16 +42,22 @@ import (
 // The Role the chart renders lets OpenBao label its own pods; RBAC allows
 // creating it only to a holder of the same permissions.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // OpenBaoClusterReconciler makes each OpenBaoCluster real.
 type OpenBaoClusterReconciler struct {
-	Client   client.Client
-	Renderer *render.Renderer
-	Applier  *apply.Applier
-	Operator values.Operator
-	Recorder recorder.EventRecorder
-	Clock    clock.PassiveClock
+	Client client.Client
+	// APIReader reads what the cache does not hold: user-provided Secrets
+	// carry no label of ours.
+	APIReader client.Reader
+	Renderer  *render.Renderer
+	Applier   *apply.Applier
+	Operator  values.Operator
+	Recorder  recorder.EventRecorder
+	Clock     clock.PassiveClock
+	// Random feeds certificate serial numbers; nil means crypto/rand.
+	Random io.Reader
 	// ResyncPeriod brings a settled cluster back to reconcile, to catch what
 	// no watch reports (watches.yaml reconcilePeriod).
 	ResyncPeriod time.Duration
@@ -66,6 +73,9 @@ type event struct {
 func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cluster := &v1alpha1.OpenBaoCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetClusterMetrics(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !cluster.DeletionTimestamp.IsZero() {
@@ -88,7 +98,7 @@ func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	for _, e := range events {
 		r.Recorder.Eventf(cluster, nil, e.kind, e.reason, e.action, "%s", e.note)
 	}
-	if stepErr == nil && result.IsZero() {
+	if stepErr == nil && (result.IsZero() || result.RequeueAfter > r.ResyncPeriod) {
 		result.RequeueAfter = r.ResyncPeriod
 	}
 	return result, stepErr
@@ -103,11 +113,29 @@ func (r *OpenBaoClusterReconciler) runSteps(ctx context.Context, c *v1alpha1.Ope
 		return ctrl.Result{}, nil
 	}
 	setCondition(status, c, now, v1alpha1.ConditionPaused, false, v1alpha1.ReasonNotPaused, "the operator manages this cluster")
+	certPEM, tlsResult, err := r.reconcileTLS(ctx, c, status, events)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	result, err := r.reconcileChildren(ctx, c, status, events)
-	if err != nil || !result.IsZero() {
+	if err != nil {
 		return result, err
 	}
-	return ctrl.Result{}, r.observeStatefulSet(ctx, c, status)
+	if err := r.annotateCertHash(ctx, c, certPEM); err != nil {
+		return ctrl.Result{}, err
+	}
+	return soonest(tlsResult, result), r.observeStatefulSet(ctx, c, status)
+}
+
+// soonest combines the requeue wishes of several steps.
+func soonest(results ...ctrl.Result) ctrl.Result {
+	var out ctrl.Result
+	for _, r := range results {
+		if r.RequeueAfter > 0 && (out.RequeueAfter == 0 || r.RequeueAfter < out.RequeueAfter) {
+			out.RequeueAfter = r.RequeueAfter
+		}
+	}
+	return out
 }
 
 func (r *OpenBaoClusterReconciler) observeStatefulSet(ctx context.Context, c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) error {
@@ -143,6 +171,7 @@ func (r *OpenBaoClusterReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurr
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Secret{}).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).

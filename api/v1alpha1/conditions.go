@@ -7,6 +7,9 @@ const (
 	ConditionDegraded = "Degraded"
 	// ConditionPaused (pause step) is True while spec.paused holds.
 	ConditionPaused = "Paused"
+	// ConditionTLSReady (TLS step) is True when the servers have a valid
+	// certificate to serve.
+	ConditionTLSReady = "TLSReady"
 )
 
 // Condition reasons, CamelCase as metav1.Condition requires.
@@ -19,6 +22,13 @@ const (
 	ReasonNotPaused     = "NotPaused"
 	ReasonInvalidValues = "InvalidValues"
 	ReasonMissingKind   = "MissingKind"
+
+	ReasonCertificatesReady         = "CertificatesReady"
+	ReasonTLSIssueFailed            = "TLSIssueFailed"
+	ReasonWaitingForExternalSecrets = "WaitingForExternalSecrets"
+	ReasonInvalidExternalSecrets    = "InvalidExternalSecrets"
+	ReasonExternalSecretsReady      = "ExternalSecretsReady"
+	ReasonACMEByOpenBao             = "ACMEByOpenBao"
 )
 
 // Labels and annotations the operator sets on what it manages.

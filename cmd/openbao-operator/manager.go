@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -10,9 +11,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -36,6 +39,7 @@ type managerFlags struct {
 	leaderElection bool
 	watchesFile    string
 	namespace      string
+	image          string
 }
 
 func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
@@ -46,6 +50,7 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	fs.BoolVar(&f.leaderElection, "leader-elect", false, "elect one active manager among replicas through a Lease")
 	fs.StringVar(&f.watchesFile, "watches-file", "", "watches.yaml to use instead of the embedded one")
 	fs.StringVar(&f.namespace, "operator-namespace", os.Getenv("OPERATOR_NAMESPACE"), "namespace the operator runs in (its pods may reach OpenBao's API port)")
+	fs.StringVar(&f.image, "operator-image", os.Getenv("OPERATOR_IMAGE"), "the operator's image, whose bao-wrapper OpenBao pods run (default: read from the operator's own pod, POD_NAME)")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	return f, zapOpts, fs.Parse(args)
@@ -69,6 +74,11 @@ func runManager(args []string) error {
 	if err != nil {
 		return err
 	}
+	if f.image == "" {
+		if f.image, err = ownImage(cfg, f.namespace, os.Getenv("POD_NAME")); err != nil {
+			return err
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  newScheme(),
 		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
@@ -86,10 +96,13 @@ func runManager(args []string) error {
 		return err
 	}
 	reconciler := &controllers.OpenBaoClusterReconciler{
-		Client:       mgr.GetClient(),
-		Renderer:     renderer,
-		Applier:      apply.New(mgr.GetClient(), mgr.GetAPIReader(), v1alpha1.FieldManager),
-		Operator:     values.Operator{Namespace: f.namespace, OpenShift: openshift, OverrideValues: settings.OverrideValues},
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Renderer:  renderer,
+		Applier:   apply.New(mgr.GetClient(), mgr.GetAPIReader(), v1alpha1.FieldManager),
+		Operator: values.Operator{
+			Namespace: f.namespace, Image: f.image, OpenShift: openshift, OverrideValues: settings.OverrideValues,
+		},
 		Recorder:     mgr.GetEventRecorder("openbao-operator"),
 		Clock:        clock.RealClock{},
 		ResyncPeriod: settings.ReconcilePeriod,
@@ -103,7 +116,7 @@ func runManager(args []string) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("add ready check: %w", err)
 	}
-	ctrl.Log.WithName("setup").Info("starting manager", "openshift", openshift, "namespace", f.namespace)
+	ctrl.Log.WithName("setup").Info("starting manager", "openshift", openshift, "namespace", f.namespace, "image", f.image)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
@@ -121,6 +134,7 @@ func childCache() map[client.Object]cache.ByObject {
 	out := map[client.Object]cache.ByObject{}
 	for _, obj := range []client.Object{
 		&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.ServiceAccount{},
+		&corev1.Secret{}, &corev1.Pod{},
 		&rbacv1.Role{}, &rbacv1.RoleBinding{}, &policyv1.PodDisruptionBudget{},
 		&networkingv1.NetworkPolicy{}, &networkingv1.Ingress{},
 	} {
@@ -146,4 +160,27 @@ func isOpenShift(cfg *rest.Config) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// ownImage reads the image of the operator's own manager container, so that
+// whatever rewrote it (kustomize, OLM, a mirror) also applies to the
+// bao-wrapper init container of OpenBao pods.
+func ownImage(cfg *rest.Config, namespace, podName string) (string, error) {
+	if podName == "" || namespace == "" {
+		return "", fmt.Errorf("set --operator-image (or OPERATOR_IMAGE), or run in a pod with POD_NAME and OPERATOR_NAMESPACE")
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", fmt.Errorf("clientset: %w", err)
+	}
+	pod, err := cs.CoreV1().Pods(namespace).Get(context.Background(), podName, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("read the operator's pod %s/%s for its image: %w", namespace, podName, err)
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "manager" {
+			return c.Image, nil
+		}
+	}
+	return "", fmt.Errorf("the operator's pod %s/%s has no container named manager", namespace, podName)
 }

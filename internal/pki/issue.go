@@ -184,3 +184,13 @@ func CertHash(certPEM []byte) (string, error) {
 	sum := sha256.Sum256(cert.Raw)
 	return fmt.Sprintf("%x", sum), nil
 }
+
+// NotAfter is the expiry of the first certificate in certPEM.
+func NotAfter(certPEM []byte) (time.Time, error) {
+	cert, err := parseCert(certPEM)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read certificate expiry: %w", err)
+	}
+	return cert.NotAfter, nil
+}
+

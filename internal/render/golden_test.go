@@ -16,7 +16,7 @@ import (
 )
 
 // testOperator is the operator context every golden render uses.
-var testOperator = values.Operator{Namespace: "openbao-operator-system"}
+var testOperator = values.Operator{Namespace: "openbao-operator-system", Image: "registry.example.com/openbao-operator:v0.1.0"}
 
 // renderFixture runs the whole pure pipeline: CR → config → values → objects.
 func renderFixture(t testing.TB, r *render.Renderer, c *v1alpha1.OpenBaoCluster) (values.Config, map[string]any, []*unstructured.Unstructured) {

@@ -30,7 +30,7 @@ func ownedValues(c *v1alpha1.OpenBaoCluster, op Operator, cfg Config) (map[strin
 	}
 	return map[string]any{
 		"cluster":   map[string]any{"name": c.Name, "names": childNames(c)},
-		"operator":  map[string]any{"namespace": op.Namespace, "openshift": op.OpenShift},
+		"operator":  operatorValues(op),
 		"replicas":  int64(Replicas(c)),
 		"partition": int64(0),
 		"image":     imageValues(c),
@@ -77,6 +77,14 @@ func schedulingValues(c *v1alpha1.OpenBaoCluster) (map[string]any, error) {
 		out[f.key] = v
 	}
 	return out, nil
+}
+
+func operatorValues(op Operator) map[string]any {
+	vals := map[string]any{"namespace": op.Namespace, "openshift": op.OpenShift}
+	if op.Image != "" {
+		vals["image"] = op.Image // else the chart's default
+	}
+	return vals
 }
 
 func childNames(c *v1alpha1.OpenBaoCluster) map[string]any {

@@ -65,6 +65,7 @@ func checkKeys(layer string, vals map[string]any, forbidden []string) error {
 // Operator holds the operator's own settings that shape every cluster.
 type Operator struct {
 	Namespace      string         // where the operator runs; its pods reach the API port
+	Image          string         // the operator's image, holding bao-wrapper
 	OpenShift      bool           // leave user and group IDs to the restricted SCC
 	OverrideValues map[string]any // from watches.yaml, already checked
 }

@@ -123,3 +123,7 @@ func childrenAnyCluster(ctx context.Context, namespace string) (int, error) {
 	}
 	return n, nil
 }
+
+func findDegraded(c *v1alpha1.OpenBaoCluster) *metav1.Condition {
+	return meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionDegraded)
+}

@@ -131,6 +131,7 @@ func newReconciler(c client.Client, reader client.Reader, rec recorder.EventReco
 	}
 	return &controllers.OpenBaoClusterReconciler{
 		Client:       c,
+		APIReader:    reader,
 		Renderer:     renderer,
 		Applier:      apply.New(c, reader, v1alpha1.FieldManager),
 		Operator:     values.Operator{Namespace: "openbao-operator-system"},

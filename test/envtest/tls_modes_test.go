@@ -1,0 +1,119 @@
+package envtest_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/pki"
+)
+
+func TestExternalTLSWaitsForItsSecretsThenProceeds(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, managedNamespace, `
+metadata: {name: external}
+spec: {version: 2.4.0, tls: {mode: External}}
+`)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "TLSReady=False WaitingForExternalSecrets", func() error {
+		cond, err := condition(ctx, c, v1alpha1.ConditionTLSReady)
+		if err != nil {
+			return err
+		}
+		if cond.Status != metav1.ConditionFalse || cond.Reason != v1alpha1.ReasonWaitingForExternalSecrets {
+			return fmt.Errorf("TLSReady %s/%s", cond.Status, cond.Reason)
+		}
+		if !strings.Contains(cond.Message, "external-tls-ca") || !strings.Contains(cond.Message, "external-tls-server") {
+			return fmt.Errorf("message does not name both Secrets: %s", cond.Message)
+		}
+		return nil
+	})
+	latest := &v1alpha1.OpenBaoCluster{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), latest); err != nil {
+		t.Fatal(err)
+	}
+	if cond := findDegraded(latest); cond != nil && cond.Status == metav1.ConditionTrue {
+		t.Fatalf("waiting for external Secrets is not an error, but Degraded is %s: %s", cond.Reason, cond.Message)
+	}
+
+	createExternalSecrets(t, c)
+	eventually(t, 2*externalRetry(), "TLSReady=True after the Secrets appear", func() error {
+		cond, err := condition(ctx, c, v1alpha1.ConditionTLSReady)
+		if err != nil {
+			return err
+		}
+		if cond.Status != metav1.ConditionTrue || cond.Reason != v1alpha1.ReasonExternalSecretsReady {
+			return fmt.Errorf("TLSReady %s/%s: %s", cond.Status, cond.Reason, cond.Message)
+		}
+		return nil
+	})
+}
+
+func externalRetry() time.Duration { return 20 * time.Second }
+
+// createExternalSecrets provides the Secrets as a user would, with no label
+// or owner of the operator's.
+func createExternalSecrets(t *testing.T, c *v1alpha1.OpenBaoCluster) {
+	t.Helper()
+	spec := pki.Spec{ClusterName: c.Name, Namespace: c.Namespace, HeadlessService: c.HeadlessServiceName(),
+		ClientService: c.ClientServiceName(), Replicas: 3}
+	now := time.Now()
+	caCert, caKey, err := pki.NewCA(spec, now, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, err := pki.IssueServerCert(caCert, caKey, spec, now, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Name: c.TLSCASecretName(), Namespace: c.Namespace}, Data: map[string][]byte{pki.CAKey: caCert}},
+		{ObjectMeta: metav1.ObjectMeta{Name: c.TLSServerSecretName(), Namespace: c.Namespace}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{pki.CertKey: cert, pki.KeyKey: key}},
+	} {
+		if err := k8s.Create(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestACMECreatesNoTLSSecrets(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, managedNamespace, `
+metadata: {name: acme}
+spec:
+  version: 2.4.0
+  tls: {mode: ACME, acme: {directory: "https://acme.example/directory", domains: [bao.example.com]}}
+`)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "TLSReady=True by ACME and children applied", func() error {
+		cond, err := condition(ctx, c, v1alpha1.ConditionTLSReady)
+		if err != nil {
+			return err
+		}
+		if cond.Reason != v1alpha1.ReasonACMEByOpenBao {
+			return fmt.Errorf("TLSReady reason %s", cond.Reason)
+		}
+		_, err = condition(ctx, c, v1alpha1.ConditionDegraded)
+		return err
+	})
+	for _, name := range []string{c.TLSCASecretName(), c.TLSServerSecretName()} {
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: managedNamespace, Name: name}, &corev1.Secret{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("ACME mode: Secret %s exists or cannot be read (%v)", name, err)
+		}
+	}
+}
