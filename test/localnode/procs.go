@@ -112,3 +112,22 @@ func waitExit(p Proc, d time.Duration) bool {
 	}
 	return !p.alive()
 }
+
+// RSS returns the resident memory of a running process in bytes, read
+// from /proc/PID/status (VmRSS), or 0 when it is gone.
+func (p Proc) RSS() uint64 {
+	if !p.alive() {
+		return 0
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseUint(f[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}

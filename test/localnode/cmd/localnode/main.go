@@ -1,7 +1,7 @@
 // Command localnode starts and stops the local single-node Kubernetes
 // cluster of the end-to-end tests, and runs the demo.
 //
-//	localnode up | down [-owner NAME] | status | install-operator | demo | facts
+//	localnode up | down [-owner NAME] | status | images | install-operator | demo | facts
 //
 // The state directory is $OPENBAO_LOCALNODE_DIR or
 // $HOME/.cache/openbao-operator/localnode. SIGINT and SIGTERM during up or
@@ -27,7 +27,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: localnode up|down [-owner NAME]|status|install-operator|demo|facts")
+		fmt.Fprintln(os.Stderr, "usage: localnode up|down [-owner NAME]|status|images|install-operator|demo|facts")
 		os.Exit(2)
 	}
 	// The harness's clients log nothing worth reading; without a logger
@@ -46,6 +46,8 @@ func main() {
 		err = down(c, os.Args[2:])
 	case "status":
 		err = status(c)
+	case "images":
+		err = importAll(c)
 	case "install-operator":
 		_, err = localnode.InstallOperator(ctx, c, logf)
 	case "demo":
@@ -121,9 +123,13 @@ func status(c localnode.Config) error {
 	}
 	fmt.Printf("state: %s\nnode: %s (up: %v, started by %s, address %s)\nkubeconfig: %s\n",
 		c.StateDir, c.NodeName, up, s.Owner, s.NodeIP, c.Kubeconfig())
+	var total uint64
 	for _, p := range s.Procs {
-		fmt.Printf("  %-24s pid %-7d log %s\n", p.Name, p.PID, c.LogPath(p.Name))
+		rss := p.RSS()
+		total += rss
+		fmt.Printf("  %-24s pid %-7d rss %4d MiB  log %s\n", p.Name, p.PID, rss>>20, c.LogPath(p.Name))
 	}
+	fmt.Printf("  %-24s                 %4d MiB (resident, node components without pods)\n", "total", total>>20)
 	fmt.Printf("export KUBECONFIG=%s\n", c.Kubeconfig())
 	return nil
 }
@@ -138,4 +144,27 @@ func printFacts(c localnode.Config) error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(f)
+}
+
+// importAll builds every image and imports it into the running node.
+func importAll(c localnode.Config) error {
+	start := time.Now()
+	built, err := localnode.BuildImages(c, localnode.ImageOperator, localnode.ImageOpenBao, localnode.ImagePause, localnode.ImageCoreDNS)
+	if err != nil {
+		return err
+	}
+	logf("built in %s", r(time.Since(start)))
+	for role, b := range built {
+		logf("%-8s %s (cached: %v)", role, b.Ref, b.Cached)
+	}
+	if _, up, err := localnode.Status(c); err != nil || !up {
+		logf("no node up: images built, not imported")
+		return err
+	}
+	start = time.Now()
+	if err := localnode.ImportImages(c, built, logf); err != nil {
+		return err
+	}
+	logf("imported in %s", r(time.Since(start)))
+	return nil
 }
