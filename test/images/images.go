@@ -18,6 +18,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -80,7 +81,23 @@ func Build(spec Spec, cacheDir string) (Built, error) {
 	if err := writeImage(spec, ref, out); err != nil {
 		return Built{}, fmt.Errorf("build image %s: %w", ref, err)
 	}
+	pruneOlder(cacheDir, spec.Repository, out)
 	return Built{Ref: ref, Tarball: out}, nil
+}
+
+// pruneOlder removes the cached tarballs of earlier builds of the same
+// repository: each code change would otherwise leave one behind. Containers
+// keep running from containerd's copy.
+func pruneOlder(cacheDir, repository, keep string) {
+	// Sixteen '?' match the tag exactly, so "openbao-*" never matches
+	// "openbao-operator-*".
+	pattern := filepath.Join(cacheDir, filepath.Base(repository)+"-"+strings.Repeat("?", 16)+".tar")
+	old, _ := filepath.Glob(pattern)
+	for _, p := range old {
+		if p != keep {
+			_ = os.Remove(p)
+		}
+	}
 }
 
 func writeImage(spec Spec, ref, out string) error {

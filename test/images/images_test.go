@@ -92,3 +92,26 @@ func TestOpenBaoImageHasBaoAndOwnedVolumeDirs(t *testing.T) {
 		t.Errorf("openbao/data entry %+v, want owned by %d", h, NonRootUID)
 	}
 }
+
+func TestBuildPrunesEarlierTarballsOfTheSameRepository(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "pause")
+	cache := filepath.Join(dir, "cache")
+	var tarballs []string
+	for _, content := range []string{"one", "two"} {
+		if err := os.WriteFile(bin, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		built, err := Build(Pause(bin), cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tarballs = append(tarballs, built.Tarball)
+	}
+	if _, err := os.Stat(tarballs[0]); !os.IsNotExist(err) {
+		t.Errorf("first tarball %s still there after a rebuild (err %v)", tarballs[0], err)
+	}
+	if _, err := os.Stat(tarballs[1]); err != nil {
+		t.Errorf("latest tarball: %v", err)
+	}
+}
