@@ -123,3 +123,49 @@ spec:
 		t.Error("setContainerImage on a missing deployment succeeded, want an error")
 	}
 }
+
+func TestAddonManifestsDecodeWithImageAndDNSAddress(t *testing.T) {
+	c := Config{DNSIP: "10.96.0.10"}
+	text := addonManifests(c, "localhost/coredns:abc")
+	if strings.Contains(text, "{{") {
+		t.Fatalf("unfilled placeholder in add-ons:\n%s", text)
+	}
+	objs, err := DecodeManifests([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]bool{}
+	for _, o := range objs {
+		kinds[o.GetKind()] = true
+	}
+	for _, k := range []string{"StorageClass", "Deployment", "Service", "ConfigMap", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"} {
+		if !kinds[k] {
+			t.Errorf("add-ons lack a %s", k)
+		}
+	}
+	if !strings.Contains(text, "image: localhost/coredns:abc") || !strings.Contains(text, "clusterIP: 10.96.0.10") {
+		t.Errorf("add-ons do not carry the image and DNS address")
+	}
+}
+
+// The host fixes of toolchain.md: without any of them pods fail on this
+// machine, so the rendered configurations must keep carrying them.
+func TestRenderedConfigsCarryTheHostFixes(t *testing.T) {
+	c := Config{StateDir: "/s", DNSIP: "10.96.0.10", ClusterCIDR: "10.244.0.0/16", PodCIDR: "10.244.0.0/24", Bridge: "cni0", NodeName: "n"}
+	cases := []struct {
+		name, text string
+		want       []string
+	}{
+		{"kubelet", kubeletConfig(c, "192.0.2.2"), []string{"failCgroupV1: false", "cgroupDriver: cgroupfs", "oomScoreAdj: 0", "failSwapOn: false", "resolvConf: /s/resolv.conf"}},
+		{"kube-proxy", kubeProxyConfig(c), []string{"oomScoreAdj: 0", "localhostNodePorts: false", "maxPerCore: 0"}},
+		{"containerd", containerdConfig(c, "localhost/pause:1"), []string{"restrict_oom_score_adj = true", "SystemdCgroup = false", `sandbox_image = "localhost/pause:1"`, `root = "/s/containerd/root"`}},
+		{"cni", cniConflist(c), []string{`"ipMasq": false`, `"subnet": "10.244.0.0/24"`, `"dataDir": "/s/cni/ipam"`}},
+	}
+	for _, tc := range cases {
+		for _, w := range tc.want {
+			if !strings.Contains(tc.text, w) {
+				t.Errorf("%s config lacks %q", tc.name, w)
+			}
+		}
+	}
+}

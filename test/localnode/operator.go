@@ -29,6 +29,11 @@ type OperatorTimings struct {
 // waits for the manager Deployment to be available.
 func InstallOperator(ctx context.Context, c Config, logf Logf) (OperatorTimings, error) {
 	var t OperatorTimings
+	if _, up, err := Status(c); err != nil {
+		return t, err
+	} else if !up {
+		return t, fmt.Errorf("no local node is up in %s (run `localnode up` or `make demo`)", c.StateDir)
+	}
 	phase := time.Now()
 	built, err := BuildImages(c, ImageOperator, ImageOpenBao)
 	if err != nil {
