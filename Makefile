@@ -68,7 +68,9 @@ test-e2e: ## e2e tier: a real single-node Kubernetes with the operator installed
 	@echo "=== tier: e2e"
 	@# The tier tears its node down itself; the extra `down` cleans up after a
 	@# run that was killed (for example by the test timeout).
-	@rc=0; $(GO_TEST) -timeout 20m ./test/images/... ./test/localnode/... ./test/e2e/... || rc=$$?; \
+	@# -v shows the node's timings (up, Ready, images, teardown) in CI logs.
+	$(GO_TEST) ./test/images/... ./test/localnode/...
+	@rc=0; $(GO_TEST) -v -timeout 20m ./test/e2e/... || rc=$$?; \
 	go run $(LOCALNODE) down -owner e2e; exit $$rc
 
 .PHONY: images
