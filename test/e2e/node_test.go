@@ -114,22 +114,23 @@ func restrictedPod(ns, name, image string, command ...string) *corev1.Pod {
 }
 
 // createNamespace creates a namespace that enforces the restricted level
-// and deletes it when the test ends.
-func createNamespace(ctx context.Context, t *testing.T, cl client.Client, name string) string {
+// and deletes it when the test ends. The name is generated: on a reused
+// node the namespace of a previous run may still be terminating.
+func createNamespace(ctx context.Context, t *testing.T, cl client.Client, prefix string) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:   name,
-		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"},
+		GenerateName: prefix + "-",
+		Labels:       map[string]string{"pod-security.kubernetes.io/enforce": "restricted"},
 	}}
 	if err := cl.Create(ctx, ns); err != nil {
-		t.Fatalf("create namespace %s: %v", name, err)
+		t.Fatalf("create namespace %s*: %v", prefix, err)
 	}
 	t.Cleanup(func() {
 		if err := cl.Delete(context.Background(), ns); err != nil {
-			t.Errorf("delete namespace %s: %v", name, err)
+			t.Errorf("delete namespace %s: %v", ns.Name, err)
 		}
 	})
-	return name
+	return ns.Name
 }
 
 func waitFor(ctx context.Context, t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
