@@ -153,6 +153,11 @@ func startAddons(ctx context.Context, c Config, s *State, cl client.Client, t *T
 	if err := WaitDeploymentReady(ctx, cl, client.ObjectKey{Namespace: "kube-system", Name: "coredns"}, 2*time.Minute); err != nil {
 		return err
 	}
+	// A ready CoreDNS pod is not yet a working kube-dns Service: kube-proxy
+	// rejects traffic to it until it has synced the endpoints.
+	if err := waitClusterDNS(ctx, c, time.Minute); err != nil {
+		return err
+	}
 	t.DNSReady = time.Since(phase)
 	logf("CoreDNS ready in %s", t.DNSReady.Round(time.Millisecond))
 	return nil
@@ -300,4 +305,22 @@ func writeFiles(c Config, s *State) error {
 		}
 	}
 	return nil
+}
+
+// waitClusterDNS waits until the kubernetes Service's name resolves through
+// the kube-dns ClusterIP from this host.
+func waitClusterDNS(ctx context.Context, c Config, timeout time.Duration) error {
+	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, net.JoinHostPort(c.DNSIP, "53"))
+	}}
+	return poll(ctx, timeout, "cluster DNS at "+c.DNSIP, func(ctx context.Context) (bool, string, error) {
+		lookupCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		addrs, err := r.LookupHost(lookupCtx, "kubernetes.default.svc.cluster.local")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return len(addrs) == 1 && addrs[0] == c.APIServerIP, fmt.Sprint(addrs), nil
+	})
 }
