@@ -55,13 +55,64 @@ func stopProcesses(ctx context.Context, c Config, s *State, logf Logf) []error {
 	for i := len(s.Procs) - 1; i >= 0; i-- {
 		errs = appendErr(errs, s.Procs[i].stop(15*time.Second))
 	}
-	for _, line := range nodeProcesses(c.StateDir) {
-		pid, err := strconv.Atoi(strings.Fields(line)[0])
-		if err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+	kubepodsIsOurs := !hasCgroup(s.Before.Cgroups, "kubepods")
+	leftovers := leftoverPIDs(c.containerdSock(), kubepodsIsOurs)
+	for _, pid := range leftovers {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for _, pid := range leftovers {
+		if start, err := procStartTime(pid); err == nil {
+			waitExit(Proc{Name: "leftover", PID: pid, StartTime: start}, 10*time.Second)
 		}
 	}
+	if len(leftovers) > 0 {
+		logf("killed %d leftover shim and container processes", len(leftovers))
+	}
 	return errs
+}
+
+func hasCgroup(cgroups []string, name string) bool {
+	for _, cg := range cgroups {
+		if strings.HasSuffix(cg, "/"+name) {
+			return true
+		}
+	}
+	return false
+}
+
+// leftoverPIDs finds what the node started indirectly and the CRI did not
+// stop: containerd shims serving this node's socket and, when kubelet
+// created the kubepods cgroups, the container processes in them. Nothing
+// else is touched, not even a process reading a log in the state directory.
+func leftoverPIDs(containerdSock string, kubepods bool) []int {
+	var pids []int
+	for _, name := range dirNames("/proc") {
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		args := strings.Split(string(cmdline), "\x00")
+		cgroup, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if isOurShim(args, containerdSock) || (kubepods && strings.Contains(string(cgroup), ":/kubepods")) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// isOurShim reports whether a command line is a containerd shim started by
+// the containerd listening on sock.
+func isOurShim(args []string, sock string) bool {
+	if len(args) == 0 || !strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") {
+		return false
+	}
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "-address" && args[i+1] == sock {
+			return true
+		}
+	}
+	return false
 }
 
 func appendErr(errs []error, err error) []error {

@@ -229,6 +229,11 @@ func nodeProcesses(stateDir string) []string {
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
+		// A zombie has exited; only its parent (here often PID 1, which
+		// reaps late) can make it disappear.
+		if state, _, err := procStat(pid); err != nil || state == 'Z' {
+			continue
+		}
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		cgroup, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 		args := strings.ReplaceAll(string(cmdline), "\x00", " ")

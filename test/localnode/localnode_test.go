@@ -169,3 +169,21 @@ func TestRenderedConfigsCarryTheHostFixes(t *testing.T) {
 		}
 	}
 }
+
+func TestIsOurShimMatchesOnlyShimsOfThisNodesSocket(t *testing.T) {
+	sock := "/s/containerd/containerd.sock"
+	cases := map[string]struct {
+		args []string
+		want bool
+	}{
+		"shim of this node":    {[]string{"/usr/bin/containerd-shim-runc-v2", "-namespace", "k8s.io", "-id", "x", "-address", sock}, true},
+		"shim of another":      {[]string{"/usr/bin/containerd-shim-runc-v2", "-address", "/run/containerd/containerd.sock"}, false},
+		"reader of a log file": {[]string{"tail", "-f", "/s/logs/kubelet.log", "-address", sock}, false},
+		"empty":                {nil, false},
+	}
+	for name, tc := range cases {
+		if got := isOurShim(tc.args, sock); got != tc.want {
+			t.Errorf("%s: isOurShim = %v, want %v", name, got, tc.want)
+		}
+	}
+}
