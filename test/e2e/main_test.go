@@ -45,6 +45,14 @@ func run(m *testing.M) int {
 		logf("%v", err)
 		return 1
 	}
+	// The lock serializes runs from other checkouts on this machine; the
+	// kernel releases it when this process exits, however it exits.
+	unlock, err := localnode.Lock(node, logf)
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	defer unlock()
 	if _, up, err := localnode.Status(node); err != nil {
 		logf("%v", err)
 		return 1

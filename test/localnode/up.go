@@ -20,6 +20,8 @@ import (
 // asserted.
 type Timings struct {
 	Packages, Images, ControlPlane, NodeReady, DNSReady, Total time.Duration
+	// NodeReadyFromStart is from the start of Up to the node's Ready.
+	NodeReadyFromStart time.Duration
 }
 
 // Logf is how the harness reports progress.
@@ -67,7 +69,7 @@ func Up(ctx context.Context, c Config, owner string, logf Logf) (Timings, error)
 	if err != nil {
 		return t, err
 	}
-	if err := upNode(ctx, c, s, &t, logf); err != nil {
+	if err := upNode(ctx, c, s, start, &t, logf); err != nil {
 		return t, err
 	}
 	s.Ready = true
@@ -108,7 +110,7 @@ func checkBinaries(c Config) error {
 	return nil
 }
 
-func upNode(ctx context.Context, c Config, s *State, t *Timings, logf Logf) error {
+func upNode(ctx context.Context, c Config, s *State, start time.Time, t *Timings, logf Logf) error {
 	phase := time.Now()
 	built, err := BuildImages(c, ImagePause, ImageCoreDNS)
 	if err != nil {
@@ -137,7 +139,9 @@ func upNode(ctx context.Context, c Config, s *State, t *Timings, logf Logf) erro
 		return err
 	}
 	t.NodeReady = time.Since(nodeStart)
-	logf("node Ready %s after kubelet start", t.NodeReady.Round(time.Millisecond))
+	t.NodeReadyFromStart = time.Since(start)
+	logf("node Ready %s after containerd and kubelet start, %s after up started",
+		t.NodeReady.Round(time.Millisecond), t.NodeReadyFromStart.Round(time.Millisecond))
 	return startAddons(ctx, c, s, cl, t, logf)
 }
 

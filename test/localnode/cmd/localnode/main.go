@@ -39,6 +39,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if os.Args[1] != "status" && os.Args[1] != "facts" {
+		unlock, err := localnode.Lock(c, logf)
+		if err != nil {
+			fatal(err)
+		}
+		defer unlock()
+	}
 	switch os.Args[1] {
 	case "up":
 		err = up(ctx, c, "cli")
