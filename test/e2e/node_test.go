@@ -3,12 +3,15 @@ package e2e_test
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/test/localnode"
@@ -84,6 +87,28 @@ func TestOpenBaoImageRunsUnderRestrictedPodSecurity(t *testing.T) {
 		}
 		return pod.Status.Phase == corev1.PodSucceeded, string(pod.Status.Phase)
 	})
+	// The log comes from kubelet through the API server, which checks that
+	// path of the node too.
+	cs, err := kubernetes.NewForConfig(mustRESTConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cs.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("read log of %s: %v", pod.Name, err)
+	}
+	if !strings.Contains(string(out), "OpenBao v2.4.0") {
+		t.Errorf("bao version printed %q, want OpenBao v2.4.0", out)
+	}
+}
+
+func mustRESTConfig(t *testing.T) *rest.Config {
+	t.Helper()
+	cfg, err := node.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 // restrictedPod is a one-shot pod that satisfies the restricted level

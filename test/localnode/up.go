@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -105,6 +107,17 @@ func checkBinaries(c Config) error {
 	for _, name := range nodeBinaries {
 		if _, err := os.Stat(c.bin(name)); err != nil {
 			return fmt.Errorf("%s missing in %s (run `make tools`): %w", name, c.BinDir, err)
+		}
+	}
+	// kubelet and kube-apiserver must be the pinned release: skew between
+	// them, or a stale ./bin link, gives failures far from their cause.
+	for _, name := range []string{"kube-apiserver", "kubelet"} {
+		out, err := exec.Command(c.bin(name), "--version").Output()
+		if err != nil {
+			return fmt.Errorf("%s --version: %w", name, err)
+		}
+		if got := strings.TrimSpace(string(out)); got != "Kubernetes "+KubernetesVersion {
+			return fmt.Errorf("%s reports %q, want Kubernetes %s (run `make tools`)", name, got, KubernetesVersion)
 		}
 	}
 	return nil
