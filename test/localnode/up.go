@@ -52,6 +52,9 @@ func Status(c Config) (*State, bool, error) {
 func Up(ctx context.Context, c Config, owner string, logf Logf) (Timings, error) {
 	var t Timings
 	start := time.Now()
+	if os.Geteuid() != 0 {
+		return t, fmt.Errorf("the local node needs root (containerd, kubelet, iptables, mounts)")
+	}
 	if s, up, err := Status(c); err != nil {
 		return t, err
 	} else if up {
