@@ -17,7 +17,7 @@ UNIT_PACKAGES = $$(go list ./... | grep -v '/test/')
 
 .PHONY: help
 help: ## List the targets.
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 .PHONY: build
 build: ## Build the operator and the bao-wrapper binaries into bin/.
@@ -43,8 +43,8 @@ lint: ## Check formatting (gofmt) and run go vet.
 	go vet ./...
 
 .PHONY: test
-test: tools ## Run every test tier: unit, envtest, OpenBao.
-	@$(MAKE) --no-print-directory test-unit test-envtest test-openbao
+test: tools ## Run every test tier: unit, envtest, OpenBao, e2e.
+	@$(MAKE) --no-print-directory test-unit test-envtest test-openbao test-e2e
 
 .PHONY: test-unit
 test-unit: ## Unit tests: pure packages, golden files, fuzz seeds.
@@ -60,3 +60,29 @@ test-envtest: ## envtest tier: the real kube-apiserver and etcd from bin/.
 test-openbao: ## OpenBao tier: the real bao 2.4.0 binary on loopback.
 	@echo "=== tier: openbao"
 	$(GO_TEST) -timeout 20m ./test/openbao/...
+
+# The local node: a real single-node Kubernetes under $(LOCALNODE_DIR)
+# (override with OPENBAO_LOCALNODE_DIR), run by `go run $(LOCALNODE)`.
+LOCALNODE := ./test/localnode/cmd/localnode
+
+.PHONY: test-e2e
+test-e2e: ## e2e tier: a real single-node Kubernetes with the operator installed from config/ (root).
+	@echo "=== tier: e2e"
+	@# The tier tears its node down itself; the extra `down` cleans up after a
+	@# run that was killed (for example by the test timeout).
+	@# -v shows the node's timings (up, Ready, images, teardown) in CI logs.
+	$(GO_TEST) ./test/images/... ./test/localnode/...
+	@rc=0; $(GO_TEST) -v -timeout 20m ./test/e2e/... || rc=$$?; \
+	go run $(LOCALNODE) down -owner e2e; exit $$rc
+
+.PHONY: images
+images: ## Build the operator, OpenBao, pause and CoreDNS images and import them into a running local node.
+	go run $(LOCALNODE) images
+
+.PHONY: demo
+demo: tools ## Start the local node and install the operator (the OpenBao cluster comes with the bootstrap issue); leave it running.
+	go run $(LOCALNODE) demo
+
+.PHONY: demo-down
+demo-down: ## Tear down the local node of `make demo` and restore the host.
+	go run $(LOCALNODE) down

@@ -1,0 +1,158 @@
+// Package e2e_test is the end-to-end tier: a real single-node Kubernetes
+// started by test/localnode once per run and shared by every test; the
+// operator runs in it from its own image, installed from config/.
+//
+// The run records the host facts before the node comes up and fails when
+// they differ after it is torn down. A node that is already up (`make
+// demo`) is reused and left running.
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/openbao/operator/test/localnode"
+)
+
+// node is the shared node of this run.
+var node localnode.Config
+
+func logf(format string, args ...any) { fmt.Printf("e2e: "+format+"\n", args...) }
+
+func TestMain(m *testing.M) {
+	crlog.SetLogger(logr.Discard())
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Geteuid() != 0 {
+		logf("skipping the e2e tier: the local node needs root")
+		return 0
+	}
+	var err error
+	if node, err = localnode.DefaultConfig(); err != nil {
+		logf("%v", err)
+		return 1
+	}
+	// The lock serializes runs from other checkouts on this machine; the
+	// kernel releases it when this process exits, however it exits.
+	unlock, err := localnode.Lock(node, logf)
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	defer unlock()
+	if _, up, err := localnode.Status(node); err != nil {
+		logf("%v", err)
+		return 1
+	} else if up {
+		logf("reusing the node that is already up in %s; it is left running", node.StateDir)
+		return m.Run()
+	}
+	return runOnOwnNode(m)
+}
+
+// runOnOwnNode brings the node up, runs the tests, tears the node down
+// (also on SIGINT/SIGTERM) and compares the host facts.
+func runOnOwnNode(m *testing.M) int {
+	if err := localnode.EnsurePackages(logf); err != nil {
+		logf("%v", err)
+		return 1
+	}
+	before, err := localnode.SnapshotFacts(node)
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	var once sync.Once
+	teardown := func() int {
+		code := 0
+		once.Do(func() { code = tearDown(before) })
+		return code
+	}
+	stopSignals := onSignal(func() { teardown(); os.Exit(1) })
+	defer stopSignals()
+	start := time.Now()
+	t, err := localnode.Up(context.Background(), node, "e2e", logf)
+	if err != nil {
+		logf("node did not come up: %v", err)
+		keepLogs()
+		teardown()
+		return 1
+	}
+	logf("node up in %s (control plane %s, node Ready %s, DNS %s)", t.Total, t.ControlPlane, t.NodeReady, t.DNSReady)
+	code := m.Run()
+	if code != 0 {
+		keepLogs()
+	}
+	logf("tests done %s after start", time.Since(start).Round(time.Millisecond))
+	if tc := teardown(); tc != 0 {
+		return tc
+	}
+	return code
+}
+
+// tearDown stops the node and fails the run if the host is not as before.
+func tearDown(before localnode.Facts) int {
+	start := time.Now()
+	if err := localnode.Down(context.Background(), node, logf); err != nil {
+		logf("teardown failed: %v", err)
+		return 1
+	}
+	logf("teardown took %s", time.Since(start).Round(time.Millisecond))
+	after, err := localnode.SnapshotFacts(node)
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	if diffs := localnode.DiffFacts(before, after); len(diffs) > 0 {
+		logf("host facts changed by the node:")
+		for _, d := range diffs {
+			logf("  %s", d)
+		}
+		return 1
+	}
+	logf("host facts unchanged (sysctls, mounts, links, netns, iptables, cgroups, paths, processes)")
+	return 0
+}
+
+func onSignal(f func()) func() {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			logf("interrupted: tearing the node down")
+			f()
+		case <-done:
+		}
+	}()
+	return func() { signal.Stop(sigs); close(done) }
+}
+
+// keepLogs copies the component logs out of the state directory, which
+// teardown removes, so a failed run can be diagnosed.
+func keepLogs() {
+	dst, err := os.MkdirTemp("", "localnode-logs-")
+	if err != nil {
+		return
+	}
+	src := filepath.Join(node.StateDir, "logs")
+	if out, err := exec.Command("cp", "-r", src, dst).CombinedOutput(); err != nil {
+		logf("could not keep logs: %v %s", err, out)
+		return
+	}
+	logf("component logs kept in %s", dst)
+}

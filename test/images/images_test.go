@@ -1,0 +1,117 @@
+package images
+
+import (
+	"archive/tar"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+func TestBuildIsDeterministicCachedAndRunsAsNonRoot(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "manager")
+	if err := os.WriteFile(bin, []byte("#!/bin/true\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	first, err := Build(Operator(bin, bin), filepath.Join(dir, "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := Build(Operator(bin, bin), filepath.Join(dir, "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Ref != second.Ref || first.Cached || !second.Cached {
+		t.Errorf("builds %+v then %+v: want the same reference, the second from the cache", first, second)
+	}
+	img, err := tarball.ImageFromPath(first.Tarball, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Config.User != "65532:65532" || cfg.Config.Entrypoint[0] != "/manager" {
+		t.Errorf("config user %q entrypoint %q, want 65532:65532 and /manager", cfg.Config.User, cfg.Config.Entrypoint)
+	}
+	if err := os.WriteFile(bin, []byte("#!/bin/false\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := Build(Operator(bin, bin), filepath.Join(dir, "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changed.Ref == first.Ref {
+		t.Errorf("a changed binary kept the reference %s", first.Ref)
+	}
+}
+
+func TestOpenBaoImageHasBaoAndOwnedVolumeDirs(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bao")
+	if err := os.WriteFile(bin, []byte("bao"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	built, err := Build(OpenBao(bin), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := tarball.ImageFromPath(built.Tarball, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers %d, err %v; want one layer", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	entries := map[string]*tar.Header{}
+	tr := tar.NewReader(rc)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries[hdr.Name] = hdr
+	}
+	if h := entries["bin/bao"]; h == nil || h.Mode != 0o755 {
+		t.Errorf("bin/bao entry %+v, want mode 0755", h)
+	}
+	if h := entries["openbao/data/"]; h == nil || h.Uid != NonRootUID {
+		t.Errorf("openbao/data entry %+v, want owned by %d", h, NonRootUID)
+	}
+}
+
+func TestBuildPrunesEarlierTarballsOfTheSameRepository(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "pause")
+	cache := filepath.Join(dir, "cache")
+	var tarballs []string
+	for _, content := range []string{"one", "two"} {
+		if err := os.WriteFile(bin, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		built, err := Build(Pause(bin), cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tarballs = append(tarballs, built.Tarball)
+	}
+	if _, err := os.Stat(tarballs[0]); !os.IsNotExist(err) {
+		t.Errorf("first tarball %s still there after a rebuild (err %v)", tarballs[0], err)
+	}
+	if _, err := os.Stat(tarballs[1]); err != nil {
+		t.Errorf("latest tarball: %v", err)
+	}
+}

@@ -1,0 +1,93 @@
+package images
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+)
+
+// NonRootUID is the user every image runs as: numeric, so kubelet can check
+// runAsNonRoot without an /etc/passwd, and overridable by the platform
+// (OpenShift assigns its own UID; the pod spec never pins one).
+const NonRootUID = 65532
+
+var nonRootUser = fmt.Sprintf("%d:%d", NonRootUID, NonRootUID)
+
+// Repositories of the images the local node uses. The "localhost/" prefix
+// makes plain that they are never pulled.
+const (
+	OperatorRepository = "localhost/openbao-operator"
+	OpenBaoRepository  = "localhost/openbao"
+	PauseRepository    = "localhost/pause"
+	CoreDNSRepository  = "localhost/coredns"
+)
+
+// Operator is the operator image: the manager at /manager and bao-wrapper
+// at /bao-wrapper, which OpenBao pods copy in through an init container.
+func Operator(managerBin, wrapperBin string) Spec {
+	return Spec{
+		Repository: OperatorRepository,
+		Files: []File{
+			{Path: "/manager", Source: managerBin, Mode: 0o755},
+			{Path: "/bao-wrapper", Source: wrapperBin, Mode: 0o755},
+		},
+		User:       nonRootUser,
+		Entrypoint: []string{"/manager"},
+	}
+}
+
+// OpenBao is the OpenBao server image: bao at /bin/bao and the directories
+// the pod spec mounts volumes on, owned by the non-root user so the image
+// also works with a writable root filesystem.
+func OpenBao(baoBin string) Spec {
+	owned := func(p string, mode int64) Dir { return Dir{Path: p, Mode: mode, UID: NonRootUID, GID: NonRootUID} }
+	return Spec{
+		Repository: OpenBaoRepository,
+		Files:      []File{{Path: "/bin/bao", Source: baoBin, Mode: 0o755}},
+		Dirs: []Dir{
+			owned("/openbao/config", 0o755),
+			owned("/openbao/data", 0o700),
+			owned("/openbao/tls", 0o755),
+			owned("/openbao/logs", 0o755),
+			owned("/home/openbao", 0o755),
+			{Path: "/tmp", Mode: 0o1777},
+		},
+		User:       nonRootUser,
+		Entrypoint: []string{"/bin/bao"},
+		Cmd:        []string{"server", "-config=/openbao/config"},
+		Env:        []string{"HOME=/home/openbao", "BAO_ADDR=https://127.0.0.1:8200"},
+		WorkingDir: "/home/openbao",
+	}
+}
+
+// Pause is the pod sandbox image containerd starts for every pod.
+func Pause(pauseBin string) Spec {
+	return Spec{
+		Repository: PauseRepository,
+		Files:      []File{{Path: "/pause", Source: pauseBin, Mode: 0o755}},
+		User:       nonRootUser,
+		Entrypoint: []string{"/pause"},
+	}
+}
+
+// CoreDNS is the cluster DNS image.
+func CoreDNS(corednsBin string) Spec {
+	return Spec{
+		Repository: CoreDNSRepository,
+		Files:      []File{{Path: "/coredns", Source: corednsBin, Mode: 0o755}},
+		User:       nonRootUser,
+		Entrypoint: []string{"/coredns"},
+	}
+}
+
+// GoBuild compiles a static binary of pkg (relative to repoRoot) into out.
+// Go's build cache makes an unchanged rebuild take about a second.
+func GoBuild(repoRoot, pkg, out string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local")
+	if output, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, output)
+	}
+	return nil
+}

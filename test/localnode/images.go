@@ -1,0 +1,114 @@
+package localnode
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/openbao/operator/test/images"
+)
+
+// Image roles.
+const (
+	ImageOperator = "operator"
+	ImageOpenBao  = "openbao"
+	ImagePause    = "pause"
+	ImageCoreDNS  = "coredns"
+)
+
+// BuildImages compiles the operator and the sandbox binary (a relink when
+// only the code changed) and writes the image tarballs that are not cached
+// yet. The returned map holds each role's image reference and tarball.
+func BuildImages(c Config, roles ...string) (map[string]images.Built, error) {
+	binDir := filepath.Join(c.ImageCache, "bin")
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", binDir, err)
+	}
+	out := map[string]images.Built{}
+	for _, role := range roles {
+		spec, err := imageSpec(c, role, binDir)
+		if err != nil {
+			return nil, err
+		}
+		built, err := images.Build(spec, c.ImageCache)
+		if err != nil {
+			return nil, err
+		}
+		out[role] = built
+	}
+	return out, nil
+}
+
+func imageSpec(c Config, role, binDir string) (images.Spec, error) {
+	switch role {
+	case ImageOperator:
+		manager, wrapper := filepath.Join(binDir, "manager"), filepath.Join(binDir, "bao-wrapper")
+		if err := images.GoBuild(c.RepoRoot, "./cmd/bao-wrapper", wrapper); err != nil {
+			return images.Spec{}, err
+		}
+		return images.Operator(manager, wrapper), images.GoBuild(c.RepoRoot, "./cmd/openbao-operator", manager)
+	case ImagePause:
+		bin := filepath.Join(binDir, "pause")
+		return images.Pause(bin), images.GoBuild(c.RepoRoot, "./test/images/pause", bin)
+	case ImageOpenBao:
+		return images.OpenBao(resolved(c.bin("bao"))), nil
+	case ImageCoreDNS:
+		return images.CoreDNS(resolved(c.bin("coredns"))), nil
+	}
+	return images.Spec{}, fmt.Errorf("unknown image role %q", role)
+}
+
+// resolved follows ./bin links into the tool cache so that the image hash
+// does not depend on where the link lives.
+func resolved(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// ImportImages loads the tarballs containerd does not have yet into its
+// k8s.io namespace, where kubelet finds them.
+func ImportImages(c Config, built map[string]images.Built, logf func(string, ...any)) error {
+	have, err := containerdImages(c)
+	if err != nil {
+		return err
+	}
+	for _, role := range sortedKeysOfBuilt(built) {
+		b := built[role]
+		if have[b.Ref] {
+			continue
+		}
+		start := time.Now()
+		out, err := exec.Command("ctr", "--address", c.containerdSock(), "--namespace", "k8s.io",
+			"images", "import", b.Tarball).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("import %s: %w\n%s", b.Ref, err, out)
+		}
+		logf("imported %s in %s", b.Ref, time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+func containerdImages(c Config) (map[string]bool, error) {
+	out, err := exec.Command("ctr", "--address", c.containerdSock(), "--namespace", "k8s.io", "images", "list", "-q").Output()
+	if err != nil {
+		return nil, fmt.Errorf("list containerd images: %w", err)
+	}
+	have := map[string]bool{}
+	for _, ref := range strings.Fields(string(out)) {
+		have[ref] = true
+	}
+	return have, nil
+}
+
+func sortedKeysOfBuilt(m map[string]images.Built) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return sortedStrings(keys)
+}

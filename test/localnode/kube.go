@@ -1,0 +1,135 @@
+package localnode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// FieldOwner is the server-side apply field manager of everything the
+// harness applies.
+const FieldOwner = "localnode"
+
+// RESTConfig returns the administrator's client configuration.
+func (c Config) RESTConfig() (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig %s: %w", c.Kubeconfig(), err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	return cfg, nil
+}
+
+// Client returns a controller-runtime client for the node.
+func (c Config) Client() (client.Client, error) {
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		return nil, fmt.Errorf("create client: %w", err)
+	}
+	return cl, nil
+}
+
+// DecodeManifests splits multi-document YAML into objects, skipping empty
+// documents.
+func DecodeManifests(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("decode manifest: %w", err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
+
+// Apply server-side applies the objects in order.
+func Apply(ctx context.Context, cl client.Client, objs []*unstructured.Unstructured) error {
+	for _, u := range objs {
+		err := cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
+		if err != nil {
+			return fmt.Errorf("apply %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// poll calls cond every interval until it returns true, an error, or the
+// timeout passes; the last "not yet" reason is part of the timeout error.
+func poll(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, string, error)) error {
+	var reason string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, why, err := cond(ctx)
+		reason = why
+		return ok, err
+	})
+	if err != nil {
+		return fmt.Errorf("wait for %s (last: %s): %w", what, reason, err)
+	}
+	return nil
+}
+
+// WaitNodeReady waits until the node reports Ready.
+func WaitNodeReady(ctx context.Context, cl client.Client, name string, timeout time.Duration) error {
+	return poll(ctx, timeout, "node "+name+" Ready", func(ctx context.Context) (bool, string, error) {
+		var n corev1.Node
+		if err := cl.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
+			return false, err.Error(), nil
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				return cond.Status == corev1.ConditionTrue, cond.Reason + ": " + cond.Message, nil
+			}
+		}
+		return false, "no Ready condition", nil
+	})
+}
+
+// WaitDeploymentReady waits until every replica of the Deployment's latest
+// generation is updated and available.
+func WaitDeploymentReady(ctx context.Context, cl client.Client, key client.ObjectKey, timeout time.Duration) error {
+	return poll(ctx, timeout, "deployment "+key.String(), func(ctx context.Context) (bool, string, error) {
+		var d appsv1.Deployment
+		if err := cl.Get(ctx, key, &d); err != nil {
+			return false, err.Error(), nil
+		}
+		return deploymentReady(&d)
+	})
+}
+
+// deploymentReady is the pure readiness decision for a Deployment.
+func deploymentReady(d *appsv1.Deployment) (bool, string, error) {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	s := d.Status
+	why := fmt.Sprintf("observed generation %d of %d, %d updated, %d available, %d total, want %d",
+		s.ObservedGeneration, d.Generation, s.UpdatedReplicas, s.AvailableReplicas, s.Replicas, want)
+	ok := s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want &&
+		s.AvailableReplicas == want && s.Replicas == want
+	return ok, why, nil
+}
