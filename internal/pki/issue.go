@@ -193,4 +193,3 @@ func NotAfter(certPEM []byte) (time.Time, error) {
 	}
 	return cert.NotAfter, nil
 }
-
