@@ -10,6 +10,9 @@ const (
 	// ConditionTLSReady (TLS step) is True when the servers have a valid
 	// certificate to serve.
 	ConditionTLSReady = "TLSReady"
+	// ConditionSealReady (seal step) is True when the servers have what
+	// their seal needs: the static key Secret, or an external KMS.
+	ConditionSealReady = "SealReady"
 )
 
 // Condition reasons, CamelCase as metav1.Condition requires.
@@ -29,6 +32,10 @@ const (
 	ReasonInvalidExternalSecrets    = "InvalidExternalSecrets"
 	ReasonExternalSecretsReady      = "ExternalSecretsReady"
 	ReasonACMEByOpenBao             = "ACMEByOpenBao"
+
+	ReasonStaticKeyReady   = "StaticKeyReady"
+	ReasonStaticKeyInvalid = "StaticKeyInvalid"
+	ReasonExternalSeal     = "ExternalSeal"
 )
 
 // Labels and annotations the operator sets on what it manages.

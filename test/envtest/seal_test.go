@@ -1,0 +1,112 @@
+package envtest_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/controllers"
+)
+
+func TestStaticSealKeyIsCreatedOnceAndKeptWithTheData(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, policy string
+		owned        bool
+	}{
+		{"sealkey-retain", "Retain", false},
+		{"sealkey-delete", "Delete", true},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			c := newCluster(t, managedNamespace, fmt.Sprintf(`
+metadata: {name: %s}
+spec: {version: 2.4.0, deletionPolicy: %s}
+`, tc.name, tc.policy))
+			if err := k8s.Create(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			key := &corev1.Secret{}
+			eventually(t, wait, "unseal key Secret exists", func() error {
+				return k8s.Get(ctx, client.ObjectKey{Namespace: managedNamespace, Name: c.UnsealKeySecretName()}, key)
+			})
+			if n := len(key.Data[controllers.StaticKeyDataKey]); n != 32 {
+				t.Fatalf("static key holds %d bytes, want exactly 32", n)
+			}
+			if owned := metav1.GetControllerOf(key) != nil; owned != tc.owned {
+				t.Fatalf("deletionPolicy %s: key Secret owned=%v, want %v", tc.policy, owned, tc.owned)
+			}
+			if key.Immutable == nil || !*key.Immutable {
+				t.Error("the key Secret is not immutable")
+			}
+		})
+	}
+}
+
+func TestAnInvalidExistingKeyIsReportedNeverReplaced(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, managedNamespace, `
+metadata: {name: badkey}
+spec: {version: 2.4.0}
+`)
+	// A key with a trailing newline, as `echo` would write it.
+	bad := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: c.UnsealKeySecretName(), Namespace: managedNamespace},
+		Data:       map[string][]byte{controllers.StaticKeyDataKey: []byte("0123456789abcdef0123456789abcdef\n")},
+	}
+	if err := k8s.Create(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "SealReady=False StaticKeyInvalid", func() error {
+		cond, err := condition(ctx, c, v1alpha1.ConditionSealReady)
+		if err != nil {
+			return err
+		}
+		if cond.Status != metav1.ConditionFalse || cond.Reason != v1alpha1.ReasonStaticKeyInvalid {
+			return fmt.Errorf("SealReady %s/%s", cond.Status, cond.Reason)
+		}
+		return nil
+	})
+	got := &corev1.Secret{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(bad), got); err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Data[controllers.StaticKeyDataKey]) != string(bad.Data[controllers.StaticKeyDataKey]) {
+		t.Fatal("the operator replaced an existing seal key")
+	}
+}
+
+func TestKMSSealCreatesNoKeySecret(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, managedNamespace, `
+metadata: {name: kms}
+spec:
+  version: 2.4.0
+  unseal: {type: awskms, options: {region: eu-west-1, kms_key_id: alias/x}, credentialsSecretRef: {name: aws}}
+`)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "SealReady=True ExternalSeal", func() error {
+		cond, err := condition(ctx, c, v1alpha1.ConditionSealReady)
+		if err != nil {
+			return err
+		}
+		if cond.Reason != v1alpha1.ReasonExternalSeal {
+			return fmt.Errorf("SealReady reason %s", cond.Reason)
+		}
+		return nil
+	})
+	err := k8s.Get(ctx, client.ObjectKey{Namespace: managedNamespace, Name: c.UnsealKeySecretName()}, &corev1.Secret{})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("a KMS-sealed cluster got a static key Secret (%v)", err)
+	}
+}
