@@ -46,6 +46,9 @@ type Dir struct {
 // binary such as a PID-1 wrapper is one more File).
 type Spec struct {
 	Repository string // e.g. "localhost/openbao-operator"
+	// TagPrefix comes before the content hash in the tag, for example
+	// "2.4.0-" so the tag is a semantic version an OpenBaoCluster can name.
+	TagPrefix  string
 	Files      []File
 	Dirs       []Dir
 	User       string // numeric "uid:gid"; kubelet checks runAsNonRoot against it
@@ -70,8 +73,9 @@ func Build(spec Spec, cacheDir string) (Built, error) {
 	if err != nil {
 		return Built{}, err
 	}
-	ref := spec.Repository + ":" + key[:16]
-	out := filepath.Join(cacheDir, filepath.Base(spec.Repository)+"-"+key[:16]+".tar")
+	tag := spec.TagPrefix + key[:16]
+	ref := spec.Repository + ":" + tag
+	out := filepath.Join(cacheDir, filepath.Base(spec.Repository)+"-"+tag+".tar")
 	if _, err := os.Stat(out); err == nil {
 		return Built{Ref: ref, Tarball: out, Cached: true}, nil
 	}
@@ -81,17 +85,17 @@ func Build(spec Spec, cacheDir string) (Built, error) {
 	if err := writeImage(spec, ref, out); err != nil {
 		return Built{}, fmt.Errorf("build image %s: %w", ref, err)
 	}
-	pruneOlder(cacheDir, spec.Repository, out)
+	pruneOlder(cacheDir, spec.Repository+"-"+spec.TagPrefix, out)
 	return Built{Ref: ref, Tarball: out}, nil
 }
 
 // pruneOlder removes the cached tarballs of earlier builds of the same
 // repository: each code change would otherwise leave one behind. Containers
 // keep running from containerd's copy.
-func pruneOlder(cacheDir, repository, keep string) {
-	// Sixteen '?' match the tag exactly, so "openbao-*" never matches
+func pruneOlder(cacheDir, prefix, keep string) {
+	// Sixteen '?' match the hash exactly, so "openbao-*" never matches
 	// "openbao-operator-*".
-	pattern := filepath.Join(cacheDir, filepath.Base(repository)+"-"+strings.Repeat("?", 16)+".tar")
+	pattern := filepath.Join(cacheDir, filepath.Base(prefix)+strings.Repeat("?", 16)+".tar")
 	old, _ := filepath.Glob(pattern)
 	for _, p := range old {
 		if p != keep {

@@ -13,6 +13,10 @@ const NonRootUID = 65532
 
 var nonRootUser = fmt.Sprintf("%d:%d", NonRootUID, NonRootUID)
 
+// OpenBaoVersion is the release the bao binary is built from; the OpenBao
+// image's tag starts with it, so the tag is a version an OpenBaoCluster names.
+const OpenBaoVersion = "2.4.0"
+
 // Repositories of the images the local node uses. The "localhost/" prefix
 // makes plain that they are never pulled.
 const (
@@ -43,6 +47,7 @@ func OpenBao(baoBin string) Spec {
 	owned := func(p string, mode int64) Dir { return Dir{Path: p, Mode: mode, UID: NonRootUID, GID: NonRootUID} }
 	return Spec{
 		Repository: OpenBaoRepository,
+		TagPrefix:  OpenBaoVersion + "-",
 		Files:      []File{{Path: "/bin/bao", Source: baoBin, Mode: 0o755}},
 		Dirs: []Dir{
 			owned("/openbao/config", 0o755),
@@ -55,7 +60,7 @@ func OpenBao(baoBin string) Spec {
 		User:       nonRootUser,
 		Entrypoint: []string{"/bin/bao"},
 		Cmd:        []string{"server", "-config=/openbao/config"},
-		Env:        []string{"HOME=/home/openbao", "BAO_ADDR=https://127.0.0.1:8200"},
+		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/home/openbao", "BAO_ADDR=https://127.0.0.1:8200"},
 		WorkingDir: "/home/openbao",
 	}
 }

@@ -210,6 +210,9 @@ func startControlPlane(ctx context.Context, c Config, s *State) error {
 	if err := launch(c, s, "kube-controller-manager", c.bin("kube-controller-manager"), controllerManagerArgs(c)); err != nil {
 		return err
 	}
+	if err := startVolumePermissions(c, s); err != nil {
+		return err
+	}
 	return launch(c, s, "kube-scheduler", c.bin("kube-scheduler"), schedulerArgs(c))
 }
 
@@ -343,4 +346,18 @@ func waitClusterDNS(ctx context.Context, c Config, timeout time.Duration) error 
 		}
 		return len(addrs) == 1 && addrs[0] == c.APIServerIP, fmt.Sprint(addrs), nil
 	})
+}
+
+// hostPathPVDir is where kube-controller-manager's host-path provisioner
+// creates volumes (its default, which no flag changes).
+const hostPathPVDir = "/tmp/hostpath_pv"
+
+// startVolumePermissions builds and starts volperms, which makes provisioned
+// volumes writable by non-root pods as a real storage driver would.
+func startVolumePermissions(c Config, s *State) error {
+	bin := c.path("volperms")
+	if err := images.GoBuild(c.RepoRoot, "./test/localnode/volperms", bin); err != nil {
+		return fmt.Errorf("build volperms: %w", err)
+	}
+	return launch(c, s, "volperms", bin, []string{hostPathPVDir})
 }
