@@ -318,6 +318,40 @@ type RaftConfiguration struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="configuration.raft.autopilotUpdateInterval must be between 1s and 10m"
 	// +optional
 	AutopilotUpdateInterval *metav1.Duration `json:"autopilotUpdateInterval,omitempty"`
+	// Autopilot overrides the autopilot settings the operator applies once
+	// the cluster is initialized (through the API, or with self-init as a
+	// self-init request).
+	// +optional
+	Autopilot *AutopilotConfiguration `json:"autopilot,omitempty"`
+}
+
+// AutopilotConfiguration overrides OpenBao's Raft autopilot. Unset fields
+// take the operator's defaults: cleanupDeadServers true,
+// deadServerLastContactThreshold 5m, minQuorum max(3, replicas/2+1), and a
+// serverStabilizationTime of 1s while the cluster forms, 10s after.
+// +kubebuilder:validation:XValidation:rule="!has(self.minQuorum) || self.minQuorum >= 3 || (has(self.cleanupDeadServers) && !self.cleanupDeadServers)",message="configuration.raft.autopilot.minQuorum must be at least 3 while cleanupDeadServers is true: OpenBao refuses a smaller quorum with dead-server cleanup"
+type AutopilotConfiguration struct {
+	// CleanupDeadServers removes servers that stopped answering from the
+	// Raft configuration.
+	// +optional
+	CleanupDeadServers *bool `json:"cleanupDeadServers,omitempty"`
+	// DeadServerLastContactThreshold is how long a server may be silent
+	// before cleanup removes it; at least 1m.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="configuration.raft.autopilot.deadServerLastContactThreshold must be at least 1m"
+	// +optional
+	DeadServerLastContactThreshold *metav1.Duration `json:"deadServerLastContactThreshold,omitempty"`
+	// MinQuorum is the fewest voters cleanup leaves.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=11
+	// +optional
+	MinQuorum *int32 `json:"minQuorum,omitempty"`
+	// ServerStabilizationTime is how long a new server must be healthy
+	// before it becomes a voter; whole seconds, at least 1s.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+h)?([0-9]+m)?([0-9]+s)?$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="configuration.raft.autopilot.serverStabilizationTime must be at least 1s"
+	// +optional
+	ServerStabilizationTime *metav1.Duration `json:"serverStabilizationTime,omitempty"`
 }
 
 // ListenerConfiguration tunes the TCP listener.

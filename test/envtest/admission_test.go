@@ -50,6 +50,9 @@ spec: {version: 2.4.0}`, "", "at most 40 characters"},
 	{"an unknown log level", `spec: {version: 2.4.0, configuration: {logging: {level: verbose}}}`, "spec.configuration.logging.level", "Unsupported value"},
 	{"a Raft performance multiplier above 10", `spec: {version: 2.4.0, configuration: {raft: {performanceMultiplier: 11}}}`, "spec.configuration.raft.performanceMultiplier", "less than or equal to 10"},
 	{"an autopilot interval under a second", `spec: {version: 2.4.0, configuration: {raft: {autopilotReconcileInterval: 500ms}}}`, "spec.configuration.raft.autopilotReconcileInterval", "between 1s and 10m"},
+	{"an autopilot quorum below 3 with cleanup", `spec: {version: 2.4.0, configuration: {raft: {autopilot: {minQuorum: 2}}}}`, "spec.configuration.raft.autopilot", "minQuorum must be at least 3"},
+	{"a dead-server threshold under a minute", `spec: {version: 2.4.0, configuration: {raft: {autopilot: {deadServerLastContactThreshold: 30s}}}}`, "spec.configuration.raft.autopilot.deadServerLastContactThreshold", "at least 1m"},
+	{"a stabilization time in milliseconds", `spec: {version: 2.4.0, configuration: {raft: {autopilot: {serverStabilizationTime: 500ms}}}}`, "spec.configuration.raft.autopilot.serverStabilizationTime", "should match"},
 	{"an unknown deletion policy", `spec: {version: 2.4.0, deletionPolicy: Orphan}`, "spec.deletionPolicy", "Unsupported value"},
 }
 
