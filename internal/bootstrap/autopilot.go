@@ -93,14 +93,17 @@ func AutopilotConfig(replicas int32, o AutopilotOverrides, phase Phase) openbao.
 	return cfg
 }
 
-// ValidateAutopilot rejects what OpenBao 2.4 refuses with 400, for the
-// admission webhook and before any write.
+// ValidateAutopilot rejects what OpenBao 2.4 refuses with 400 (checked
+// against the real server in test/openbao), for admission and before any
+// write; a stabilization time in fractions of a second is rejected too,
+// because OpenBao silently ignores it.
 func ValidateAutopilot(cfg openbao.AutopilotConfig) error {
 	if cfg.CleanupDeadServers && cfg.MinQuorum < MinQuorumFloor {
 		return fmt.Errorf("%w: min_quorum %d is below %d with cleanup_dead_servers", ErrInvalidAutopilot, cfg.MinQuorum, MinQuorumFloor)
 	}
-	if cfg.DeadServerLastContactThreshold != 0 && cfg.DeadServerLastContactThreshold < MinDeadServerThreshold {
-		return fmt.Errorf("%w: dead_server_last_contact_threshold %s is below %s", ErrInvalidAutopilot,
+	// OpenBao checks the threshold only with cleanup enabled (measured).
+	if cfg.CleanupDeadServers && cfg.DeadServerLastContactThreshold != 0 && cfg.DeadServerLastContactThreshold < MinDeadServerThreshold {
+		return fmt.Errorf("%w: dead_server_last_contact_threshold %s is below %s with cleanup_dead_servers", ErrInvalidAutopilot,
 			cfg.DeadServerLastContactThreshold, MinDeadServerThreshold)
 	}
 	if cfg.ServerStabilizationTime != 0 && cfg.ServerStabilizationTime%time.Second != 0 {

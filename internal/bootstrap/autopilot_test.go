@@ -44,9 +44,9 @@ func TestAutopilotDefaults(t *testing.T) {
 
 func TestValidateAutopilotRejectsWhatOpenBaoRefuses(t *testing.T) {
 	tests := map[string]openbao.AutopilotConfig{
-		"min_quorum below 3 with cleanup":  {CleanupDeadServers: true, MinQuorum: 2},
-		"a dead-server threshold under 1m": {DeadServerLastContactThreshold: 30 * time.Second, MinQuorum: 3},
-		"a stabilization time of 500ms":    {ServerStabilizationTime: 500 * time.Millisecond},
+		"min_quorum below 3 with cleanup":               {CleanupDeadServers: true, MinQuorum: 2},
+		"a dead-server threshold under 1m with cleanup": {CleanupDeadServers: true, DeadServerLastContactThreshold: 30 * time.Second, MinQuorum: 3},
+		"a stabilization time of 500ms":                 {ServerStabilizationTime: 500 * time.Millisecond},
 	}
 	for name, cfg := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -57,8 +57,8 @@ func TestValidateAutopilotRejectsWhatOpenBaoRefuses(t *testing.T) {
 			}
 		})
 	}
-	if err := bootstrap.ValidateAutopilot(openbao.AutopilotConfig{CleanupDeadServers: false, MinQuorum: 1}); err != nil {
-		t.Errorf("min_quorum 1 without cleanup: %v", err)
+	if err := bootstrap.ValidateAutopilot(openbao.AutopilotConfig{CleanupDeadServers: false, MinQuorum: 1, DeadServerLastContactThreshold: 30 * time.Second}); err != nil {
+		t.Errorf("min_quorum 1 and a 30s threshold without cleanup (OpenBao accepts both): %v", err)
 	}
 }
 
