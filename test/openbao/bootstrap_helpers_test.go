@@ -34,6 +34,7 @@ type nodeConfig struct {
 	timers     baoconfig.Timers
 	seal       baoconfig.Seal // zero: static seal from {{dir}}/unseal.key
 	selfInit   []baoconfig.InitRequest
+	files      map[string][]byte // written into the node's directory besides TLS and key
 }
 
 func renderNodeConfig(t *testing.T, nc nodeConfig) string {
@@ -74,6 +75,9 @@ func startNode(t *testing.T, certs testCerts, key []byte, nodeID string, nc node
 	files := map[string][]byte{"tls.crt": certs.Cert, "tls.key": certs.Key, "ca.crt": certs.CA}
 	if key != nil {
 		files["unseal.key"] = key
+	}
+	for name, data := range nc.files {
+		files[name] = data
 	}
 	s := baotest.Start(t, baotest.Options{
 		NodeID: nodeID, Config: renderNodeConfig(t, nc), Files: files, CACert: certs.CA,
