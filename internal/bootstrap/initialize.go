@@ -55,6 +55,9 @@ type InitOptions struct {
 	StoreAttempts  int
 	StoreRetryWait time.Duration
 	Sleep          func(ctx context.Context, d time.Duration) error
+	// AutopilotAttempts bounds the autopilot write (default 10), with
+	// StoreRetryWait between attempts.
+	AutopilotAttempts int
 }
 
 // InitOutcome reports what Initialize did.
@@ -103,14 +106,7 @@ func storeToken(ctx context.Context, store TokenStore, token openbao.Token, opts
 	if attempts <= 0 {
 		attempts = 5
 	}
-	wait := opts.StoreRetryWait
-	if wait <= 0 {
-		wait = time.Second
-	}
-	sleep := opts.Sleep
-	if sleep == nil {
-		sleep = sleepCtx
-	}
+	wait, sleep := retryTiming(opts)
 	var last error
 	for i := 0; i < attempts; i++ {
 		if i > 0 {
@@ -126,6 +122,11 @@ func storeToken(ctx context.Context, store TokenStore, token openbao.Token, opts
 	return fmt.Errorf("%w: Secret %s, %d attempt(s), last: %w", ErrTokenNotStored, store.Name(), attempts, last)
 }
 
+// setAutopilot writes the autopilot configuration with the new token.
+// sys/init returns before the node is active (measured: 500 "local node
+// not active" right after it), so the write is retried up to
+// AutopilotAttempts times, StoreRetryWait apart; a refusal (400, 403) is
+// final.
 func setAutopilot(ctx context.Context, token openbao.Token, opts InitOptions) error {
 	if opts.ClientWithToken == nil {
 		return errors.New("set autopilot: no client with a token")
@@ -134,10 +135,37 @@ func setAutopilot(ctx context.Context, token openbao.Token, opts InitOptions) er
 	if err != nil {
 		return fmt.Errorf("set autopilot: %w", err)
 	}
-	if err := c.SetAutopilotConfiguration(ctx, *opts.Autopilot); err != nil {
+	attempts := opts.AutopilotAttempts
+	if attempts <= 0 {
+		attempts = 10
+	}
+	wait, sleep := retryTiming(opts)
+	for i := 0; ; i++ {
+		err = c.SetAutopilotConfiguration(ctx, *opts.Autopilot)
+		final := errors.Is(err, openbao.ErrInvalidRequest) || errors.Is(err, openbao.ErrPermissionDenied)
+		if err == nil || final || i+1 >= attempts {
+			break
+		}
+		if sleepErr := sleep(ctx, wait); sleepErr != nil {
+			break
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("set autopilot: %w", err)
 	}
 	return nil
+}
+
+func retryTiming(opts InitOptions) (time.Duration, func(context.Context, time.Duration) error) {
+	wait := opts.StoreRetryWait
+	if wait <= 0 {
+		wait = time.Second
+	}
+	sleep := opts.Sleep
+	if sleep == nil {
+		sleep = sleepCtx
+	}
+	return wait, sleep
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -166,21 +166,42 @@ func TestInitializeSetsTheBootstrapAutopilotWithTheNewToken(t *testing.T) {
 	}
 }
 
-func TestInitializeReportsAFailedAutopilotWriteWithoutFailingInit(t *testing.T) {
-	ctx, _ := logCtx(t)
-	kc, _ := kube(nil, nil, 0)
-	bao := &openbaofake.Client{InitAnswer: openbao.InitResult{RootToken: openbao.NewToken(rootToken)}}
-	cfg := bootstrap.AutopilotConfig(3, bootstrap.AutopilotOverrides{}, bootstrap.PhaseBootstrap)
-	out, err := bootstrap.Initialize(ctx, bao, &bootstrap.SecretTokenStore{Client: kc, Template: template()}, bootstrap.InitOptions{
-		Autopilot: &cfg,
-		ClientWithToken: func(openbao.Token) (openbao.Client, error) {
-			return &openbaofake.Client{SetAutopilotErr: &openbao.StatusError{Op: "autopilot", Code: 400}}, nil
-		},
-	})
-	recordErr(err)
-	recordErr(out.AutopilotErr)
-	if err != nil || !errors.Is(out.AutopilotErr, openbao.ErrInvalidRequest) {
-		t.Errorf("error %v, autopilot %v", err, out.AutopilotErr)
+func TestInitializeAutopilotWrite(t *testing.T) {
+	notActive := &openbao.StatusError{Op: "autopilot", Code: 500, Messages: []string{"local node not active but active cluster node not found"}}
+	tests := []struct {
+		name     string
+		err      error
+		failures int
+		calls    int
+		is       error // nil: written
+	}{
+		{name: "a node not yet active right after init is retried until it is", err: notActive, failures: 2, calls: 3},
+		{name: "a refusal is final and reported without failing init", err: &openbao.StatusError{Op: "autopilot", Code: 400}, calls: 1, is: openbao.ErrInvalidRequest},
+		{name: "a node that never becomes active is given up after the bound", err: notActive, calls: 4, is: notActive},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, _ := logCtx(t)
+			kc, _ := kube(nil, nil, 0)
+			bao := &openbaofake.Client{InitAnswer: openbao.InitResult{RootToken: openbao.NewToken(rootToken)}}
+			withToken := &openbaofake.Client{SetAutopilotErr: tc.err, SetAutopilotFailures: tc.failures}
+			cfg := bootstrap.AutopilotConfig(3, bootstrap.AutopilotOverrides{}, bootstrap.PhaseBootstrap)
+			out, err := bootstrap.Initialize(ctx, bao, &bootstrap.SecretTokenStore{Client: kc, Template: template()}, bootstrap.InitOptions{
+				Autopilot: &cfg, Sleep: noSleep, AutopilotAttempts: 4,
+				ClientWithToken: func(openbao.Token) (openbao.Client, error) { return withToken, nil },
+			})
+			recordErr(err)
+			recordErr(out.AutopilotErr)
+			if err != nil {
+				t.Fatalf("init failed over autopilot: %v", err)
+			}
+			if got := withToken.CallCount("SetAutopilotConfiguration"); got != tc.calls {
+				t.Errorf("%d write(s), want %d", got, tc.calls)
+			}
+			if tc.is == nil && out.AutopilotErr != nil || tc.is != nil && !errors.Is(out.AutopilotErr, tc.is) {
+				t.Errorf("autopilot error %v, want %v", out.AutopilotErr, tc.is)
+			}
+		})
 	}
 }
 

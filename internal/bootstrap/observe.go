@@ -1,8 +1,3 @@
-// Package bootstrap decides how an OpenBao cluster gets initialized and
-// carries out the one step that must not be split: sys/init and storing
-// its root token. Decide is pure: it takes an Observed snapshot and
-// returns a Decision; the reconciler gathers the snapshot and carries the
-// decision out.
 package bootstrap
 
 import (

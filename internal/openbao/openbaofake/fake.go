@@ -29,6 +29,9 @@ type Client struct {
 	Autopilot       openbao.AutopilotConfig
 	AutopilotErr    error
 	SetAutopilotErr error
+	// SetAutopilotFailures, when positive, limits SetAutopilotErr to the
+	// first that many calls.
+	SetAutopilotFailures int
 
 	StepDownErr error
 
@@ -98,7 +101,8 @@ func (c *Client) SetAutopilotConfiguration(_ context.Context, cfg openbao.Autopi
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.count("SetAutopilotConfiguration")
-	if c.SetAutopilotErr != nil {
+	n := c.Calls["SetAutopilotConfiguration"]
+	if c.SetAutopilotErr != nil && (c.SetAutopilotFailures <= 0 || n <= c.SetAutopilotFailures) {
 		return c.SetAutopilotErr
 	}
 	c.Autopilot = cfg
