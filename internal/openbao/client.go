@@ -126,7 +126,9 @@ func (c *client) Init(ctx context.Context, req InitRequest) (InitResult, error) 
 	if err := r.SetJSONBody(initBody(req)); err != nil {
 		return InitResult{}, fmt.Errorf("openbao sys/init: encode request: %w", err)
 	}
-	resp, err := c.api.RawRequestWithContext(ctx, r) //nolint:staticcheck // the typed helper sends secret_shares
+	// Sys().InitWithContext would send secret_shares; Logical() would parse
+	// the answer as a Secret and drop root_token.
+	resp, err := c.api.RawRequestWithContext(ctx, r)
 	if resp != nil && resp.Body != nil {
 		defer resp.Body.Close()
 	}

@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 )
 
 const (
-	raftConfigurationPath = "/v1/sys/storage/raft/configuration"
+	raftConfigurationPath = "sys/storage/raft/configuration"
 	autopilotPath         = "sys/storage/raft/autopilot/configuration"
 )
 
@@ -28,8 +27,7 @@ type raftConfigAnswer struct {
 
 func (c *client) RaftConfiguration(ctx context.Context) (RaftConfiguration, error) {
 	const op = "sys/storage/raft/configuration"
-	r := c.api.NewRequest(http.MethodGet, raftConfigurationPath)
-	resp, err := c.api.RawRequestWithContext(ctx, r) //nolint:staticcheck // the api package has no typed reader
+	resp, err := c.api.Logical().ReadRawWithContext(ctx, raftConfigurationPath)
 	if resp != nil && resp.Body != nil {
 		defer resp.Body.Close()
 	}
@@ -69,16 +67,8 @@ func (c *client) AutopilotConfiguration(ctx context.Context) (AutopilotConfig, e
 // duration or count leaves OpenBao's value alone (OpenBao reads "0s" as
 // "keep the current value" anyway). CleanupDeadServers is always written.
 func (c *client) SetAutopilotConfiguration(ctx context.Context, cfg AutopilotConfig) error {
-	body := AutopilotRequestData(cfg)
-	r := c.api.NewRequest(http.MethodPost, "/v1/"+autopilotPath)
-	if err := r.SetJSONBody(body); err != nil {
-		return fmt.Errorf("openbao %s: encode request: %w", autopilotPath, err)
-	}
-	resp, err := c.api.RawRequestWithContext(ctx, r) //nolint:staticcheck // the typed helper writes zero durations
-	if resp != nil && resp.Body != nil {
-		resp.Body.Close()
-	}
-	if err != nil {
+	// Not Sys().PutRaftAutopilotConfiguration: it writes zero durations.
+	if _, err := c.api.Logical().WriteWithContext(ctx, autopilotPath, AutopilotRequestData(cfg)); err != nil {
 		return wrap(autopilotPath, err, true)
 	}
 	return nil
