@@ -47,3 +47,38 @@ func ValidateUnsealKey(key []byte) error {
 		return fmt.Errorf("%w: %d bytes, want exactly %d raw bytes", ErrInvalidUnsealKey, n, UnsealKeySize)
 	}
 }
+
+// UnsealKeyAction is what the seal-material step does with
+// <cluster>-unseal-key.
+type UnsealKeyAction string
+
+// Unseal key actions.
+const (
+	// UnsealKeyCreate: the Secret is missing; create it with NewUnsealKey.
+	UnsealKeyCreate UnsealKeyAction = "Create"
+	// UnsealKeyKeep: the Secret holds a valid key; mount it as it is.
+	UnsealKeyKeep UnsealKeyAction = "Keep"
+	// UnsealKeyDegraded: the Secret holds no valid key. It is never
+	// replaced, since OpenBao's data may be sealed with it; set Degraded
+	// ReasonInvalidUnsealKey with the error's message.
+	UnsealKeyDegraded UnsealKeyAction = "Degraded"
+)
+
+// ReasonInvalidUnsealKey is the Degraded reason for UnsealKeyDegraded.
+const ReasonInvalidUnsealKey = "InvalidUnsealKey"
+
+// DecideUnsealKey looks at the Secret's data (nil when the Secret does not
+// exist) and says what to do; the error explains UnsealKeyDegraded.
+func DecideUnsealKey(exists bool, data map[string][]byte) (UnsealKeyAction, error) {
+	if !exists {
+		return UnsealKeyCreate, nil
+	}
+	key, ok := data[UnsealKeyDataKey]
+	if !ok {
+		return UnsealKeyDegraded, fmt.Errorf("%w: the Secret has no data key %q", ErrInvalidUnsealKey, UnsealKeyDataKey)
+	}
+	if err := ValidateUnsealKey(key); err != nil {
+		return UnsealKeyDegraded, err
+	}
+	return UnsealKeyKeep, nil
+}

@@ -55,3 +55,26 @@ func TestValidateUnsealKey(t *testing.T) {
 		})
 	}
 }
+
+func TestDecideUnsealKey(t *testing.T) {
+	good := bytes.Repeat([]byte{7}, 32)
+	tests := map[string]struct {
+		exists bool
+		data   map[string][]byte
+		want   bootstrap.UnsealKeyAction
+	}{
+		"a missing Secret is created":                            {false, nil, bootstrap.UnsealKeyCreate},
+		"a valid key is kept":                                    {true, map[string][]byte{"key": good}, bootstrap.UnsealKeyKeep},
+		"a key with a trailing newline degrades, never replaced": {true, map[string][]byte{"key": append(append([]byte{}, good...), '\n')}, bootstrap.UnsealKeyDegraded},
+		"a Secret without the key data key degrades":             {true, map[string][]byte{"unseal": good}, bootstrap.UnsealKeyDegraded},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := bootstrap.DecideUnsealKey(tc.exists, tc.data)
+			recordErr(err)
+			if got != tc.want || (got == bootstrap.UnsealKeyDegraded) != (err != nil) {
+				t.Errorf("%s, %v; want %s", got, err, tc.want)
+			}
+		})
+	}
+}
