@@ -32,6 +32,8 @@ type Server struct {
 	Client *http.Client
 	cmd    *exec.Cmd
 	exited chan error
+	argv   []string
+	env    []string
 }
 
 // Options describe the server to start. Config, when set, replaces the
@@ -161,9 +163,19 @@ func tlsClient(t testing.TB, caPEM []byte) *http.Client {
 	}
 }
 
+// Restart stops the process and starts it again with the same command
+// line, environment, directory and ports, then waits until its API answers.
+// The log file is appended to.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop(t)
+	s.start(t, s.argv, s.env)
+}
+
 func (s *Server) start(t testing.TB, argv []string, env []string) {
 	t.Helper()
-	logFile, err := os.Create(s.LogPath)
+	s.argv, s.env = argv, env
+	logFile, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

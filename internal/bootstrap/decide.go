@@ -1,0 +1,181 @@
+package bootstrap
+
+import (
+	"fmt"
+	"time"
+)
+
+// Action is what the reconciler does with a Decision.
+type Action string
+
+// Actions.
+const (
+	// ActionNone: the cluster is initialized and status says so.
+	ActionNone Action = "None"
+	// ActionWait: nothing to do yet; requeue after RequeueAfter.
+	ActionWait Action = "Wait"
+	// ActionInitialize: run Initialize (dry run, sys/init, store the token).
+	ActionInitialize Action = "Initialize"
+	// ActionAdopt: OpenBao is initialized but not by this operator's
+	// sys/init (self-init, or before the operator managed it); set
+	// status.initialized and status.selfInitialized = SelfInitialized.
+	ActionAdopt Action = "Adopt"
+	// ActionMarkInitialized: this operator initialized it (the token is
+	// stored) but status was not written; set status.initialized.
+	ActionMarkInitialized Action = "MarkInitialized"
+	// ActionDegraded: set Degraded with Reason and Message; requeue after
+	// RequeueAfter.
+	ActionDegraded Action = "Degraded"
+)
+
+// Reasons, CamelCase for conditions; they are also the Wait reasons.
+const (
+	ReasonInitialized          = "Initialized"
+	ReasonPodMissing           = "PodMissing"
+	ReasonPodStarting          = "PodStarting"
+	ReasonHealthUnknown        = "HealthUnknown"
+	ReasonAwaitingSelfInit     = "AwaitingSelfInit"
+	ReasonInitBackoff          = "InitBackoff"
+	ReasonSelfInitialized      = "SelfInitialized"
+	ReasonAdopted              = "Adopted"
+	ReasonPodCrashLooping      = "PodCrashLooping"
+	ReasonPodNotStarting       = "PodNotStarting"
+	ReasonStaleRootTokenSecret = "StaleRootTokenSecret"
+	ReasonRootTokenLost        = "RootTokenLost"
+	ReasonInitFailed           = "InitFailed"
+)
+
+// Requeue intervals.
+const (
+	// PollInterval is the wait while pod-0 starts or self-init runs.
+	PollInterval = 2 * time.Second
+	// DegradedRequeue re-checks a degraded bootstrap without a hot loop.
+	DegradedRequeue = 30 * time.Second
+	// CrashLoopRestarts is the restart count from which a pod that is not
+	// ready counts as crash-looping even between CrashLoopBackOff waits.
+	CrashLoopRestarts = 3
+)
+
+// Decision is what Decide returns.
+type Decision struct {
+	Action          Action
+	Reason          string
+	Message         string
+	RequeueAfter    time.Duration
+	SelfInitialized bool // ActionAdopt
+}
+
+// notStartingReasons are waiting reasons after which the container will
+// not run without a change.
+var notStartingReasons = map[string]bool{
+	"ImagePullBackOff": true, "ErrImagePull": true, "InvalidImageName": true,
+	"CreateContainerConfigError": true, "CreateContainerError": true,
+}
+
+// Decide returns the next bootstrap step for the observed state.
+func Decide(o Observed) Decision {
+	if o.Initialized {
+		return Decision{Action: ActionNone, Reason: ReasonInitialized}
+	}
+	if o.Pod0 == nil {
+		return wait(ReasonPodMissing, "waiting for pod-0 to be created", PollInterval)
+	}
+	if d, bad := podTrouble(*o.Pod0, o.SelfInit); bad {
+		return d
+	}
+	if !o.Pod0.Running {
+		return wait(ReasonPodStarting, fmt.Sprintf("waiting for the OpenBao container of %s to run", o.Pod0.Name), PollInterval)
+	}
+	initialized, known := o.Pod0.LabelState(LabelInitialized)
+	if !known && o.Health != nil {
+		initialized, known = o.Health.Initialized, true
+	}
+	if !known {
+		return wait(ReasonHealthUnknown, fmt.Sprintf("cannot tell yet whether %s is initialized", o.Pod0.Name), PollInterval)
+	}
+	if initialized {
+		return adopt(o)
+	}
+	if o.SelfInit {
+		return wait(ReasonAwaitingSelfInit, fmt.Sprintf("waiting for %s to initialize itself", o.Pod0.Name), PollInterval)
+	}
+	return initialize(o)
+}
+
+func adopt(o Observed) Decision {
+	switch {
+	case o.SelfInit:
+		return Decision{Action: ActionAdopt, Reason: ReasonSelfInitialized, SelfInitialized: true,
+			Message: "OpenBao initialized itself from its self-init requests"}
+	case o.RootTokenSecretExists:
+		return Decision{Action: ActionMarkInitialized, Reason: ReasonInitialized,
+			Message: fmt.Sprintf("initialized; the root token is in Secret %s", o.RootTokenSecretName)}
+	}
+	return Decision{Action: ActionAdopt, Reason: ReasonAdopted,
+		Message: "OpenBao was already initialized; adopted without a root token"}
+}
+
+func initialize(o Observed) Decision {
+	if o.RootTokenSecretExists {
+		// A token from an earlier cluster of this name: the operator never
+		// overwrites a token it cannot prove is stale.
+		return degraded(ReasonStaleRootTokenSecret, fmt.Sprintf(
+			"OpenBao is not initialized but Secret %s exists; delete it to let the operator initialize", o.RootTokenSecretName))
+	}
+	if o.InitFailures > 0 {
+		next := o.LastInitFailure.Add(InitBackoff(o.InitFailures))
+		if o.Now.Before(next) {
+			return wait(ReasonInitBackoff, fmt.Sprintf("init failed %d time(s); retrying in %s",
+				o.InitFailures, next.Sub(o.Now).Round(time.Second)), next.Sub(o.Now))
+		}
+	}
+	return Decision{Action: ActionInitialize, Reason: ReasonInitialized}
+}
+
+// podTrouble reports a pod-0 that will not come up by itself.
+func podTrouble(p Pod, selfInit bool) (Decision, bool) {
+	if notStartingReasons[p.WaitingReason] {
+		return degraded(ReasonPodNotStarting, fmt.Sprintf("%s cannot start its OpenBao container: %s", p.Name, p.WaitingReason)), true
+	}
+	crashing := p.WaitingReason == "CrashLoopBackOff" || (!p.Ready && p.RestartCount >= CrashLoopRestarts)
+	if !crashing {
+		return Decision{}, false
+	}
+	msg := fmt.Sprintf("%s restarted %d time(s)", p.Name, p.RestartCount)
+	if p.LastTerminationReason != "" {
+		msg += fmt.Sprintf("; last exit: %s (code %d)", p.LastTerminationReason, p.LastExitCode)
+	}
+	if selfInit {
+		msg += "; a failed self-init leaves storage initialized and unusable: check the self-init requests, then wipe pod-0's volume"
+	}
+	return degraded(ReasonPodCrashLooping, msg), true
+}
+
+func wait(reason, msg string, after time.Duration) Decision {
+	return Decision{Action: ActionWait, Reason: reason, Message: msg, RequeueAfter: after}
+}
+
+func degraded(reason, msg string) Decision {
+	return Decision{Action: ActionDegraded, Reason: reason, Message: msg, RequeueAfter: DegradedRequeue}
+}
+
+// Init retry pacing: 5 s after the first failure, doubling to 5 min.
+const (
+	InitBackoffBase = 5 * time.Second
+	InitBackoffMax  = 5 * time.Minute
+)
+
+// InitBackoff is the wait after the given number of consecutive failures.
+func InitBackoff(failures int) time.Duration {
+	if failures <= 0 {
+		return 0
+	}
+	d := InitBackoffBase
+	for i := 1; i < failures; i++ {
+		d *= 2
+		if d >= InitBackoffMax {
+			return InitBackoffMax
+		}
+	}
+	return d
+}

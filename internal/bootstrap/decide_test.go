@@ -1,0 +1,159 @@
+package bootstrap_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/openbao/operator/internal/bootstrap"
+	"github.com/openbao/operator/internal/openbao"
+)
+
+var now = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+type podOpt func(*bootstrap.Pod)
+
+func pod0(opts ...podOpt) *bootstrap.Pod {
+	p := &bootstrap.Pod{Name: "bao-0", Phase: "Running", Running: true, Labels: map[string]string{}}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func label(k, v string) podOpt { return func(p *bootstrap.Pod) { p.Labels[k] = v } }
+func notRunning() podOpt       { return func(p *bootstrap.Pod) { p.Running = false; p.Phase = "Pending" } }
+func waiting(reason string) podOpt {
+	return func(p *bootstrap.Pod) { p.Running = false; p.WaitingReason = reason }
+}
+func restarts(n int32, lastReason string, code int32) podOpt {
+	return func(p *bootstrap.Pod) { p.RestartCount, p.LastTerminationReason, p.LastExitCode = n, lastReason, code }
+}
+
+func health(initialized bool) *openbao.Health {
+	return &openbao.Health{Initialized: initialized, Sealed: !initialized}
+}
+
+func TestDecide(t *testing.T) {
+	tests := []struct {
+		name   string
+		obs    bootstrap.Observed
+		action bootstrap.Action
+		reason string
+		self   bool
+		after  time.Duration
+	}{
+		{name: "an initialized status needs nothing more",
+			obs: bootstrap.Observed{Initialized: true}, action: bootstrap.ActionNone, reason: bootstrap.ReasonInitialized},
+		{name: "no pod-0 yet waits",
+			obs: bootstrap.Observed{}, action: bootstrap.ActionWait, reason: bootstrap.ReasonPodMissing, after: bootstrap.PollInterval},
+		{name: "a pending pod-0 waits for its container to run",
+			obs: bootstrap.Observed{Pod0: pod0(notRunning())}, action: bootstrap.ActionWait, reason: bootstrap.ReasonPodStarting, after: bootstrap.PollInterval},
+		{name: "a running pod-0 without labels or health waits for an answer",
+			obs: bootstrap.Observed{Pod0: pod0(), HealthErr: errors.New("connection refused")}, action: bootstrap.ActionWait, reason: bootstrap.ReasonHealthUnknown},
+		{name: "an uninitialized pod-0 by its label is initialized",
+			obs: bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "false")), Now: now}, action: bootstrap.ActionInitialize},
+		{name: "an uninitialized pod-0 by health (501) is initialized when labels are absent",
+			obs: bootstrap.Observed{Pod0: pod0(), Health: health(false), Now: now}, action: bootstrap.ActionInitialize},
+		{name: "the label wins over a stale health answer",
+			obs: bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "true")), Health: health(false)}, action: bootstrap.ActionAdopt, reason: bootstrap.ReasonAdopted},
+		{name: "an unreadable label falls back to health",
+			obs: bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "maybe")), Health: health(true)}, action: bootstrap.ActionAdopt, reason: bootstrap.ReasonAdopted},
+		{name: "an initialized cluster without our Secret is adopted, not initialized again",
+			obs: bootstrap.Observed{Pod0: pod0(), Health: health(true)}, action: bootstrap.ActionAdopt, reason: bootstrap.ReasonAdopted},
+		{name: "an initialized cluster with our Secret is marked initialized (the status write was lost)",
+			obs:    bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "true")), RootTokenSecretExists: true},
+			action: bootstrap.ActionMarkInitialized, reason: bootstrap.ReasonInitialized},
+		{name: "self-init detected through labels is adopted as self-initialized",
+			obs: bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "true")), SelfInit: true}, action: bootstrap.ActionAdopt, reason: bootstrap.ReasonSelfInitialized, self: true},
+		{name: "self-init not finished yet waits and never initializes",
+			obs: bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "false")), SelfInit: true}, action: bootstrap.ActionWait, reason: bootstrap.ReasonAwaitingSelfInit},
+		{name: "a stale root-token Secret on an uninitialized cluster is degraded, not overwritten",
+			obs:    bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "false")), RootTokenSecretExists: true, RootTokenSecretName: "bao-root-token"},
+			action: bootstrap.ActionDegraded, reason: bootstrap.ReasonStaleRootTokenSecret, after: bootstrap.DegradedRequeue},
+		{name: "after one failed init the retry waits 5s",
+			obs:    bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "false")), InitFailures: 1, LastInitFailure: now, Now: now},
+			action: bootstrap.ActionWait, reason: bootstrap.ReasonInitBackoff, after: 5 * time.Second},
+		{name: "after three failed inits the retry waits 20s less the time passed",
+			obs:    bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "false")), InitFailures: 3, LastInitFailure: now, Now: now.Add(5 * time.Second)},
+			action: bootstrap.ActionWait, reason: bootstrap.ReasonInitBackoff, after: 15 * time.Second},
+		{name: "once the backoff passed init is retried",
+			obs:    bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "false")), InitFailures: 3, LastInitFailure: now, Now: now.Add(20 * time.Second)},
+			action: bootstrap.ActionInitialize},
+		{name: "a pod-0 in CrashLoopBackOff is degraded with the container's reason",
+			obs:    bootstrap.Observed{Pod0: pod0(waiting("CrashLoopBackOff"), restarts(2, "Error", 1))},
+			action: bootstrap.ActionDegraded, reason: bootstrap.ReasonPodCrashLooping, after: bootstrap.DegradedRequeue},
+		{name: "a pod-0 whose restarts keep rising is degraded between back-offs",
+			obs:    bootstrap.Observed{Pod0: pod0(restarts(3, "OOMKilled", 137))},
+			action: bootstrap.ActionDegraded, reason: bootstrap.ReasonPodCrashLooping},
+		{name: "a pod-0 that restarted but is ready is fine",
+			obs:    bootstrap.Observed{Pod0: pod0(restarts(4, "Error", 1), func(p *bootstrap.Pod) { p.Ready = true }, label(bootstrap.LabelInitialized, "false")), Now: now},
+			action: bootstrap.ActionInitialize},
+		{name: "a pod-0 whose image cannot be pulled is degraded",
+			obs: bootstrap.Observed{Pod0: pod0(waiting("ImagePullBackOff"))}, action: bootstrap.ActionDegraded, reason: bootstrap.ReasonPodNotStarting},
+		{name: "a crash-looping self-init pod-0 is degraded with the recovery hint",
+			obs:    bootstrap.Observed{Pod0: pod0(waiting("CrashLoopBackOff"), restarts(5, "Error", 1)), SelfInit: true},
+			action: bootstrap.ActionDegraded, reason: bootstrap.ReasonPodCrashLooping},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := bootstrap.Decide(tc.obs)
+			record(d.Message)
+			if d.Action != tc.action {
+				t.Fatalf("action %s (%s: %s), want %s", d.Action, d.Reason, d.Message, tc.action)
+			}
+			if tc.reason != "" && d.Reason != tc.reason {
+				t.Errorf("reason %s, want %s", d.Reason, tc.reason)
+			}
+			if d.SelfInitialized != tc.self {
+				t.Errorf("selfInitialized %v, want %v", d.SelfInitialized, tc.self)
+			}
+			if tc.after != 0 && d.RequeueAfter != tc.after {
+				t.Errorf("requeue after %s, want %s", d.RequeueAfter, tc.after)
+			}
+			if (d.Action == bootstrap.ActionWait || d.Action == bootstrap.ActionDegraded) && d.RequeueAfter <= 0 {
+				t.Errorf("%s without a requeue interval: a hot loop or a stall", d.Action)
+			}
+		})
+	}
+}
+
+func TestCrashLoopMessageNamesTheContainersReason(t *testing.T) {
+	d := bootstrap.Decide(bootstrap.Observed{Pod0: pod0(waiting("CrashLoopBackOff"), restarts(2, "OOMKilled", 137))})
+	if want := "bao-0 restarted 2 time(s); last exit: OOMKilled (code 137)"; d.Message != want {
+		t.Errorf("message %q, want %q", d.Message, want)
+	}
+}
+
+func TestInitBackoffDoublesFrom5sTo5m(t *testing.T) {
+	want := []time.Duration{0, 5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second,
+		80 * time.Second, 160 * time.Second, 5 * time.Minute, 5 * time.Minute}
+	for failures, w := range want {
+		if got := bootstrap.InitBackoff(failures); got != w {
+			t.Errorf("InitBackoff(%d) = %s, want %s", failures, got, w)
+		}
+	}
+	if got := bootstrap.InitBackoff(1000); got != bootstrap.InitBackoffMax {
+		t.Errorf("InitBackoff(1000) = %s", got)
+	}
+}
+
+func TestNeedsHealthOnlyWhenLabelsDoNotTell(t *testing.T) {
+	tests := map[string]struct {
+		obs  bootstrap.Observed
+		want bool
+	}{
+		"a running pod-0 without labels":        {bootstrap.Observed{Pod0: pod0()}, true},
+		"a running pod-0 with the label":        {bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "false"))}, false},
+		"a pod-0 not running":                   {bootstrap.Observed{Pod0: pod0(notRunning())}, false},
+		"no pod-0":                              {bootstrap.Observed{}, false},
+		"a cluster whose status is initialized": {bootstrap.Observed{Initialized: true, Pod0: pod0()}, false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.obs.NeedsHealth(); got != tc.want {
+				t.Errorf("NeedsHealth = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

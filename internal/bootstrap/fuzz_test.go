@@ -1,0 +1,53 @@
+package bootstrap_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/openbao/operator/internal/bootstrap"
+	"github.com/openbao/operator/internal/openbao"
+)
+
+// FuzzDecide holds the invariants of Decide over arbitrary snapshots:
+// no hot loop, no second init, no init in self-init mode, no init over an
+// existing root-token Secret, and every outcome has a reason.
+func FuzzDecide(f *testing.F) {
+	f.Add(true, true, "false", false, false, false, false, false, "", int32(0), 0, int64(0))
+	f.Add(true, true, "", true, true, false, false, false, "CrashLoopBackOff", int32(5), 2, int64(3))
+	f.Add(true, true, "true", false, false, true, true, false, "", int32(0), 0, int64(0))
+	f.Fuzz(func(t *testing.T, hasPod, running bool, initLabel string, hasHealth, healthInit, selfInit, secret, statusInit bool,
+		waiting string, restarts int32, failures int, sinceFailure int64) {
+		obs := bootstrap.Observed{
+			Initialized: statusInit, SelfInit: selfInit, RootTokenSecretExists: secret,
+			InitFailures: failures, Now: now, LastInitFailure: now.Add(-time.Duration(sinceFailure)),
+		}
+		if hasPod {
+			p := pod0(func(p *bootstrap.Pod) { p.Running, p.WaitingReason, p.RestartCount = running, waiting, restarts })
+			if initLabel != "" {
+				p.Labels[bootstrap.LabelInitialized] = initLabel
+			}
+			obs.Pod0 = p
+		}
+		if hasHealth {
+			obs.Health = &openbao.Health{Initialized: healthInit}
+		}
+		d := bootstrap.Decide(obs)
+		if d.Reason == "" && d.Action != bootstrap.ActionInitialize {
+			t.Errorf("%s without a reason", d.Action)
+		}
+		if (d.Action == bootstrap.ActionWait || d.Action == bootstrap.ActionDegraded) && d.RequeueAfter <= 0 {
+			t.Errorf("%s (%s) without a requeue interval", d.Action, d.Reason)
+		}
+		if d.Action == bootstrap.ActionInitialize {
+			labelled, known := obs.Pod0.LabelState(bootstrap.LabelInitialized)
+			switch {
+			case statusInit, selfInit, secret:
+				t.Errorf("initialize with status %v, self-init %v, Secret %v", statusInit, selfInit, secret)
+			case known && labelled, !known && (obs.Health == nil || obs.Health.Initialized):
+				t.Errorf("initialize a cluster that is or may be initialized: %+v", obs)
+			case !obs.Pod0.Running:
+				t.Error("initialize a pod that is not running")
+			}
+		}
+	})
+}

@@ -1,0 +1,180 @@
+package bootstrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/openbao/operator/internal/openbao"
+)
+
+// TokenStore keeps the root token. sys/init returns it once, so Initialize
+// proves the store writable before it calls sys/init.
+type TokenStore interface {
+	// Name names the store (the Secret) for logs and messages.
+	Name() string
+	// DryRunCreate checks that Create would succeed now, without writing.
+	DryRunCreate(ctx context.Context) error
+	// Create stores the token. Its error must not carry the token.
+	Create(ctx context.Context, token openbao.Token) error
+}
+
+// InitError is a failed Initialize. Reason is a condition reason;
+// Initialized says sys/init succeeded (the cluster is initialized whatever
+// happened after). Err never carries a token or a sys/init body.
+type InitError struct {
+	Reason      string
+	Initialized bool
+	Err         error
+}
+
+func (e *InitError) Error() string { return fmt.Sprintf("bootstrap %s: %v", e.Reason, e.Err) }
+func (e *InitError) Unwrap() error { return e.Err }
+
+// Reasons of InitError besides ReasonInitFailed and ReasonRootTokenLost.
+const ReasonRootTokenSecretUnwritable = "RootTokenSecretUnwritable"
+
+// ErrTokenNotStored is wrapped when every Create attempt after sys/init failed.
+var ErrTokenNotStored = errors.New("the root token could not be stored and is lost")
+
+// InitOptions configure Initialize.
+type InitOptions struct {
+	Request openbao.InitRequest
+	// Autopilot, when set, is written with the new root token right after
+	// the token is stored (PhaseBootstrap values).
+	Autopilot *openbao.AutopilotConfig
+	// ClientWithToken returns a client of the same server that sends the
+	// token; required when Autopilot is set.
+	ClientWithToken func(openbao.Token) (openbao.Client, error)
+	// StoreAttempts bounds Create attempts after sys/init (default 5), with
+	// StoreRetryWait between them (default 1s), through Sleep (default: a
+	// timer that honours ctx).
+	StoreAttempts  int
+	StoreRetryWait time.Duration
+	Sleep          func(ctx context.Context, d time.Duration) error
+	// AutopilotAttempts bounds the autopilot write (default 10), with
+	// StoreRetryWait between attempts.
+	AutopilotAttempts int
+}
+
+// InitOutcome reports what Initialize did.
+type InitOutcome struct {
+	// AutopilotErr is set when the autopilot write after init failed; the
+	// reconciler retries it later with the stored token.
+	AutopilotErr error
+}
+
+// Initialize runs the standard initialization against pod-0: a dry-run
+// create of the root-token Secret, sys/init, then the create with the
+// in-memory token, retried a bounded number of times. The token never
+// leaves this call except into the store.
+//
+// If the dry run fails, sys/init is not called (Reason
+// RootTokenSecretUnwritable, retry with backoff). If sys/init fails, the
+// cluster is still uninitialized (Reason InitFailed, retry with backoff).
+// If every create fails, the cluster is initialized and its root token is
+// lost (Reason RootTokenLost, Initialized true): mark status.initialized,
+// set Degraded, never call sys/init again; recovery is
+// `bao operator generate-root` with the recovery keys or the seal.
+func Initialize(ctx context.Context, c openbao.Client, store TokenStore, opts InitOptions) (InitOutcome, error) {
+	log := logr.FromContextOrDiscard(ctx).WithValues("secret", store.Name())
+	if err := store.DryRunCreate(ctx); err != nil {
+		return InitOutcome{}, &InitError{Reason: ReasonRootTokenSecretUnwritable, Err: fmt.Errorf("dry-run create of Secret %s: %w", store.Name(), err)}
+	}
+	res, err := c.Init(ctx, opts.Request)
+	if err != nil {
+		return InitOutcome{}, &InitError{Reason: ReasonInitFailed, Err: err}
+	}
+	if err := storeToken(ctx, store, res.RootToken, opts); err != nil {
+		log.Error(nil, "OpenBao initialized but its root token could not be stored", "audit", true,
+			"event_type", "openbao.bootstrap.root_token_lost")
+		return InitOutcome{}, &InitError{Reason: ReasonRootTokenLost, Initialized: true, Err: err}
+	}
+	log.Info("OpenBao initialized; root token stored", "audit", true, "event_type", "openbao.bootstrap.initialized")
+	var out InitOutcome
+	if opts.Autopilot != nil {
+		out.AutopilotErr = setAutopilot(ctx, res.RootToken, opts)
+	}
+	return out, nil
+}
+
+func storeToken(ctx context.Context, store TokenStore, token openbao.Token, opts InitOptions) error {
+	attempts := opts.StoreAttempts
+	if attempts <= 0 {
+		attempts = 5
+	}
+	wait, sleep := retryTiming(opts)
+	var last error
+	for i := 0; i < attempts; i++ {
+		if i > 0 {
+			if err := sleep(ctx, wait); err != nil {
+				last = err
+				break
+			}
+		}
+		if last = store.Create(ctx, token); last == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: Secret %s, %d attempt(s), last: %w", ErrTokenNotStored, store.Name(), attempts, last)
+}
+
+// setAutopilot writes the autopilot configuration with the new token.
+// sys/init returns before the node is active (measured: 500 "local node
+// not active" right after it), so the write is retried up to
+// AutopilotAttempts times, StoreRetryWait apart; a refusal (400, 403) is
+// final.
+func setAutopilot(ctx context.Context, token openbao.Token, opts InitOptions) error {
+	if opts.ClientWithToken == nil {
+		return errors.New("set autopilot: no client with a token")
+	}
+	c, err := opts.ClientWithToken(token)
+	if err != nil {
+		return fmt.Errorf("set autopilot: %w", err)
+	}
+	attempts := opts.AutopilotAttempts
+	if attempts <= 0 {
+		attempts = 10
+	}
+	wait, sleep := retryTiming(opts)
+	for i := 0; ; i++ {
+		err = c.SetAutopilotConfiguration(ctx, *opts.Autopilot)
+		final := errors.Is(err, openbao.ErrInvalidRequest) || errors.Is(err, openbao.ErrPermissionDenied)
+		if err == nil || final || i+1 >= attempts {
+			break
+		}
+		if sleepErr := sleep(ctx, wait); sleepErr != nil {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("set autopilot: %w", err)
+	}
+	return nil
+}
+
+func retryTiming(opts InitOptions) (time.Duration, func(context.Context, time.Duration) error) {
+	wait := opts.StoreRetryWait
+	if wait <= 0 {
+		wait = time.Second
+	}
+	sleep := opts.Sleep
+	if sleep == nil {
+		sleep = sleepCtx
+	}
+	return wait, sleep
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,79 @@
+package bootstrap
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/internal/openbao"
+)
+
+// SecretTokenStore stores the root token in a Kubernetes Secret built from
+// Template (name, namespace, labels, owner references set by the
+// reconciler) with the token under RootTokenDataKey.
+type SecretTokenStore struct {
+	Client   client.Client
+	Template *corev1.Secret
+}
+
+var _ TokenStore = (*SecretTokenStore)(nil)
+
+// Name returns namespace/name of the Secret.
+func (s *SecretTokenStore) Name() string {
+	return s.Template.Namespace + "/" + s.Template.Name
+}
+
+// DryRunCreate asks the API server to admit the Secret without storing
+// it: RBAC, quota, admission and an existing Secret of that name fail here,
+// before sys/init.
+func (s *SecretTokenStore) DryRunCreate(ctx context.Context) error {
+	obj := s.secret(nil)
+	if err := s.Client.Create(ctx, obj, client.DryRunAll); err != nil {
+		return fmt.Errorf("create Secret %s: %w", s.Name(), err)
+	}
+	return nil
+}
+
+// Create stores the token. A Secret that already holds exactly this token
+// counts as stored (an earlier attempt whose answer was lost). Errors name
+// the API status reason only: an admission webhook's message could echo
+// the object.
+func (s *SecretTokenStore) Create(ctx context.Context, token openbao.Token) error {
+	obj := s.secret([]byte(token.Reveal()))
+	err := s.Client.Create(ctx, obj)
+	if err == nil {
+		return nil
+	}
+	if apierrors.IsAlreadyExists(err) {
+		var existing corev1.Secret
+		if getErr := s.Client.Get(ctx, client.ObjectKeyFromObject(obj), &existing); getErr == nil &&
+			bytes.Equal(existing.Data[RootTokenDataKey], obj.Data[RootTokenDataKey]) {
+			return nil
+		}
+	}
+	return fmt.Errorf("create Secret %s: %s", s.Name(), describe(err))
+}
+
+func (s *SecretTokenStore) secret(token []byte) *corev1.Secret {
+	obj := s.Template.DeepCopy()
+	obj.Type = corev1.SecretTypeOpaque
+	obj.Data = map[string][]byte{}
+	if token != nil {
+		obj.Data[RootTokenDataKey] = token
+	}
+	return obj
+}
+
+// describe names an API error by its status reason and code only.
+func describe(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return fmt.Sprintf("%s (HTTP %d)", status.Status().Reason, status.Status().Code)
+	}
+	return "request failed"
+}

@@ -1,0 +1,118 @@
+// Package openbaofake is an in-memory openbao.Client for tests. Each answer
+// is a field; each call is counted.
+package openbaofake
+
+import (
+	"context"
+	"sync"
+
+	"github.com/openbao/operator/internal/openbao"
+)
+
+// Client is a fake openbao.Client. Set the answers before use; errors take
+// precedence over answers.
+type Client struct {
+	mu sync.Mutex
+
+	HealthAnswer openbao.Health
+	HealthErr    error
+
+	InitAnswer openbao.InitResult
+	InitErr    error
+	// InitMarksInitialized makes a successful Init set HealthAnswer to
+	// initialized and unsealed, as a real server would.
+	InitMarksInitialized bool
+
+	Raft    openbao.RaftConfiguration
+	RaftErr error
+
+	Autopilot       openbao.AutopilotConfig
+	AutopilotErr    error
+	SetAutopilotErr error
+	// SetAutopilotFailures, when positive, limits SetAutopilotErr to the
+	// first that many calls.
+	SetAutopilotFailures int
+
+	StepDownErr error
+
+	// Calls counts calls by method name ("Health", "Init", ...).
+	Calls map[string]int
+	// InitRequests records the requests Init received.
+	InitRequests []openbao.InitRequest
+}
+
+var _ openbao.Client = (*Client)(nil)
+
+func (c *Client) count(name string) {
+	if c.Calls == nil {
+		c.Calls = map[string]int{}
+	}
+	c.Calls[name]++
+}
+
+// CallCount returns how often the method was called.
+func (c *Client) CallCount(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Calls[name]
+}
+
+// Health returns HealthAnswer or HealthErr.
+func (c *Client) Health(context.Context) (openbao.Health, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("Health")
+	return c.HealthAnswer, c.HealthErr
+}
+
+// Init returns InitAnswer or InitErr.
+func (c *Client) Init(_ context.Context, req openbao.InitRequest) (openbao.InitResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("Init")
+	c.InitRequests = append(c.InitRequests, req)
+	if c.InitErr != nil {
+		return openbao.InitResult{}, c.InitErr
+	}
+	if c.InitMarksInitialized {
+		c.HealthAnswer = openbao.Health{Initialized: true}
+	}
+	return c.InitAnswer, nil
+}
+
+// RaftConfiguration returns Raft or RaftErr.
+func (c *Client) RaftConfiguration(context.Context) (openbao.RaftConfiguration, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("RaftConfiguration")
+	return c.Raft, c.RaftErr
+}
+
+// AutopilotConfiguration returns Autopilot or AutopilotErr.
+func (c *Client) AutopilotConfiguration(context.Context) (openbao.AutopilotConfig, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("AutopilotConfiguration")
+	return c.Autopilot, c.AutopilotErr
+}
+
+// SetAutopilotConfiguration stores cfg in Autopilot unless SetAutopilotErr.
+func (c *Client) SetAutopilotConfiguration(_ context.Context, cfg openbao.AutopilotConfig) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("SetAutopilotConfiguration")
+	n := c.Calls["SetAutopilotConfiguration"]
+	if c.SetAutopilotErr != nil && (c.SetAutopilotFailures <= 0 || n <= c.SetAutopilotFailures) {
+		return c.SetAutopilotErr
+	}
+	c.Autopilot = cfg
+	return nil
+}
+
+// StepDown returns StepDownErr.
+func (c *Client) StepDown(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("StepDown")
+	return c.StepDownErr
+}

@@ -1,0 +1,66 @@
+package openbao_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openbao/operator/internal/bootstrap"
+	"github.com/openbao/operator/test/testbin"
+)
+
+// TestOpenBaoRefusesTheKeysValidateUnsealKeyRejects starts bao with the
+// operator's rendered static seal and a key file: 32 raw bytes from
+// NewUnsealKey start, the same bytes with a trailing newline (which
+// ValidateUnsealKey rejects) stop bao at the seal configuration.
+func TestOpenBaoRefusesTheKeysValidateUnsealKeyRejects(t *testing.T) {
+	good := newUnsealKey(t)
+	bad := append(append([]byte{}, good...), '\n')
+	if err := bootstrap.ValidateUnsealKey(bad); err == nil {
+		t.Fatal("ValidateUnsealKey accepts a trailing newline")
+	}
+	if out, exited := runBaoWithKey(t, good, 5*time.Second); exited || strings.Contains(out, "Seal configuration") {
+		t.Fatalf("bao did not start with 32 raw bytes:\n%s", out)
+	}
+	out, exited := runBaoWithKey(t, bad, 30*time.Second)
+	if !exited || !strings.Contains(out, "Error parsing Seal configuration") {
+		t.Errorf("bao with a trailing newline in the key: exited %v, want a seal configuration error:\n%s", exited, out)
+	}
+}
+
+// runBaoWithKey runs bao for at most d and returns its output and whether
+// it exited by itself.
+func runBaoWithKey(t *testing.T, key []byte, d time.Duration) (string, bool) {
+	t.Helper()
+	bao, err := testbin.Path("bao")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certs := newTestCerts(t)
+	files := map[string][]byte{"unseal.key": key, "tls.crt": certs.Cert, "tls.key": certs.Key, "ca.crt": certs.CA}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "raft"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	config := strings.NewReplacer("{{dir}}", dir, "{{api_port}}", "0", "{{cluster_port}}", "0").
+		Replace(renderNodeConfig(t, nodeConfig{}))
+	if err := os.WriteFile(filepath.Join(dir, "config.hcl"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bao, "server", "-config="+filepath.Join(dir, "config.hcl"))
+	cmd.Env = append(os.Environ(), "BAO_RAFT_NODE_ID=node-0",
+		"BAO_API_ADDR=https://127.0.0.1:8200", "BAO_CLUSTER_ADDR=https://127.0.0.1:8201")
+	out, _ := cmd.CombinedOutput()
+	return string(out), ctx.Err() == nil
+}
