@@ -51,7 +51,7 @@ func ConfigFor(c *v1alpha1.OpenBaoCluster) (Config, error) {
 	sum := sha256.Sum256(steadyHCL)
 	cfg := Config{HCL: string(hcl), Checksum: hex.EncodeToString(sum[:])}
 	if c.Spec.SelfInit != nil && c.Spec.SelfInit.Enabled && !c.Status.Initialized {
-		reqs, err := initRequests(c.Spec.SelfInit.Requests)
+		reqs, err := selfInitRequests(c)
 		if err != nil {
 			return Config{}, err
 		}

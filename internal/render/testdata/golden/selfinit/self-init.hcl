@@ -17,3 +17,16 @@ initialize "configure-kubernetes-auth" {
     }
   }
 }
+
+initialize "operator-autopilot" {
+  request "operator-autopilot" {
+    operation = "update"
+    path      = "sys/storage/raft/autopilot/configuration"
+    data {
+      cleanup_dead_servers               = true
+      dead_server_last_contact_threshold = "300s"
+      min_quorum                         = 3
+      server_stabilization_time          = "10s"
+    }
+  }
+}
