@@ -28,10 +28,13 @@
 //  4. if every attempt fails, the cluster is initialized and the token is
 //     lost: InitError{Reason: RootTokenLost, Initialized: true}. The
 //     reconciler marks status.initialized (so replicas scale out and init
-//     is never retried) and sets Degraded RootTokenLost. Recovery is
-//     bao operator generate-root with the seal's recovery keys; the
-//     operator never holds the token elsewhere (no log, event, condition,
-//     error, annotation, or retry buffer across reconciles).
+//     is never retried) and sets Degraded RootTokenLost. sys/init is sent
+//     as {} (no recovery keys), so generate-root has nothing to work with;
+//     but the cluster was initialized moments ago and holds no data, so
+//     the recovery is to delete pod-0's volume and let the operator
+//     initialize again (a user decision, never automatic). The operator
+//     never holds the token elsewhere (no log, event, condition, error,
+//     annotation, or retry buffer across reconciles).
 //
 // A root-token Secret that exists while OpenBao is uninitialized is stale:
 // Degraded StaleRootTokenSecret, never overwritten.

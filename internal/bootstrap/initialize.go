@@ -77,8 +77,9 @@ type InitOutcome struct {
 // cluster is still uninitialized (Reason InitFailed, retry with backoff).
 // If every create fails, the cluster is initialized and its root token is
 // lost (Reason RootTokenLost, Initialized true): mark status.initialized,
-// set Degraded, never call sys/init again; recovery is
-// `bao operator generate-root` with the recovery keys or the seal.
+// set Degraded, never call sys/init again. The fresh cluster holds no data
+// and no recovery keys exist (sys/init sends {}), so recovery is deleting
+// pod-0's volume and initializing again, by the user's decision.
 func Initialize(ctx context.Context, c openbao.Client, store TokenStore, opts InitOptions) (InitOutcome, error) {
 	log := logr.FromContextOrDiscard(ctx).WithValues("secret", store.Name())
 	if err := store.DryRunCreate(ctx); err != nil {
