@@ -25,6 +25,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/apply"
+	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/render"
 	"github.com/openbao/operator/internal/values"
 )
@@ -58,6 +59,12 @@ type OpenBaoClusterReconciler struct {
 	Clock     clock.PassiveClock
 	// Random feeds certificate serial numbers; nil means crypto/rand.
 	Random io.Reader
+	// OpenBao makes clients of the cluster's servers; nil leaves
+	// initialization to whoever holds the cluster (tests of other steps).
+	OpenBao openbao.Factory
+
+	initAttempts     initAttempts
+	autopilotSettled settledGenerations
 	// ResyncPeriod brings a settled cluster back to reconcile, to catch what
 	// no watch reports (watches.yaml reconcilePeriod).
 	ResyncPeriod time.Duration
@@ -113,7 +120,7 @@ func (r *OpenBaoClusterReconciler) runSteps(ctx context.Context, c *v1alpha1.Ope
 		return ctrl.Result{}, nil
 	}
 	setCondition(status, c, now, v1alpha1.ConditionPaused, false, v1alpha1.ReasonNotPaused, "the operator manages this cluster")
-	certPEM, tlsResult, err := r.reconcileTLS(ctx, c, status, events)
+	served, tlsResult, err := r.reconcileTLS(ctx, c, status, events)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -124,10 +131,14 @@ func (r *OpenBaoClusterReconciler) runSteps(ctx context.Context, c *v1alpha1.Ope
 	if err != nil {
 		return result, err
 	}
-	if err := r.annotateCertHash(ctx, c, certPEM); err != nil {
+	if err := r.annotateCertHash(ctx, c, served.certPEM); err != nil {
 		return ctrl.Result{}, err
 	}
-	return soonest(tlsResult, result), r.observeStatefulSet(ctx, c, status)
+	bootResult, err := r.reconcileBootstrap(ctx, c, status, served, events)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return soonest(tlsResult, result, bootResult), r.observeServers(ctx, c, status)
 }
 
 // soonest combines the requeue wishes of several steps.
@@ -139,20 +150,6 @@ func soonest(results ...ctrl.Result) ctrl.Result {
 		}
 	}
 	return out
-}
-
-func (r *OpenBaoClusterReconciler) observeStatefulSet(ctx context.Context, c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) error {
-	sts := &appsv1.StatefulSet{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.StatefulSetName()}, sts)
-	if apierrors.IsNotFound(err) {
-		status.ReadyReplicas = 0
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read StatefulSet %s: %w", c.StatefulSetName(), err)
-	}
-	status.ReadyReplicas = sts.Status.ReadyReplicas
-	return nil
 }
 
 func (r *OpenBaoClusterReconciler) writeStatus(ctx context.Context, c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) error {

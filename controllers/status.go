@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/bootstrap"
 )
 
 // setCondition sets one condition; its transition time changes only when
@@ -39,20 +40,39 @@ func truncate(msg string) string {
 // objects hold no secret values, so their validation errors may be shown.
 func apiReason(err error) string { return truncate(err.Error()) }
 
+// degradedReasons are condition reasons that need a person: a retry alone
+// will not clear them.
+var degradedReasons = map[string]bool{
+	bootstrap.ReasonPodCrashLooping: true, bootstrap.ReasonPodNotStarting: true,
+	bootstrap.ReasonStaleRootTokenSecret: true, bootstrap.ReasonRootTokenLost: true,
+	bootstrap.ReasonInitFailed: true, bootstrap.ReasonRootTokenSecretUnwritable: true,
+	v1alpha1.ReasonStaticKeyInvalid: true, v1alpha1.ReasonInvalidExternalSecrets: true,
+}
+
 // phase summarizes the conditions and status for humans and printer columns.
 func phase(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) v1alpha1.ClusterPhase {
 	switch {
 	case c.Spec.Paused:
 		return v1alpha1.PhasePaused
-	case meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionDegraded):
+	case meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionDegraded) || anyDegradedReason(status):
 		return v1alpha1.PhaseDegraded
 	case meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionDegraded) == nil:
 		return v1alpha1.PhasePending
-	case !status.Initialized:
-		return v1alpha1.PhaseInitializing
-	default:
+	case status.Initialized && status.ReadyReplicas >= c.Spec.Replicas &&
+		meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionAvailable):
 		return v1alpha1.PhaseRunning
+	default:
+		return v1alpha1.PhaseInitializing
 	}
+}
+
+func anyDegradedReason(status *v1alpha1.OpenBaoClusterStatus) bool {
+	for _, cond := range status.Conditions {
+		if degradedReasons[cond.Reason] {
+			return true
+		}
+	}
+	return false
 }
 
 func controllerOptions(maxConcurrent int) controller.Options {

@@ -23,16 +23,24 @@ import (
 // Secrets looks again: they carry no label of ours, so no watch reports them.
 const externalSecretsRetry = 15 * time.Second
 
-// reconcileTLS makes the TLS Secrets match the spec and owns TLSReady. It
-// returns the server certificate (PEM) the pods should serve, if any.
+// servedTLS is what the TLS step hands the later steps: the certificate the
+// pods should serve (for the cert-hash annotation) and the CA bundle the
+// operator trusts when it talks to them. Both are nil until TLS is ready;
+// with ACME the bundle stays nil and the system roots apply.
+type servedTLS struct {
+	certPEM, caPEM []byte
+	ready          bool
+}
+
+// reconcileTLS makes the TLS Secrets match the spec and owns TLSReady.
 func (r *OpenBaoClusterReconciler) reconcileTLS(ctx context.Context, c *v1alpha1.OpenBaoCluster,
-	status *v1alpha1.OpenBaoClusterStatus, events *[]event) ([]byte, ctrl.Result, error) {
+	status *v1alpha1.OpenBaoClusterStatus, events *[]event) (servedTLS, ctrl.Result, error) {
 	now := r.Clock.Now()
 	switch c.Spec.TLS.Mode {
 	case v1alpha1.TLSModeACME:
 		setCondition(status, c, now, v1alpha1.ConditionTLSReady, true, v1alpha1.ReasonACMEByOpenBao,
 			"OpenBao obtains and renews its certificate from the ACME directory itself")
-		return nil, ctrl.Result{}, nil
+		return servedTLS{ready: true}, ctrl.Result{}, nil
 	case v1alpha1.TLSModeExternal:
 		return r.observeExternalTLS(ctx, c, status)
 	default:
@@ -41,31 +49,31 @@ func (r *OpenBaoClusterReconciler) reconcileTLS(ctx context.Context, c *v1alpha1
 }
 
 func (r *OpenBaoClusterReconciler) observeExternalTLS(ctx context.Context, c *v1alpha1.OpenBaoCluster,
-	status *v1alpha1.OpenBaoClusterStatus) ([]byte, ctrl.Result, error) {
+	status *v1alpha1.OpenBaoClusterStatus) (servedTLS, ctrl.Result, error) {
 	now := r.Clock.Now()
 	caSecret, err := r.readSecret(ctx, r.APIReader, c.Namespace, c.TLSCASecretName())
 	if err != nil {
-		return nil, ctrl.Result{}, err
+		return servedTLS{}, ctrl.Result{}, err
 	}
 	serverSecret, err := r.readSecret(ctx, r.APIReader, c.Namespace, c.TLSServerSecretName())
 	if err != nil {
-		return nil, ctrl.Result{}, err
+		return servedTLS{}, ctrl.Result{}, err
 	}
 	if caSecret == nil || serverSecret == nil {
 		setCondition(status, c, now, v1alpha1.ConditionTLSReady, false, v1alpha1.ReasonWaitingForExternalSecrets,
 			fmt.Sprintf("waiting for Secret %s (key ca.crt) and Secret %s (keys tls.crt, tls.key) in namespace %s",
 				c.TLSCASecretName(), c.TLSServerSecretName(), c.Namespace))
-		return nil, ctrl.Result{RequeueAfter: externalSecretsRetry}, nil
+		return servedTLS{}, ctrl.Result{RequeueAfter: externalSecretsRetry}, nil
 	}
 	certPEM := serverSecret.Data[pki.CertKey]
 	if msg := externalProblem(caSecret, serverSecret); msg != "" {
 		setCondition(status, c, now, v1alpha1.ConditionTLSReady, false, v1alpha1.ReasonInvalidExternalSecrets, msg)
-		return nil, ctrl.Result{RequeueAfter: externalSecretsRetry}, nil
+		return servedTLS{}, ctrl.Result{RequeueAfter: externalSecretsRetry}, nil
 	}
 	recordExpiry(c, "server", certPEM)
 	setCondition(status, c, now, v1alpha1.ConditionTLSReady, true, v1alpha1.ReasonExternalSecretsReady,
 		fmt.Sprintf("serving the certificate from Secret %s", c.TLSServerSecretName()))
-	return certPEM, ctrl.Result{RequeueAfter: externalSecretsRetry}, nil
+	return servedTLS{certPEM: certPEM, caPEM: caSecret.Data[pki.CAKey], ready: true}, ctrl.Result{RequeueAfter: externalSecretsRetry}, nil
 }
 
 // externalProblem says what is wrong with user-provided Secrets, naming
@@ -81,15 +89,15 @@ func externalProblem(caSecret, serverSecret *corev1.Secret) string {
 }
 
 func (r *OpenBaoClusterReconciler) reconcileOperatorTLS(ctx context.Context, c *v1alpha1.OpenBaoCluster,
-	status *v1alpha1.OpenBaoClusterStatus, events *[]event) ([]byte, ctrl.Result, error) {
+	status *v1alpha1.OpenBaoClusterStatus, events *[]event) (servedTLS, ctrl.Result, error) {
 	now := r.Clock.Now()
 	caSecret, err := r.readSecret(ctx, r.Client, c.Namespace, c.TLSCASecretName())
 	if err != nil {
-		return nil, ctrl.Result{}, err
+		return servedTLS{}, ctrl.Result{}, err
 	}
 	serverSecret, err := r.readSecret(ctx, r.Client, c.Namespace, c.TLSServerSecretName())
 	if err != nil {
-		return nil, ctrl.Result{}, err
+		return servedTLS{}, ctrl.Result{}, err
 	}
 	spec := pkiSpec(c)
 	obs := pki.ObservedFromSecrets(dataOf(caSecret), dataOf(serverSecret))
@@ -98,7 +106,7 @@ func (r *OpenBaoClusterReconciler) reconcileOperatorTLS(ctx context.Context, c *
 		if obs, err = r.carryOutTLSPlan(ctx, c, plan, obs, spec, caSecret, serverSecret); err != nil {
 			setCondition(status, c, now, v1alpha1.ConditionTLSReady, false, v1alpha1.ReasonTLSIssueFailed,
 				"writing the TLS Secrets failed; the operator retries: "+apiReason(err))
-			return nil, ctrl.Result{}, err
+			return servedTLS{}, ctrl.Result{}, err
 		}
 		*events = append(*events, tlsEvent(plan))
 		if plan.IssueServer {
@@ -115,7 +123,7 @@ func (r *OpenBaoClusterReconciler) reconcileOperatorTLS(ctx context.Context, c *
 	if !plan.NextCheck.IsZero() {
 		result.RequeueAfter = max(plan.NextCheck.Sub(now), time.Second)
 	}
-	return obs.Server.CertPEM, result, nil
+	return servedTLS{certPEM: obs.Server.CertPEM, caPEM: obs.CA.BundlePEM, ready: true}, result, nil
 }
 
 // carryOutTLSPlan builds the new material and writes the CA Secret before

@@ -13,6 +13,12 @@ const (
 	// ConditionSealReady (seal step) is True when the servers have what
 	// their seal needs: the static key Secret, or an external KMS.
 	ConditionSealReady = "SealReady"
+	// ConditionOpenBaoInitialized (bootstrap step) is True once the
+	// cluster is initialized, by sys/init or self-init.
+	ConditionOpenBaoInitialized = "OpenBaoInitialized"
+	// ConditionAvailable (server observation) is True while an active
+	// server is ready to answer clients.
+	ConditionAvailable = "Available"
 )
 
 // Condition reasons, CamelCase as metav1.Condition requires.
@@ -36,6 +42,9 @@ const (
 	ReasonStaticKeyReady   = "StaticKeyReady"
 	ReasonStaticKeyInvalid = "StaticKeyInvalid"
 	ReasonExternalSeal     = "ExternalSeal"
+
+	ReasonActiveServerReady = "ActiveServerReady"
+	ReasonNoActiveServer    = "NoActiveServer"
 )
 
 // Labels and annotations the operator sets on what it manages.

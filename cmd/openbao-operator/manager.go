@@ -28,6 +28,7 @@ import (
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/controllers"
 	"github.com/openbao/operator/internal/apply"
+	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/render"
 	"github.com/openbao/operator/internal/values"
 )
@@ -106,6 +107,7 @@ func runManager(args []string) error {
 		Recorder:     mgr.GetEventRecorder("openbao-operator"),
 		Clock:        clock.RealClock{},
 		ResyncPeriod: settings.ReconcilePeriod,
+		OpenBao:      openbao.New,
 	}
 	if err := reconciler.SetupWithManager(mgr, settings.MaxConcurrentReconciles); err != nil {
 		return fmt.Errorf("set up OpenBaoCluster controller: %w", err)

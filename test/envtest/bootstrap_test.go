@@ -1,0 +1,138 @@
+package envtest_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/bootstrap"
+	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/openbao/openbaofake"
+)
+
+// TestStandardInitStoresTheTokenOnceThenScalesOut drives the reconciler
+// against the real API server (the dry-run create and the Secret are real)
+// with a fake OpenBao, playing kubelet for pod-0. sys/init is called once;
+// the root token lands in its Secret and nowhere else; the next pass
+// renders spec.replicas.
+func TestStandardInitStoresTheTokenOnceThenScalesOut(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "boot")
+	c := newCluster(t, "boot", `
+metadata: {name: boot}
+spec: {version: 2.4.0, replicas: 3}
+`)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	const token = "s.ROOT-TOKEN-THAT-MUST-NOT-LEAK-7f3a"
+	bao := &openbaofake.Client{
+		HealthAnswer: openbao.Health{Initialized: false, Sealed: true},
+		InitAnswer:   openbao.InitResult{RootToken: openbao.NewToken(token)},
+	}
+	recorder := events.NewFakeRecorder(100)
+	r, err := newReconciler(k8s, k8s, recorder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.OpenBao = func(openbao.Options) (openbao.Client, error) { return bao, nil }
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
+	reconcile := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatalf("reconcile: %v", err)
+		}
+	}
+
+	reconcile() // renders one replica; pod-0 does not exist yet
+	if got := stsReplicas(t, "boot", "boot"); got != 1 {
+		t.Fatalf("before initialization the StatefulSet has %d replicas, want 1", got)
+	}
+	runningPod0(t, "boot", "boot-0")
+	reconcile() // pod-0 runs, its labels are unknown: health, then sys/init
+	reconcile() // initialized: the render scales out
+	if n := bao.CallCount("Init"); n != 1 {
+		t.Fatalf("sys/init called %d times, want 1", n)
+	}
+	secret := &corev1.Secret{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "boot", Name: c.RootTokenSecretName()}, secret); err != nil {
+		t.Fatalf("root-token Secret: %v", err)
+	}
+	if string(secret.Data[bootstrap.RootTokenDataKey]) != token {
+		t.Fatal("the root-token Secret does not hold the token sys/init returned")
+	}
+	if got := stsReplicas(t, "boot", "boot"); got != 3 {
+		t.Fatalf("after initialization the StatefulSet has %d replicas, want 3", got)
+	}
+	reconcile() // nothing more to initialize
+	if n := bao.CallCount("Init"); n != 1 {
+		t.Fatalf("sys/init called again (%d calls)", n)
+	}
+	assertNoLeak(t, c, recorder, token)
+}
+
+func runningPod0(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
+			"app.kubernetes.io/name": "openbao", "app.kubernetes.io/instance": "boot", v1alpha1.LabelCluster: "boot",
+		}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: bootstrap.ContainerName, Image: "openbao"}}},
+	}
+	if err := k8s.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
+		Name: bootstrap.ContainerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
+	}}
+	if err := k8s.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func stsReplicas(t *testing.T, ns, name string) int32 {
+	t.Helper()
+	sts := &appsv1.StatefulSet{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, sts); err != nil {
+		t.Fatal(err)
+	}
+	return *sts.Spec.Replicas
+}
+
+// assertNoLeak fails when the token appears in the cluster's status, its
+// conditions or any event the reconciler emitted.
+func assertNoLeak(t *testing.T, c *v1alpha1.OpenBaoCluster, recorder *events.FakeRecorder, token string) {
+	t.Helper()
+	latest := &v1alpha1.OpenBaoCluster{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(c), latest); err != nil {
+		t.Fatal(err)
+	}
+	statusYAML, _ := yaml.Marshal(latest.Status)
+	if strings.Contains(string(statusYAML), token) {
+		t.Fatal("the root token appears in the cluster's status")
+	}
+	if !latest.Status.Initialized {
+		t.Error("status.initialized is false after initialization")
+	}
+	for {
+		select {
+		case e := <-recorder.Events:
+			if strings.Contains(e, token) {
+				t.Fatalf("the root token appears in an event: %q", e)
+			}
+		default:
+			return
+		}
+	}
+}
