@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,83 +14,127 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/test/localnode"
 )
 
-// TestClusterPodServesOperatorIssuedTLSAndReloadsWithoutRestart creates an
-// OpenBaoCluster in a namespace that enforces the restricted level. Until
-// the bootstrap step exists the cluster stays at one uninitialized server,
-// which is enough to prove the TLS path end to end: the pod, running under
-// bao-wrapper, serves a certificate that verifies against <cluster>-tls-ca
-// for its stable DNS name, and a forced reissue reaches it with no restart.
-func TestClusterPodServesOperatorIssuedTLSAndReloadsWithoutRestart(t *testing.T) {
+const replicas = 3
+
+// TestClusterFormsServesTLSAndRotatesWithoutRestart creates a 3-replica
+// OpenBaoCluster in a namespace that enforces the restricted level and lets
+// the operator alone take it to three Raft voters. Then every server must
+// serve a certificate that verifies against <cluster>-tls-ca for its stable
+// DNS name, a forced reissue must reach every server with no restart, and
+// the root token must appear in no operator or OpenBao log.
+func TestClusterFormsServesTLSAndRotatesWithoutRestart(t *testing.T) {
 	cl := installOperator(t)
+	ctx := context.Background()
+	ns := createNamespace(ctx, t, cl, "e2e-cluster")
+	start := time.Now()
+	createCluster(ctx, t, cl, ns, "bao")
+	waitFor(ctx, t, 5*time.Minute, "phase Running with 3 ready servers", func() (bool, string) {
+		st := clusterStatus(ctx, t, cl, ns, "bao")
+		return st["phase"] == "Running" && fmt.Sprint(st["readyReplicas"]) == fmt.Sprint(replicas), fmt.Sprint(st)
+	})
+	logf("cluster Running with %d ready servers %s after create", replicas, time.Since(start).Round(100*time.Millisecond))
+
+	token := string(secretData(ctx, t, cl, ns, "bao-root-token", "token"))
+	caPEM := secretData(ctx, t, cl, ns, "bao-tls-ca", "ca.crt")
+	pods := serverPods(ctx, t, cl, ns, replicas)
+	waitFor(ctx, t, 2*time.Minute, "three Raft voters", func() (bool, string) {
+		voters, err := raftVoters(pods[0], ns, caPEM, token)
+		return err == nil && len(voters) == replicas, fmt.Sprintf("voters %v (%v)", voters, err)
+	})
+	logf("3 Raft voters %s after create", time.Since(start).Round(100*time.Millisecond))
+
+	first := map[string]*x509.Certificate{}
+	for _, p := range pods {
+		first[p.Name] = servedCertificate(t, p.Status.PodIP, dnsName(p, ns), caPEM)
+	}
+	forceReissue(ctx, t, cl, ns)
+	for _, p := range pods {
+		waitFor(ctx, t, 3*time.Minute, p.Name+" to serve the reissued certificate", func() (bool, string) {
+			got := servedCertificate(t, p.Status.PodIP, dnsName(p, ns), caPEM)
+			return got.SerialNumber.Cmp(first[p.Name].SerialNumber) != 0, "still serial " + got.SerialNumber.String()
+		})
+	}
+	for _, p := range serverPods(ctx, t, cl, ns, replicas) {
+		if before := podByName(pods, p.Name); p.UID != before.UID || restarts(&p) != restarts(before) {
+			t.Errorf("%s was restarted for the new certificate", p.Name)
+		}
+	}
+	logf("reissued certificate served by all %d servers without a restart", replicas)
+	assertTokenInNoLog(ctx, t, cl, ns, token)
+}
+
+func createCluster(ctx context.Context, t *testing.T, cl client.Client, ns, name string) {
+	t.Helper()
 	built, err := localnode.BuildImages(node, localnode.ImageOpenBao)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := built[localnode.ImageOpenBao].Ref
-	repo, tag, _ := strings.Cut(ref, ":")
-	ctx := context.Background()
-	ns := createNamespace(ctx, t, cl, "e2e-cluster")
+	repo, tag, _ := strings.Cut(built[localnode.ImageOpenBao].Ref, ":")
 	cluster := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "openbao.org/v1alpha1", "kind": "OpenBaoCluster",
-		"metadata": map[string]any{"name": "bao", "namespace": ns},
+		"metadata": map[string]any{"name": name, "namespace": ns},
 		"spec": map[string]any{
-			"version": tag, "image": repo, "replicas": int64(3),
+			"version": tag, "image": repo, "replicas": int64(replicas),
 			"storage": map[string]any{"size": "64Mi"},
 		},
 	}}
 	if err := cl.Create(ctx, cluster); err != nil {
 		t.Fatalf("create OpenBaoCluster: %v", err)
 	}
-	pod := waitForServerContainer(ctx, t, cl, ns, "bao-0")
-	caPEM := secretData(ctx, t, cl, ns, "bao-tls-ca", "ca.crt")
-	serverName := "bao-0.bao-internal." + ns + ".svc"
-	first := servedCertificate(t, pod.Status.PodIP, serverName, caPEM)
-
-	// Deleting the server Secret makes the operator reissue it from the
-	// same CA; the kubelet updates the projected volume and bao-wrapper
-	// sends SIGHUP.
-	server := &corev1.Secret{}
-	server.Name, server.Namespace = "bao-tls-server", ns
-	if err := cl.Delete(ctx, server); err != nil {
-		t.Fatal(err)
-	}
-	var second *x509.Certificate
-	waitFor(ctx, t, 3*time.Minute, "the reissued certificate to be served", func() (bool, string) {
-		second = servedCertificate(t, pod.Status.PodIP, serverName, caPEM)
-		return second.SerialNumber.Cmp(first.SerialNumber) != 0, "still serial " + first.SerialNumber.String()
-	})
-	after := &corev1.Pod{}
-	if err := cl.Get(ctx, client.ObjectKeyFromObject(pod), after); err != nil {
-		t.Fatal(err)
-	}
-	if after.UID != pod.UID || restarts(after) != restarts(pod) {
-		t.Fatalf("the pod was restarted for the new certificate (uid %s→%s, restarts %d→%d)",
-			pod.UID, after.UID, restarts(pod), restarts(after))
-	}
-	logf("certificate reissued and served without restart: serial %s → %s", first.SerialNumber, second.SerialNumber)
 }
 
-// waitForServerContainer waits until the pod's OpenBao container runs.
-func waitForServerContainer(ctx context.Context, t *testing.T, cl client.Client, ns, name string) *corev1.Pod {
+func clusterStatus(ctx context.Context, t *testing.T, cl client.Client, ns, name string) map[string]any {
 	t.Helper()
-	pod := &corev1.Pod{}
-	waitFor(ctx, t, 3*time.Minute, name+"'s openbao container to run", func() (bool, string) {
-		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
-			return false, err.Error()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("openbao.org/v1alpha1")
+	u.SetKind("OpenBaoCluster")
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := u.Object["status"].(map[string]any)
+	return st
+}
+
+func serverPods(ctx context.Context, t *testing.T, cl client.Client, ns string, n int) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	for i := range n {
+		p := &corev1.Pod{}
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("bao-%d", i)}, p); err != nil {
+			t.Fatal(err)
 		}
-		for _, s := range pod.Status.ContainerStatuses {
-			if s.Name == "openbao" && s.State.Running != nil && pod.Status.PodIP != "" {
-				return true, ""
-			}
+		pods = append(pods, *p)
+	}
+	return pods
+}
+
+func podByName(pods []corev1.Pod, name string) *corev1.Pod {
+	for i := range pods {
+		if pods[i].Name == name {
+			return &pods[i]
 		}
-		return false, fmt.Sprintf("phase %s, statuses %+v", pod.Status.Phase, pod.Status.ContainerStatuses)
-	})
-	return pod
+	}
+	return &corev1.Pod{}
+}
+
+func dnsName(p corev1.Pod, ns string) string { return p.Name + ".bao-internal." + ns + ".svc" }
+
+// forceReissue deletes the server Secret; the operator reissues it from the
+// same CA, the kubelet updates the projected volume, and each pod's
+// bao-wrapper sends SIGHUP.
+func forceReissue(ctx context.Context, t *testing.T, cl client.Client, ns string) {
+	t.Helper()
+	s := &corev1.Secret{}
+	s.Name, s.Namespace = "bao-tls-server", ns
+	if err := cl.Delete(ctx, s); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func secretData(ctx context.Context, t *testing.T, cl client.Client, ns, name, key string) []byte {
@@ -101,32 +146,99 @@ func secretData(ctx context.Context, t *testing.T, cl client.Client, ns, name, k
 	return s.Data[key]
 }
 
-// servedCertificate asks the server for /v1/sys/health over TLS that must
-// verify against caPEM for serverName, and returns the leaf it served.
-func servedCertificate(t *testing.T, podIP, serverName string, caPEM []byte) *x509.Certificate {
-	t.Helper()
+func tlsClient(caPEM []byte, serverName string, onLeaf func(*x509.Certificate)) *http.Client {
 	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caPEM) {
-		t.Fatal("ca.crt holds no certificate")
-	}
-	var leaf *x509.Certificate
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+	roots.AppendCertsFromPEM(caPEM)
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12,
 			VerifyConnection: func(cs tls.ConnectionState) error {
-				leaf = cs.PeerCertificates[0]
+				if onLeaf != nil {
+					onLeaf(cs.PeerCertificates[0])
+				}
 				return nil
 			}},
 		DisableKeepAlives: true, // every call is a new handshake
 	}}
-	resp, err := client.Get("https://" + net.JoinHostPort(podIP, "8200") + "/v1/sys/health")
+}
+
+// servedCertificate calls /v1/sys/health over TLS that must verify against
+// caPEM for serverName, and returns the leaf the server presented.
+func servedCertificate(t *testing.T, podIP, serverName string, caPEM []byte) *x509.Certificate {
+	t.Helper()
+	var leaf *x509.Certificate
+	resp, err := tlsClient(caPEM, serverName, func(c *x509.Certificate) { leaf = c }).
+		Get("https://" + net.JoinHostPort(podIP, "8200") + "/v1/sys/health?standbyok=true")
 	if err != nil {
 		t.Fatalf("TLS to %s as %s: %v", podIP, serverName, err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotImplemented && resp.StatusCode != http.StatusOK {
-		t.Fatalf("health answered %d, want 501 (uninitialized) or 200", resp.StatusCode)
-	}
 	return leaf
+}
+
+// raftVoters reads the Raft configuration with the root token.
+func raftVoters(p corev1.Pod, ns string, caPEM []byte, token string) ([]string, error) {
+	req, err := http.NewRequest(http.MethodGet, "https://"+net.JoinHostPort(p.Status.PodIP, "8200")+"/v1/sys/storage/raft/configuration", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("X-Vault-Token", token)
+	resp, err := tlsClient(caPEM, dnsName(p, ns), nil).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			Config struct {
+				Servers []struct {
+					NodeID string `json:"node_id"`
+					Voter  bool   `json:"voter"`
+				} `json:"servers"`
+			} `json:"config"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("status %d: %w", resp.StatusCode, err)
+	}
+	var voters []string
+	for _, s := range body.Data.Config.Servers {
+		if s.Voter {
+			voters = append(voters, s.NodeID)
+		}
+	}
+	return voters, nil
+}
+
+// assertTokenInNoLog reads the logs of the operator and of every OpenBao
+// container through the API server and fails if the token is in any.
+func assertTokenInNoLog(ctx context.Context, t *testing.T, cl client.Client, ns, token string) {
+	t.Helper()
+	if len(token) < 10 {
+		t.Fatalf("root token Secret holds %d bytes; want a token", len(token))
+	}
+	cs, err := kubernetes.NewForConfig(mustRESTConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := map[string]string{"operator": podLog(ctx, t, cs, localnode.OperatorNamespace, managerPod(ctx, t, cl).Name, "manager")}
+	for i := range replicas {
+		name := fmt.Sprintf("bao-%d", i)
+		logs[name] = podLog(ctx, t, cs, ns, name, "openbao")
+	}
+	for who, text := range logs {
+		if strings.Contains(text, token) {
+			t.Errorf("the root token appears in the %s log", who)
+		}
+	}
+}
+
+func podLog(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, pod, container string) string {
+	t.Helper()
+	out, err := cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container}).DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("log of %s/%s: %v", ns, pod, err)
+	}
+	return string(out)
 }
 
 func restarts(p *corev1.Pod) int32 {
