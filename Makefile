@@ -80,7 +80,7 @@ images: ## Build the operator, OpenBao, pause and CoreDNS images and import them
 	go run $(LOCALNODE) images
 
 .PHONY: demo
-demo: tools ## Start the local node and install the operator (the OpenBao cluster comes with the bootstrap issue); leave it running.
+demo: tools ## Start the local node, install the operator and a 3-server OpenBao cluster in openbao-demo; leave it running.
 	go run $(LOCALNODE) demo
 
 .PHONY: demo-down
