@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -75,7 +76,8 @@ func (r *OpenBaoClusterReconciler) reconcileBootstrap(ctx context.Context, c *v1
 	d := bootstrap.Decide(obs)
 	switch d.Action {
 	case bootstrap.ActionNone:
-		setCondition(status, c, now, v1alpha1.ConditionOpenBaoInitialized, true, initializedReason(status), initializedMessage(c, status))
+		reason, msg := initializedCondition(c, status)
+		setCondition(status, c, now, v1alpha1.ConditionOpenBaoInitialized, true, reason, msg)
 		return r.reconcileAutopilot(ctx, c, status, served)
 	case bootstrap.ActionInitialize:
 		return r.initialize(ctx, c, status, served, events)
@@ -83,7 +85,7 @@ func (r *OpenBaoClusterReconciler) reconcileBootstrap(ctx context.Context, c *v1
 		status.Initialized = true
 		status.SelfInitialized = d.Action == bootstrap.ActionAdopt && d.SelfInitialized
 		setCondition(status, c, now, v1alpha1.ConditionOpenBaoInitialized, true, d.Reason, d.Message)
-		*events = append(*events, event{"Normal", d.Reason, "Bootstrap", d.Message})
+		*events = append(*events, event{eventKind(d.Reason), d.Reason, "Bootstrap", d.Message})
 		return ctrl.Result{RequeueAfter: scaleOutRequeue}, nil
 	case bootstrap.ActionDegraded:
 		setCondition(status, c, now, v1alpha1.ConditionOpenBaoInitialized, status.Initialized, d.Reason, d.Message)
@@ -103,6 +105,7 @@ func (r *OpenBaoClusterReconciler) observeBootstrap(ctx context.Context, c *v1al
 		SelfInit:            c.Spec.SelfInit != nil && c.Spec.SelfInit.Enabled,
 		RootTokenSecretName: c.RootTokenSecretName(),
 		InitFailures:        tries.count, LastInitFailure: tries.last, Now: r.Clock.Now(),
+		InitStarted: status.InitializationStarted != nil,
 	}
 	if status.Initialized {
 		return obs, nil
@@ -144,6 +147,9 @@ func (r *OpenBaoClusterReconciler) initialize(ctx context.Context, c *v1alpha1.O
 	now := r.Clock.Now()
 	bao, err := r.podClient(c, 0, served, openbao.Token{})
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.recordInitStart(ctx, c, status, now); err != nil {
 		return ctrl.Result{}, err
 	}
 	autopilot := bootstrap.AutopilotConfig(c.Spec.Replicas, values.AutopilotOverrides(c), bootstrap.PhaseBootstrap)
@@ -195,16 +201,37 @@ func (r *OpenBaoClusterReconciler) podClient(c *v1alpha1.OpenBaoCluster, ordinal
 	return r.OpenBao(openbao.Options{Address: "https://" + host + ":8200", CACert: served.caPEM, ServerName: host, Token: token})
 }
 
-func initializedReason(status *v1alpha1.OpenBaoClusterStatus) string {
-	if status.SelfInitialized {
-		return bootstrap.ReasonSelfInitialized
+// initializedCondition keeps the reason the cluster was initialized with
+// (Initialized, SelfInitialized, Adopted, RootTokenLost): how it came to be
+// initialized does not change afterwards, and a lost token must stay told.
+func initializedCondition(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) (reason, message string) {
+	if cond := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionOpenBaoInitialized); cond != nil &&
+		cond.Status == metav1.ConditionTrue {
+		return cond.Reason, cond.Message
 	}
-	return bootstrap.ReasonInitialized
+	if status.SelfInitialized {
+		return bootstrap.ReasonSelfInitialized, "initialized by OpenBao's self-init; the operator holds no root token"
+	}
+	return bootstrap.ReasonInitialized, "the cluster is initialized; the root token is in Secret " + c.RootTokenSecretName()
 }
 
-func initializedMessage(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) string {
-	if status.SelfInitialized {
-		return "initialized by OpenBao's self-init; the operator holds no root token"
+// recordInitStart writes status.initializationStarted before sys/init is
+// called: the one moment whose loss cannot be repaired must leave a trace.
+func (r *OpenBaoClusterReconciler) recordInitStart(ctx context.Context, c *v1alpha1.OpenBaoCluster,
+	status *v1alpha1.OpenBaoClusterStatus, now time.Time) error {
+	started := metav1.NewTime(now)
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Status.InitializationStarted = &started
+	if err := r.Client.Status().Patch(ctx, c, patch); err != nil {
+		return fmt.Errorf("record the start of sys/init: %w", err)
 	}
-	return "the cluster is initialized; an operator-made root token is in Secret " + c.RootTokenSecretName()
+	status.InitializationStarted = &started
+	return nil
+}
+
+func eventKind(reason string) string {
+	if degradedReasons[reason] {
+		return "Warning"
+	}
+	return "Normal"
 }

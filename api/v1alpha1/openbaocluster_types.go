@@ -507,6 +507,12 @@ type OpenBaoClusterStatus struct {
 	// SelfInitialized is true when the initialization was OpenBao's self-init.
 	// +optional
 	SelfInitialized bool `json:"selfInitialized,omitempty"`
+	// InitializationStarted is when the operator called sys/init; it is
+	// written before the call, so a restarted operator that finds OpenBao
+	// initialized without a root-token Secret knows the token was lost
+	// rather than mistaking the cluster for one initialized elsewhere.
+	// +optional
+	InitializationStarted *metav1.Time `json:"initializationStarted,omitempty"`
 	// Conditions: Degraded, Paused, and those of the later steps.
 	// +listType=map
 	// +listMapKey=type

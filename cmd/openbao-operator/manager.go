@@ -87,7 +87,11 @@ func runManager(args []string) error {
 		LeaderElection:          f.leaderElection,
 		LeaderElectionID:        "openbao-operator.openbao.org",
 		LeaderElectionNamespace: f.namespace,
-		Cache:                   cache.Options{ByObject: childCache()},
+		// The manager exits right after its context ends, so it may hand
+		// the lease over at once instead of making a successor wait for
+		// its expiry.
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cache.Options{ByObject: childCache()},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

@@ -110,6 +110,14 @@ func adopt(o Observed) Decision {
 	case o.RootTokenSecretExists:
 		return Decision{Action: ActionMarkInitialized, Reason: ReasonInitialized,
 			Message: fmt.Sprintf("initialized; the root token is in Secret %s", o.RootTokenSecretName)}
+	case o.InitStarted:
+		// This operator called sys/init and stopped before it stored the
+		// answer: OpenBao finished, the token reached nobody. Saying so
+		// beats adopting the cluster as if someone else had initialized it.
+		return Decision{Action: ActionAdopt, Reason: ReasonRootTokenLost, Message: fmt.Sprintf(
+			"the operator stopped during its sys/init call, so the root token was never stored in Secret %s. "+
+				"The cluster holds no data yet: to start over, delete the OpenBaoCluster and pod-0's volume "+
+				"(data-<cluster>-0) and create it again", o.RootTokenSecretName)}
 	}
 	return Decision{Action: ActionAdopt, Reason: ReasonAdopted,
 		Message: "OpenBao was already initialized; adopted without a root token"}

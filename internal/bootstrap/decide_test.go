@@ -157,3 +157,23 @@ func TestNeedsHealthOnlyWhenLabelsDoNotTell(t *testing.T) {
 		})
 	}
 }
+
+// TestAnInitCutShortIsReportedNotAdopted: the operator recorded that it was
+// calling sys/init, then stopped; OpenBao finished and the token reached
+// nobody. The next operator must say the token is lost, not adopt the
+// cluster as one initialized elsewhere, and never initialize again.
+func TestAnInitCutShortIsReportedNotAdopted(t *testing.T) {
+	d := bootstrap.Decide(bootstrap.Observed{
+		Pod0: pod0(label(bootstrap.LabelInitialized, "true")), InitStarted: true,
+		RootTokenSecretName: "bao-root-token", Now: now,
+	})
+	if d.Action != bootstrap.ActionAdopt || d.Reason != bootstrap.ReasonRootTokenLost {
+		t.Fatalf("got %s/%s, want Adopt/RootTokenLost", d.Action, d.Reason)
+	}
+	withSecret := bootstrap.Decide(bootstrap.Observed{
+		Pod0: pod0(label(bootstrap.LabelInitialized, "true")), InitStarted: true, RootTokenSecretExists: true, Now: now,
+	})
+	if withSecret.Action != bootstrap.ActionMarkInitialized {
+		t.Fatalf("with the token stored: got %s, want MarkInitialized", withSecret.Action)
+	}
+}

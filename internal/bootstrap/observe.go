@@ -94,6 +94,9 @@ type Observed struct {
 	RootTokenSecretExists bool
 	// RootTokenSecretName names it, for messages.
 	RootTokenSecretName string
+	// InitStarted says this operator recorded, before calling sys/init,
+	// that it was about to (status.initializationStarted).
+	InitStarted bool
 
 	// InitFailures counts consecutive failed init attempts and
 	// LastInitFailure is when the last one failed; they pace retries.

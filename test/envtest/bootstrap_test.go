@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -134,5 +135,61 @@ func assertNoLeak(t *testing.T, c *v1alpha1.OpenBaoCluster, recorder *events.Fak
 		default:
 			return
 		}
+	}
+}
+
+// TestAnInitCutShortStaysReported: the operator recorded the start of
+// sys/init and stopped before storing the token; OpenBao finished. Every
+// later pass must report RootTokenLost (phase Degraded), mark the cluster
+// initialized so it scales out, and never call sys/init again.
+func TestAnInitCutShortStaysReported(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "lost")
+	c := newCluster(t, "lost", `
+metadata: {name: boot}
+spec: {version: 2.4.0, replicas: 3}
+`)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	started := metav1.Now()
+	c.Status.InitializationStarted = &started
+	if err := k8s.Status().Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	runningPod0(t, "lost", "boot-0")
+	pod := &corev1.Pod{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "lost", Name: "boot-0"}, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Labels[bootstrap.LabelInitialized] = "true"
+	if err := k8s.Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	bao := &openbaofake.Client{HealthAnswer: openbao.Health{Initialized: true}}
+	r, err := newReconciler(k8s, k8s, &events.FakeRecorder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.OpenBao = func(openbao.Options) (openbao.Client, error) { return bao, nil }
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
+	for pass := 1; pass <= 3; pass++ {
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatalf("pass %d: %v", pass, err)
+		}
+		latest := &v1alpha1.OpenBaoCluster{}
+		if err := k8s.Get(ctx, req.NamespacedName, latest); err != nil {
+			t.Fatal(err)
+		}
+		cond := meta.FindStatusCondition(latest.Status.Conditions, v1alpha1.ConditionOpenBaoInitialized)
+		if cond == nil || cond.Reason != bootstrap.ReasonRootTokenLost || latest.Status.Phase != v1alpha1.PhaseDegraded {
+			t.Fatalf("pass %d: condition %+v phase %s, want RootTokenLost and Degraded", pass, cond, latest.Status.Phase)
+		}
+		if !latest.Status.Initialized {
+			t.Fatalf("pass %d: not marked initialized", pass)
+		}
+	}
+	if n := bao.CallCount("Init"); n != 0 {
+		t.Fatalf("sys/init called %d times on an initialized cluster", n)
 	}
 }
