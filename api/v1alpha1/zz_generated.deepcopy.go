@@ -6,8 +6,8 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -41,7 +41,7 @@ func (in *AutopilotConfiguration) DeepCopyInto(out *AutopilotConfiguration) {
 	}
 	if in.DeadServerLastContactThreshold != nil {
 		in, out := &in.DeadServerLastContactThreshold, &out.DeadServerLastContactThreshold
-		*out = new(metav1.Duration)
+		*out = new(v1.Duration)
 		**out = **in
 	}
 	if in.MinQuorum != nil {
@@ -51,7 +51,7 @@ func (in *AutopilotConfiguration) DeepCopyInto(out *AutopilotConfiguration) {
 	}
 	if in.ServerStabilizationTime != nil {
 		in, out := &in.ServerStabilizationTime, &out.ServerStabilizationTime
-		*out = new(metav1.Duration)
+		*out = new(v1.Duration)
 		**out = **in
 	}
 }
@@ -186,12 +186,12 @@ func (in *NetworkPolicyPeer) DeepCopyInto(out *NetworkPolicyPeer) {
 	*out = *in
 	if in.NamespaceSelector != nil {
 		in, out := &in.NamespaceSelector, &out.NamespaceSelector
-		*out = new(metav1.LabelSelector)
+		*out = new(v1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
 	if in.PodSelector != nil {
 		in, out := &in.PodSelector, &out.PodSelector
-		*out = new(metav1.LabelSelector)
+		*out = new(v1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
 }
@@ -306,7 +306,7 @@ func (in *OpenBaoClusterSpec) DeepCopyInto(out *OpenBaoClusterSpec) {
 	in.Configuration.DeepCopyInto(&out.Configuration)
 	if in.Config != nil {
 		in, out := &in.Config, &out.Config
-		*out = make(map[string]v1.JSON, len(*in))
+		*out = make(map[string]apiextensionsv1.JSON, len(*in))
 		for key, val := range *in {
 			(*out)[key] = *val.DeepCopy()
 		}
@@ -352,7 +352,7 @@ func (in *OpenBaoClusterSpec) DeepCopyInto(out *OpenBaoClusterSpec) {
 	}
 	if in.Values != nil {
 		in, out := &in.Values, &out.Values
-		*out = new(v1.JSON)
+		*out = new(apiextensionsv1.JSON)
 		(*in).DeepCopyInto(*out)
 	}
 }
@@ -376,7 +376,7 @@ func (in *OpenBaoClusterStatus) DeepCopyInto(out *OpenBaoClusterStatus) {
 	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
-		*out = make([]metav1.Condition, len(*in))
+		*out = make([]v1.Condition, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
@@ -403,12 +403,12 @@ func (in *RaftConfiguration) DeepCopyInto(out *RaftConfiguration) {
 	}
 	if in.AutopilotReconcileInterval != nil {
 		in, out := &in.AutopilotReconcileInterval, &out.AutopilotReconcileInterval
-		*out = new(metav1.Duration)
+		*out = new(v1.Duration)
 		**out = **in
 	}
 	if in.AutopilotUpdateInterval != nil {
 		in, out := &in.AutopilotUpdateInterval, &out.AutopilotUpdateInterval
-		*out = new(metav1.Duration)
+		*out = new(v1.Duration)
 		**out = **in
 	}
 	if in.Autopilot != nil {
@@ -433,7 +433,7 @@ func (in *SelfInitRequest) DeepCopyInto(out *SelfInitRequest) {
 	*out = *in
 	if in.Data != nil {
 		in, out := &in.Data, &out.Data
-		*out = new(v1.JSON)
+		*out = new(apiextensionsv1.JSON)
 		(*in).DeepCopyInto(*out)
 	}
 }
@@ -518,7 +518,7 @@ func (in *TLSSpec) DeepCopyInto(out *TLSSpec) {
 	*out = *in
 	if in.RotationPeriod != nil {
 		in, out := &in.RotationPeriod, &out.RotationPeriod
-		*out = new(metav1.Duration)
+		*out = new(v1.Duration)
 		**out = **in
 	}
 	if in.ExtraSANs != nil {

@@ -107,7 +107,8 @@ func killManager(ctx context.Context, t *testing.T, cl client.Client) {
 	}
 }
 
-// createClusterWith creates the test cluster with a self-init block.
+// createClusterWith creates the test cluster from the locally built OpenBao
+// image, with a self-init block when selfInit is not nil.
 func createClusterWith(ctx context.Context, t *testing.T, cl client.Client, ns, name string, selfInit map[string]any) {
 	t.Helper()
 	built, err := localnode.BuildImages(node, localnode.ImageOpenBao)
@@ -120,9 +121,12 @@ func createClusterWith(ctx context.Context, t *testing.T, cl client.Client, ns, 
 		"metadata": map[string]any{"name": name, "namespace": ns},
 		"spec": map[string]any{
 			"version": tag, "image": repo, "replicas": int64(replicas),
-			"storage": map[string]any{"size": "64Mi"}, "selfInit": selfInit,
+			"storage": map[string]any{"size": "64Mi"},
 		},
 	}}
+	if selfInit != nil {
+		cluster.Object["spec"].(map[string]any)["selfInit"] = selfInit
+	}
 	if err := cl.Create(ctx, cluster); err != nil {
 		t.Fatalf("create OpenBaoCluster: %v", err)
 	}

@@ -71,22 +71,7 @@ func TestClusterFormsServesTLSAndRotatesWithoutRestart(t *testing.T) {
 
 func createCluster(ctx context.Context, t *testing.T, cl client.Client, ns, name string) {
 	t.Helper()
-	built, err := localnode.BuildImages(node, localnode.ImageOpenBao)
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, tag, _ := strings.Cut(built[localnode.ImageOpenBao].Ref, ":")
-	cluster := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "openbao.org/v1alpha1", "kind": "OpenBaoCluster",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec": map[string]any{
-			"version": tag, "image": repo, "replicas": int64(replicas),
-			"storage": map[string]any{"size": "64Mi"},
-		},
-	}}
-	if err := cl.Create(ctx, cluster); err != nil {
-		t.Fatalf("create OpenBaoCluster: %v", err)
-	}
+	createClusterWith(ctx, t, cl, ns, name, nil)
 }
 
 func clusterStatus(ctx context.Context, t *testing.T, cl client.Client, ns, name string) map[string]any {

@@ -1,0 +1,86 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClusterPhase summarizes where a cluster is in its life.
+// +kubebuilder:validation:Enum=Pending;Initializing;Running;Degraded;Paused
+type ClusterPhase string
+
+// Phases.
+const (
+	PhasePending      ClusterPhase = "Pending"
+	PhaseInitializing ClusterPhase = "Initializing"
+	PhaseRunning      ClusterPhase = "Running"
+	PhaseDegraded     ClusterPhase = "Degraded"
+	PhasePaused       ClusterPhase = "Paused"
+)
+
+// OpenBaoClusterStatus is the observed state of an OpenBao cluster.
+type OpenBaoClusterStatus struct {
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Phase summarizes the conditions.
+	// +optional
+	Phase ClusterPhase `json:"phase,omitempty"`
+	// ActiveLeader is the pod that is the active (leader) server.
+	// +optional
+	ActiveLeader string `json:"activeLeader,omitempty"`
+	// ReadyReplicas is the number of ready servers.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// CurrentVersion is the OpenBao version every server runs.
+	// +optional
+	CurrentVersion string `json:"currentVersion,omitempty"`
+	// Initialized is true once the cluster has been initialized; it never
+	// returns to false.
+	// +optional
+	Initialized bool `json:"initialized,omitempty"`
+	// SelfInitialized is true when the initialization was OpenBao's self-init.
+	// +optional
+	SelfInitialized bool `json:"selfInitialized,omitempty"`
+	// InitializationStarted is when the operator called sys/init; it is
+	// written before the call, so a restarted operator that finds OpenBao
+	// initialized without a root-token Secret knows the token was lost
+	// rather than mistaking the cluster for one initialized elsewhere.
+	// +optional
+	InitializationStarted *metav1.Time `json:"initializationStarted,omitempty"`
+	// Conditions: Degraded, Paused, and those of the later steps.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// OpenBaoCluster is an OpenBao cluster run by the operator.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=baocluster;baoc,categories=openbao
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`
+// +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.activeLeader`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 40",message="metadata.name must be a DNS label of at most 40 characters starting with a letter, so that every child object's name stays valid"
+type OpenBaoCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   OpenBaoClusterSpec   `json:"spec"`
+	Status OpenBaoClusterStatus `json:"status,omitempty"`
+}
+
+// OpenBaoClusterList is a list of OpenBaoClusters.
+// +kubebuilder:object:root=true
+type OpenBaoClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []OpenBaoCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&OpenBaoCluster{}, &OpenBaoClusterList{})
+}
