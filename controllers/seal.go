@@ -3,22 +3,19 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"io"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/bootstrap"
 )
 
 // StaticKeyDataKey is the key of the unseal Secret that the chart mounts as
 // /etc/bao/unseal/key, the file config.hcl's static seal reads.
-const StaticKeyDataKey = "key"
-
-// staticKeySize is what OpenBao's static seal takes as a raw key: exactly 32
-// bytes (AES-256), no trailing newline.
-const staticKeySize = 32
+const StaticKeyDataKey = bootstrap.UnsealKeyDataKey
 
 // reconcileSealMaterial owns SealReady. For a static seal it creates the key
 // Secret once and never rewrites it: the key wraps OpenBao's root key, so a
@@ -36,38 +33,35 @@ func (r *OpenBaoClusterReconciler) reconcileSealMaterial(ctx context.Context, c 
 	if err != nil {
 		return err
 	}
-	if existing != nil {
-		if n := len(existing.Data[StaticKeyDataKey]); n != staticKeySize {
-			setCondition(status, c, now, v1alpha1.ConditionSealReady, false, v1alpha1.ReasonStaticKeyInvalid,
-				fmt.Sprintf("Secret %s key %q holds %d bytes; OpenBao's static seal needs exactly %d raw bytes. "+
-					"The operator never replaces an existing key: restore the original", existing.Name, StaticKeyDataKey, n, staticKeySize))
-			return nil
-		}
-		setCondition(status, c, now, v1alpha1.ConditionSealReady, true, v1alpha1.ReasonStaticKeyReady,
-			fmt.Sprintf("static seal key in Secret %s", existing.Name))
+	ready := fmt.Sprintf("static seal key in Secret %s", c.UnsealKeySecretName())
+	switch action, problem := bootstrap.DecideUnsealKey(existing != nil, dataOf(existing)); action {
+	case bootstrap.UnsealKeyDegraded:
+		setCondition(status, c, now, v1alpha1.ConditionSealReady, false, v1alpha1.ReasonStaticKeyInvalid,
+			fmt.Sprintf("Secret %s: %v. The operator never replaces an existing key: restore the original",
+				c.UnsealKeySecretName(), problem))
 		return nil
+	case bootstrap.UnsealKeyCreate:
+		if err := r.createStaticKey(ctx, c); err != nil {
+			return err
+		}
+		*events = append(*events, event{"Normal", "StaticKeyCreated", "CreateSealKey",
+			fmt.Sprintf("created Secret %s holding the static seal key", c.UnsealKeySecretName())})
 	}
-	if err := r.createStaticKey(ctx, c); err != nil {
-		return err
-	}
-	*events = append(*events, event{"Normal", "StaticKeyCreated", "CreateSealKey",
-		fmt.Sprintf("created Secret %s holding the static seal key", c.UnsealKeySecretName())})
-	setCondition(status, c, now, v1alpha1.ConditionSealReady, true, v1alpha1.ReasonStaticKeyReady,
-		fmt.Sprintf("static seal key in Secret %s", c.UnsealKeySecretName()))
+	setCondition(status, c, now, v1alpha1.ConditionSealReady, true, v1alpha1.ReasonStaticKeyReady, ready)
 	return nil
 }
 
 func (r *OpenBaoClusterReconciler) createStaticKey(ctx context.Context, c *v1alpha1.OpenBaoCluster) error {
-	key := make([]byte, staticKeySize)
-	if _, err := io.ReadFull(r.random(), key); err != nil {
-		return fmt.Errorf("generate the static seal key: %w", err)
+	key, err := bootstrap.NewUnsealKey(r.random())
+	if err != nil {
+		return err
 	}
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: c.UnsealKeySecretName(), Namespace: c.Namespace, Labels: map[string]string{
 			v1alpha1.LabelCluster: c.Name, v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue,
 		}},
 		Type:      corev1.SecretTypeOpaque,
-		Immutable: ptrTo(true),
+		Immutable: ptr.To(true),
 		Data:      map[string][]byte{StaticKeyDataKey: key},
 	}
 	if c.Spec.DeletionPolicy == v1alpha1.DeletionPolicyDelete {
@@ -76,9 +70,7 @@ func (r *OpenBaoClusterReconciler) createStaticKey(ctx context.Context, c *v1alp
 		}
 	}
 	if err := r.Client.Create(ctx, s); err != nil {
-		return fmt.Errorf("create Secret %s: %w", s.Name, err)
+		return fmt.Errorf("create Secret %s: %s", s.Name, bootstrap.DescribeAPIError(err))
 	}
 	return nil
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/pki"
 )
 
@@ -183,7 +184,7 @@ func (r *OpenBaoClusterReconciler) writeSecret(ctx context.Context, c *v1alpha1.
 	if existing != nil {
 		existing.Data = data
 		if err := r.Client.Update(ctx, existing); err != nil {
-			return fmt.Errorf("update Secret %s: %w", name, err)
+			return fmt.Errorf("update Secret %s: %s", name, bootstrap.DescribeAPIError(err))
 		}
 		return nil
 	}
@@ -198,7 +199,7 @@ func (r *OpenBaoClusterReconciler) writeSecret(ctx context.Context, c *v1alpha1.
 		return fmt.Errorf("own Secret %s: %w", name, err)
 	}
 	if err := r.Client.Create(ctx, s); err != nil {
-		return fmt.Errorf("create Secret %s: %w", name, err)
+		return fmt.Errorf("create Secret %s: %s", name, bootstrap.DescribeAPIError(err))
 	}
 	return nil
 }

@@ -164,18 +164,6 @@ func (a *Applier) remember(key objectKey, state appliedState) {
 	a.last[key] = state
 }
 
-// Forget drops what the Applier remembers of an owner's objects, for
-// example after the owner was deleted.
-func (a *Applier) Forget(namespace string, names func(objectName string) bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for key := range a.last {
-		if key.namespace == namespace && names(key.name) {
-			delete(a.last, key)
-		}
-	}
-}
-
 func keyOf(obj client.Object) objectKey {
 	return objectKey{gvk: obj.GetObjectKind().GroupVersionKind(), namespace: obj.GetNamespace(), name: obj.GetName()}
 }

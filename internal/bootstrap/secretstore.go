@@ -56,7 +56,7 @@ func (s *SecretTokenStore) Create(ctx context.Context, token openbao.Token) erro
 			return nil
 		}
 	}
-	return fmt.Errorf("create Secret %s: %s", s.Name(), describe(err))
+	return fmt.Errorf("create Secret %s: %s", s.Name(), DescribeAPIError(err))
 }
 
 func (s *SecretTokenStore) secret(token []byte) *corev1.Secret {
@@ -69,8 +69,9 @@ func (s *SecretTokenStore) secret(token []byte) *corev1.Secret {
 	return obj
 }
 
-// describe names an API error by its status reason and code only.
-func describe(err error) string {
+// DescribeAPIError names an API error by its status reason and code only:
+// an admission webhook's message could echo the Secret it refused.
+func DescribeAPIError(err error) string {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		return fmt.Sprintf("%s (HTTP %d)", status.Status().Reason, status.Status().Code)

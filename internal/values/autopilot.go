@@ -2,7 +2,8 @@ package values
 
 import (
 	"fmt"
-	"time"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/baoconfig"
@@ -19,13 +20,13 @@ func AutopilotOverrides(c *v1alpha1.OpenBaoCluster) bootstrap.AutopilotOverrides
 	var o bootstrap.AutopilotOverrides
 	o.CleanupDeadServers = a.CleanupDeadServers
 	if a.DeadServerLastContactThreshold != nil {
-		o.DeadServerLastContactThreshold = ptr(a.DeadServerLastContactThreshold.Duration)
+		o.DeadServerLastContactThreshold = ptr.To(a.DeadServerLastContactThreshold.Duration)
 	}
 	if a.MinQuorum != nil {
-		o.MinQuorum = ptr(int(*a.MinQuorum))
+		o.MinQuorum = ptr.To(int(*a.MinQuorum))
 	}
 	if a.ServerStabilizationTime != nil {
-		o.ServerStabilizationTime = ptr(a.ServerStabilizationTime.Duration)
+		o.ServerStabilizationTime = ptr.To(a.ServerStabilizationTime.Duration)
 	}
 	return o
 }
@@ -44,5 +45,3 @@ func selfInitRequests(c *v1alpha1.OpenBaoCluster) ([]baoconfig.InitRequest, erro
 	}
 	return append(reqs, autopilot), nil
 }
-
-func ptr[T int | time.Duration](v T) *T { return &v }
