@@ -83,7 +83,7 @@ func Decide(o Observed) Decision {
 	if d, bad := podTrouble(*o.Pod0, o.SelfInit); bad {
 		return d
 	}
-	if !o.Pod0.Running {
+	if !o.Pod0.Started() {
 		return wait(ReasonPodStarting, fmt.Sprintf("waiting for the OpenBao container of %s to run", o.Pod0.Name), PollInterval)
 	}
 	initialized, known := o.Pod0.LabelState(LabelInitialized)

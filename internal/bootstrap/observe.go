@@ -24,9 +24,11 @@ type Pod struct {
 	Name   string
 	Phase  corev1.PodPhase
 	Labels map[string]string
-	// Running says the OpenBao container is running.
-	Running bool
-	Ready   bool
+	// Running says the kubelet reports the OpenBao container running;
+	// Terminated that it reports it exited.
+	Running    bool
+	Terminated bool
+	Ready      bool
 	// WaitingReason is the container's waiting reason, for example
 	// CrashLoopBackOff or ImagePullBackOff.
 	WaitingReason string
@@ -50,6 +52,7 @@ func PodFromKube(p *corev1.Pod) Pod {
 			continue
 		}
 		out.Running = cs.State.Running != nil
+		out.Terminated = cs.State.Terminated != nil
 		out.RestartCount = cs.RestartCount
 		if cs.State.Waiting != nil {
 			out.WaitingReason = cs.State.Waiting.Reason
@@ -59,6 +62,19 @@ func PodFromKube(p *corev1.Pod) Pod {
 		}
 	}
 	return out
+}
+
+// Started says OpenBao's process runs: the kubelet reports the container
+// running, or the service registration has labelled a pod whose container
+// never restarted nor exited. OpenBao writes the labels as it starts, about
+// a second before the kubelet's next status report; after a restart they
+// may be the previous process's, so only the kubelet's word counts then.
+func (p Pod) Started() bool {
+	if p.Running {
+		return true
+	}
+	_, labelled := p.LabelState(LabelInitialized)
+	return labelled && p.RestartCount == 0 && !p.Terminated
 }
 
 // LabelState reads a boolean label of the service registration; known is
@@ -108,7 +124,7 @@ type Observed struct {
 // NeedsHealth says whether Decide wants a sys/health answer: pod-0 runs
 // and its labels do not tell whether it is initialized.
 func (o Observed) NeedsHealth() bool {
-	if o.Initialized || o.Pod0 == nil || !o.Pod0.Running {
+	if o.Initialized || o.Pod0 == nil || !o.Pod0.Started() {
 		return false
 	}
 	_, known := o.Pod0.LabelState(LabelInitialized)
