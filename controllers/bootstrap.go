@@ -24,8 +24,8 @@ import (
 
 // scaleOutRequeue brings a cluster that was just marked initialized back at
 // once: its status change alone starts no reconcile, and the next render
-// scales the StatefulSet out.
-const scaleOutRequeue = time.Second
+// scales the StatefulSet out. pod-0's relabelling usually comes first.
+const scaleOutRequeue = 100 * time.Millisecond
 
 // initAttempts paces sys/init retries per cluster. They live in memory: an
 // operator restart retries at once, after which the backoff holds again.

@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -84,6 +85,15 @@ func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			forgetClusterMetrics(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !cluster.Status.Initialized {
+		// An uninitialized status renders one replica, and the cache can lag
+		// this operator's own status write by a moment: rendering from it
+		// would scale a cluster that just formed back to one server. The
+		// exact read costs a GET per pass until the cache says initialized.
+		if err := r.APIReader.Get(ctx, req.NamespacedName, cluster); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
 	}
 	if !cluster.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // children go with their owner references
@@ -164,7 +174,8 @@ func (r *OpenBaoClusterReconciler) writeStatus(ctx context.Context, c *v1alpha1.
 }
 
 // SetupWithManager watches OpenBaoClusters and the children the chart
-// renders, so that drift in a child brings the owner back to reconcile.
+// renders, so that drift in a child brings the owner back to reconcile, and
+// the server pods, whose state the bootstrap waits for.
 func (r *OpenBaoClusterReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.OpenBaoCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -178,6 +189,7 @@ func (r *OpenBaoClusterReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurr
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&networkingv1.NetworkPolicy{}).
 		Owns(&networkingv1.Ingress{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster), builder.WithPredicates(podStateChanged)).
 		WithOptions(controllerOptions(maxConcurrent)).
 		Complete(r)
 }

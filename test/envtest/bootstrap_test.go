@@ -78,7 +78,26 @@ spec: {version: 2.4.0, replicas: 3}
 	if n := bao.CallCount("Init"); n != 1 {
 		t.Fatalf("sys/init called again (%d calls)", n)
 	}
+	r.Client = staleStatusCache{k8s}
+	reconcile() // a cache that lags the status write must not scale back to one
+	if got := stsReplicas(t, "boot", "boot"); got != 3 {
+		t.Fatalf("a pass that read a stale uninitialized status left %d replicas, want 3", got)
+	}
 	assertNoLeak(t, c, recorder, token)
+}
+
+// staleStatusCache reads clusters as a lagging cache would just after the
+// status write that marked them initialized.
+type staleStatusCache struct{ client.Client }
+
+func (s staleStatusCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := s.Client.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	if c, ok := obj.(*v1alpha1.OpenBaoCluster); ok {
+		c.Status.Initialized = false
+	}
+	return nil
 }
 
 func runningPod0(t *testing.T, ns, name string) {

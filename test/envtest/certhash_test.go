@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/pki"
 )
 
@@ -30,19 +31,14 @@ spec: {version: 2.4.0}
 	if err := k8s.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	ready, notReady := fakeServerPod(t, "hashed-0", true), fakeServerPod(t, "hashed-1", false)
+	ready, notReady := fakeServerPod(t, "hashed", 0, true), fakeServerPod(t, "hashed", 1, false)
 	var server corev1.Secret
 	eventually(t, wait, "server Secret", func() error {
 		return k8s.Get(ctx, client.ObjectKey{Namespace: managedNamespace, Name: c.TLSServerSecretName()}, &server)
 	})
 	block, _ := pem.Decode(server.Data[pki.CertKey])
 	want := fmt.Sprintf("%x", sha256.Sum256(block.Bytes))
-	// A spec change brings the cluster back to reconcile after the pods exist.
-	patch := client.MergeFrom(c.DeepCopy())
-	c.Spec.Config = map[string]apiextJSON{"max_lease_ttl": jsonValue(`"48h"`)}
-	if err := k8s.Patch(ctx, c, patch); err != nil {
-		t.Fatal(err)
-	}
+	// No spec change is needed: the pods' own changes start the passes.
 	eventually(t, wait, "the ready pod is annotated", func() error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(ready), ready); err != nil {
 			return err
@@ -66,12 +62,14 @@ spec: {version: 2.4.0}
 	}
 }
 
-func fakeServerPod(t *testing.T, name string, ready bool) *corev1.Pod {
+// fakeServerPod creates the cluster's pod of this ordinal, as the
+// StatefulSet controller would, with its readiness set as a kubelet would.
+func fakeServerPod(t *testing.T, cluster string, ordinal int, ready bool) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: managedNamespace, Labels: map[string]string{
-			"app.kubernetes.io/name": "openbao", "app.kubernetes.io/instance": "hashed", "openbao.org/cluster": "hashed",
+		ObjectMeta: metav1.ObjectMeta{Name: cluster + "-" + itoa(ordinal), Namespace: managedNamespace, Labels: map[string]string{
+			"app.kubernetes.io/name": "openbao", "app.kubernetes.io/instance": cluster, "openbao.org/cluster": cluster,
 		}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "openbao", Image: "openbao"}}},
 	}
@@ -120,4 +118,44 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestServiceRegistrationLabelsReachStatus: OpenBao relabels its pod when it
+// becomes active. Nothing else changes (envtest runs no StatefulSet
+// controller, and the resync is minutes away), so only the pod watch can
+// bring the cluster back to report its leader.
+func TestServiceRegistrationLabelsReachStatus(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, managedNamespace, `
+metadata: {name: labelled}
+spec: {version: 2.4.0}
+`)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	pod := fakeServerPod(t, "labelled", 0, true)
+	eventually(t, wait, "a pass that saw the pod", func() error {
+		cond, err := condition(ctx, c, v1alpha1.ConditionAvailable)
+		if err != nil {
+			return err
+		}
+		if cond.Reason != v1alpha1.ReasonNoActiveServer {
+			return fmt.Errorf("Available reason %s", cond.Reason)
+		}
+		return nil
+	})
+	patch := client.MergeFrom(pod.DeepCopy())
+	pod.Labels["openbao-active"] = "true"
+	if err := k8s.Patch(ctx, pod, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "status.activeLeader", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+			return err
+		}
+		if c.Status.ActiveLeader != pod.Name {
+			return fmt.Errorf("activeLeader %q, want %q", c.Status.ActiveLeader, pod.Name)
+		}
+		return nil
+	})
 }

@@ -1,0 +1,64 @@
+package controllers
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/bootstrap"
+)
+
+// The StatefulSet owns the pods, yet their state drives the bootstrap:
+// OpenBao labels its own pod the moment it starts, about a second before
+// the kubelet reports the container running and long before the
+// StatefulSet's status moves. Watching the pods turns the bootstrap's waits
+// into reactions; the poll interval remains as a fallback.
+
+// podToCluster maps a server pod to the cluster named by its label.
+func podToCluster(_ context.Context, pod client.Object) []reconcile.Request {
+	name := pod.GetLabels()[v1alpha1.LabelCluster]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: name}}}
+}
+
+// podStateChanged passes creations, deletions and the updates the
+// reconciler acts on. It drops the rest, among them the operator's own
+// certificate-hash annotations, which would otherwise start a pass each.
+var podStateChanged = predicate.Funcs{
+	UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+		before, ok1 := e.ObjectOld.(*corev1.Pod)
+		after, ok2 := e.ObjectNew.(*corev1.Pod)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return signalOf(before) != signalOf(after)
+	},
+	GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+}
+
+// podSignal is what the reconciler reads of a pod: the service-registration
+// labels, readiness, and the OpenBao container's state.
+type podSignal struct {
+	initialized, sealed, active, version string
+	ready, running, terminated           bool
+	waiting                              string
+	restarts                             int32
+}
+
+func signalOf(p *corev1.Pod) podSignal {
+	s := bootstrap.PodFromKube(p)
+	return podSignal{
+		initialized: p.Labels[bootstrap.LabelInitialized], sealed: p.Labels[bootstrap.LabelSealed],
+		active: p.Labels[bootstrap.LabelActive], version: p.Labels[versionLabel],
+		ready: s.Ready, running: s.Running, terminated: s.Terminated,
+		waiting: s.WaitingReason, restarts: s.RestartCount,
+	}
+}
