@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +30,7 @@ import (
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/controllers"
 	"github.com/openbao/operator/internal/apply"
+	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/render"
 	"github.com/openbao/operator/internal/values"
@@ -92,6 +95,10 @@ func runManager(args []string) error {
 		// its expiry.
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cache.Options{ByObject: childCache()},
+		// A pass inside sys/init finishes storing the token before the
+		// manager exits; the Deployment's terminationGracePeriodSeconds
+		// (50) leaves room for this.
+		GracefulShutdownTimeout: ptr.To(bootstrap.CriticalDeadline + 5*time.Second),
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

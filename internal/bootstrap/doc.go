@@ -24,7 +24,11 @@
 //     on failure nothing was returned (InitFailed, retried with backoff);
 //  3. creates the Secret with the in-memory token, up to 5 attempts 1 s
 //     apart in the same call; a Secret that already holds exactly this
-//     token counts as stored (an attempt whose answer was lost);
+//     token counts as stored (an attempt whose answer was lost). Steps 2
+//     and 3 ignore the caller's cancellation, within CriticalDeadline: a
+//     manager told to stop (SIGTERM) finishes them first, because OpenBao
+//     finishes sys/init whatever the caller does. Only a hard kill (SIGKILL,
+//     a lost node) inside step 2 loses the token;
 //  4. if every attempt fails, the cluster is initialized and the token is
 //     lost: InitError{Reason: RootTokenLost, Initialized: true}. The
 //     reconciler marks status.initialized (so replicas scale out and init

@@ -55,10 +55,17 @@ type InitOptions struct {
 	StoreAttempts  int
 	StoreRetryWait time.Duration
 	Sleep          func(ctx context.Context, d time.Duration) error
-	// AutopilotAttempts bounds the autopilot write (default 10), with
-	// StoreRetryWait between attempts.
-	AutopilotAttempts int
+	// AutopilotAttempts bounds the autopilot write (default 50), with
+	// AutopilotRetryWait between attempts (default 200ms): the node turns
+	// active a few hundred milliseconds after sys/init, and the scale-out
+	// waits for this call.
+	AutopilotAttempts  int
+	AutopilotRetryWait time.Duration
 }
+
+// CriticalDeadline bounds sys/init and the token store together: one
+// request's timeout (openbao.DefaultTimeout) plus the store attempts.
+const CriticalDeadline = openbao.DefaultTimeout + 10*time.Second
 
 // InitOutcome reports what Initialize did.
 type InitOutcome struct {
@@ -85,11 +92,20 @@ func Initialize(ctx context.Context, c openbao.Client, store TokenStore, opts In
 	if err := store.DryRunCreate(ctx); err != nil {
 		return InitOutcome{}, &InitError{Reason: ReasonRootTokenSecretUnwritable, Err: fmt.Errorf("dry-run create of Secret %s: %w", store.Name(), err)}
 	}
-	res, err := c.Init(ctx, opts.Request)
+	if err := ctx.Err(); err != nil {
+		return InitOutcome{}, &InitError{Reason: ReasonInitFailed, Err: err}
+	}
+	// From sys/init until the token is stored, the caller's cancellation (a
+	// manager shutting down) is not passed on: cutting this short would let
+	// OpenBao finish while the token reaches no one. CriticalDeadline bounds
+	// it; the manager waits that long for running passes when it stops.
+	critical, cancel := context.WithTimeout(context.WithoutCancel(ctx), CriticalDeadline)
+	defer cancel()
+	res, err := c.Init(critical, opts.Request)
 	if err != nil {
 		return InitOutcome{}, &InitError{Reason: ReasonInitFailed, Err: err}
 	}
-	if err := storeToken(ctx, store, res.RootToken, opts); err != nil {
+	if err := storeToken(critical, store, res.RootToken, opts); err != nil {
 		log.Error(nil, "OpenBao initialized but its root token could not be stored", "audit", true,
 			"event_type", "openbao.bootstrap.root_token_lost")
 		return InitOutcome{}, &InitError{Reason: ReasonRootTokenLost, Initialized: true, Err: err}
@@ -126,8 +142,8 @@ func storeToken(ctx context.Context, store TokenStore, token openbao.Token, opts
 // setAutopilot writes the autopilot configuration with the new token.
 // sys/init returns before the node is active (measured: 500 "local node
 // not active" right after it), so the write is retried up to
-// AutopilotAttempts times, StoreRetryWait apart; a refusal (400, 403) is
-// final.
+// AutopilotAttempts times, AutopilotRetryWait apart; a refusal (400, 403)
+// is final.
 func setAutopilot(ctx context.Context, token openbao.Token, opts InitOptions) error {
 	if opts.ClientWithToken == nil {
 		return errors.New("set autopilot: no client with a token")
@@ -138,9 +154,13 @@ func setAutopilot(ctx context.Context, token openbao.Token, opts InitOptions) er
 	}
 	attempts := opts.AutopilotAttempts
 	if attempts <= 0 {
-		attempts = 10
+		attempts = 50
 	}
-	wait, sleep := retryTiming(opts)
+	_, sleep := retryTiming(opts)
+	wait := opts.AutopilotRetryWait
+	if wait <= 0 {
+		wait = 200 * time.Millisecond
+	}
 	for i := 0; ; i++ {
 		err = c.SetAutopilotConfiguration(ctx, *opts.Autopilot)
 		final := errors.Is(err, openbao.ErrInvalidRequest) || errors.Is(err, openbao.ErrPermissionDenied)

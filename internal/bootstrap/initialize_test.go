@@ -276,3 +276,59 @@ func TestPodFromKube(t *testing.T) {
 		t.Errorf("label state %v %v", v, known)
 	}
 }
+
+// cancelDuringInit ends the caller's context while sys/init runs, as a
+// SIGTERM to the manager would.
+type cancelDuringInit struct {
+	*openbaofake.Client
+	cancel context.CancelFunc
+}
+
+func (c cancelDuringInit) Init(ctx context.Context, req openbao.InitRequest) (openbao.InitResult, error) {
+	c.cancel()
+	return c.Client.Init(ctx, req)
+}
+
+// contextAwareKube fails writes on an ended context, as client-go does.
+func contextAwareKube() client.WithWatch {
+	return fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	}).Build()
+}
+
+// OpenBao finishes sys/init whatever happens to the caller, so a shutdown
+// that began during the call must not keep the token from its Secret.
+func TestAShutdownDuringSysInitStillStoresTheToken(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kc := contextAwareKube()
+	bao := cancelDuringInit{Client: &openbaofake.Client{InitAnswer: openbao.InitResult{RootToken: openbao.NewToken(rootToken)}}, cancel: cancel}
+	_, err := bootstrap.Initialize(ctx, bao, &bootstrap.SecretTokenStore{Client: kc, Template: template()}, bootstrap.InitOptions{Sleep: noSleep})
+	recordErr(err)
+	if err != nil {
+		t.Fatalf("Initialize: %v", err)
+	}
+	if got, ok := storedToken(t, kc); !ok || got != rootToken {
+		t.Fatal("the token did not reach its Secret after a shutdown began during sys/init")
+	}
+}
+
+func TestAShutdownBeforeSysInitDoesNotStartIt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	kc := fake.NewClientBuilder().Build()
+	bao := &openbaofake.Client{InitAnswer: openbao.InitResult{RootToken: openbao.NewToken(rootToken)}}
+	store := &bootstrap.SecretTokenStore{Client: kc, Template: template()}
+	cancel()
+	_, err := bootstrap.Initialize(ctx, bao, store, bootstrap.InitOptions{Sleep: noSleep})
+	if initErr := (*bootstrap.InitError)(nil); !errors.As(err, &initErr) || initErr.Initialized {
+		t.Fatalf("error %v, want an InitError with the cluster uninitialized", err)
+	}
+	if n := bao.CallCount("Init"); n != 0 {
+		t.Fatalf("sys/init called %d time(s) after the shutdown began", n)
+	}
+}
