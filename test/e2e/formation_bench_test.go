@@ -138,7 +138,10 @@ func runOnce(ctx context.Context, b *testing.B, cl client.Client, image string, 
 	return d
 }
 
-// deleteNamespace deletes a run's namespace and waits until it is gone.
+// deleteNamespace deletes a run's namespace and waits until it is gone,
+// and with it the volumes its claims released: the host-path provisioner
+// deletes those afterwards, in the controller that binds the next run's
+// claims.
 func deleteNamespace(ctx context.Context, b *testing.B, cl client.Client, name string) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := cl.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
@@ -147,6 +150,19 @@ func deleteNamespace(ctx context.Context, b *testing.B, cl client.Client, name s
 	waitFor(ctx, b, 2*time.Minute, "namespace "+name+" to be gone", func() (bool, string) {
 		err := cl.Get(ctx, client.ObjectKey{Name: name}, ns)
 		return apierrors.IsNotFound(err), fmt.Sprintf("phase %s (%v)", ns.Status.Phase, err)
+	})
+	waitFor(ctx, b, 2*time.Minute, "the volumes of "+name+" to be gone", func() (bool, string) {
+		var pvs corev1.PersistentVolumeList
+		if err := cl.List(ctx, &pvs); err != nil {
+			return false, err.Error()
+		}
+		left := 0
+		for _, pv := range pvs.Items {
+			if pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == name {
+				left++
+			}
+		}
+		return left == 0, fmt.Sprintf("%d left", left)
 	})
 }
 

@@ -67,7 +67,11 @@ func (tl *timeline) String() string {
 
 // watchPods lists the namespace's pods every 100 ms until ctx ends and
 // marks what each pod shows for the first time; probe, when not nil, runs
-// on the same tick for what is not on a pod (the CR's status).
+// on the same tick for what is not on a pod (the CR's status). It marks
+// when each data volume is bound too: when the kubelet's first sync of a
+// pod fails (its claim not bound yet, or the node authorizer not yet aware
+// of the claim), the kubelet retries only after a 10 to 15 s back-off, and
+// the mark tells the first cause apart.
 func watchPods(ctx context.Context, cl client.Client, ns string, tl *timeline, probe func(context.Context)) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -76,6 +80,14 @@ func watchPods(ctx context.Context, cl client.Client, ns string, tl *timeline, p
 		if err := cl.List(ctx, &pods, client.InNamespace(ns)); err == nil {
 			for i := range pods.Items {
 				markPod(tl, &pods.Items[i])
+			}
+		}
+		var claims corev1.PersistentVolumeClaimList
+		if err := cl.List(ctx, &claims, client.InNamespace(ns)); err == nil {
+			for _, c := range claims.Items {
+				if c.Status.Phase == corev1.ClaimBound {
+					tl.mark(ordinalName(c.Name) + " volume bound")
+				}
 			}
 		}
 		if probe != nil {
@@ -94,7 +106,7 @@ func watchPods(ctx context.Context, cl client.Client, ns string, tl *timeline, p
 // kubelet reports the container Running, so the label's presence is the
 // earliest sign that bao is up.
 func markPod(tl *timeline, p *corev1.Pod) {
-	short := "pod-" + p.Name[strings.LastIndex(p.Name, "-")+1:]
+	short := ordinalName(p.Name)
 	tl.mark(short + " seen")
 	if _, ok := p.Labels["openbao-initialized"]; ok {
 		tl.mark(short + " bao up")
@@ -110,4 +122,10 @@ func markPod(tl *timeline, p *corev1.Pod) {
 	if p.Labels["openbao-sealed"] == "false" {
 		tl.mark(short + " unsealed")
 	}
+}
+
+// ordinalName names a server by its ordinal, "pod-0", from the name of its
+// pod (bao-0) or of its data volume claim (data-bao-0).
+func ordinalName(name string) string {
+	return "pod-" + name[strings.LastIndex(name, "-")+1:]
 }
