@@ -75,6 +75,13 @@ test-e2e: ## e2e tier: a real single-node Kubernetes with the operator installed
 	@rc=0; $(GO_TEST) -v -timeout 20m ./test/e2e/... || rc=$$?; \
 	go run $(LOCALNODE) down -owner e2e; exit $$rc
 
+.PHONY: bench-bootstrap
+bench-bootstrap: tools ## Benchmark CR created -> 3 Raft voters against a bare-script floor on the local node (root; BOOTSTRAP_BENCH_RUNS, default 3).
+	@# Reuses a node that is up (make demo), else starts one and tears it down
+	@# as test-e2e does; the extra `down` cleans up after a killed run.
+	@rc=0; go test -run '^$$' -bench TimeToThreeVoters -benchtime 1x -timeout 60m -v ./test/e2e || rc=$$?; \
+	go run $(LOCALNODE) down -owner e2e; exit $$rc
+
 .PHONY: images
 images: ## Build the operator, OpenBao, pause and CoreDNS images and import them into a running local node.
 	go run $(LOCALNODE) images

@@ -109,7 +109,16 @@ func killManager(ctx context.Context, t *testing.T, cl client.Client) {
 
 // createClusterWith creates the test cluster from the locally built OpenBao
 // image, with a self-init block when selfInit is not nil.
-func createClusterWith(ctx context.Context, t *testing.T, cl client.Client, ns, name string, selfInit map[string]any) {
+func createClusterWith(ctx context.Context, t testing.TB, cl client.Client, ns, name string, selfInit map[string]any) {
+	t.Helper()
+	if err := cl.Create(ctx, clusterObject(t, ns, name, selfInit)); err != nil {
+		t.Fatalf("create OpenBaoCluster: %v", err)
+	}
+}
+
+// clusterObject is the test cluster as createClusterWith creates it. It is
+// unstructured because the e2e client's scheme does not know v1alpha1.
+func clusterObject(t testing.TB, ns, name string, selfInit map[string]any) *unstructured.Unstructured {
 	t.Helper()
 	built, err := localnode.BuildImages(node, localnode.ImageOpenBao)
 	if err != nil {
@@ -127,9 +136,7 @@ func createClusterWith(ctx context.Context, t *testing.T, cl client.Client, ns, 
 	if selfInit != nil {
 		cluster.Object["spec"].(map[string]any)["selfInit"] = selfInit
 	}
-	if err := cl.Create(ctx, cluster); err != nil {
-		t.Fatalf("create OpenBaoCluster: %v", err)
-	}
+	return cluster
 }
 
 func hasConditionReason(status map[string]any, reason string) bool {

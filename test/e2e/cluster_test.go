@@ -74,7 +74,7 @@ func createCluster(ctx context.Context, t *testing.T, cl client.Client, ns, name
 	createClusterWith(ctx, t, cl, ns, name, nil)
 }
 
-func clusterStatus(ctx context.Context, t *testing.T, cl client.Client, ns, name string) map[string]any {
+func clusterStatus(ctx context.Context, t testing.TB, cl client.Client, ns, name string) map[string]any {
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("openbao.org/v1alpha1")
@@ -86,7 +86,7 @@ func clusterStatus(ctx context.Context, t *testing.T, cl client.Client, ns, name
 	return st
 }
 
-func serverPods(ctx context.Context, t *testing.T, cl client.Client, ns string, n int) []corev1.Pod {
+func serverPods(ctx context.Context, t testing.TB, cl client.Client, ns string, n int) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
 	for i := range n {
@@ -122,7 +122,7 @@ func forceReissue(ctx context.Context, t *testing.T, cl client.Client, ns string
 	}
 }
 
-func secretData(ctx context.Context, t *testing.T, cl client.Client, ns, name, key string) []byte {
+func secretData(ctx context.Context, t testing.TB, cl client.Client, ns, name, key string) []byte {
 	t.Helper()
 	s := &corev1.Secret{}
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
@@ -162,14 +162,21 @@ func servedCertificate(t *testing.T, podIP, serverName string, caPEM []byte) *x5
 
 // raftVoters reads the Raft configuration with the root token.
 func raftVoters(p corev1.Pod, ns string, caPEM []byte, token string) ([]string, error) {
+	_, voters, err := raftMembers(p, ns, caPEM, token)
+	return voters, err
+}
+
+// raftMembers reads the Raft configuration with the root token and returns
+// the node ids of every server and of the voters among them.
+func raftMembers(p corev1.Pod, ns string, caPEM []byte, token string) (servers, voters []string, err error) {
 	req, err := http.NewRequest(http.MethodGet, "https://"+net.JoinHostPort(p.Status.PodIP, "8200")+"/v1/sys/storage/raft/configuration", nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	req.Header.Set("X-Vault-Token", token)
 	resp, err := tlsClient(caPEM, dnsName(p, ns), nil).Do(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	var body struct {
@@ -183,15 +190,15 @@ func raftVoters(p corev1.Pod, ns string, caPEM []byte, token string) ([]string, 
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, fmt.Errorf("status %d: %w", resp.StatusCode, err)
+		return nil, nil, fmt.Errorf("status %d: %w", resp.StatusCode, err)
 	}
-	var voters []string
 	for _, s := range body.Data.Config.Servers {
+		servers = append(servers, s.NodeID)
 		if s.Voter {
 			voters = append(voters, s.NodeID)
 		}
 	}
-	return voters, nil
+	return servers, voters, nil
 }
 
 // assertTokenInNoLog reads the logs of the operator and of every OpenBao

@@ -139,9 +139,10 @@ func restrictedPod(ns, name, image string, command ...string) *corev1.Pod {
 }
 
 // createNamespace creates a namespace that enforces the restricted level
-// and deletes it when the test ends. The name is generated: on a reused
+// and deletes it when the test ends, unless it is gone already (a benchmark
+// deletes its namespaces as it goes). The name is generated: on a reused
 // node the namespace of a previous run may still be terminating.
-func createNamespace(ctx context.Context, t *testing.T, cl client.Client, prefix string) string {
+func createNamespace(ctx context.Context, t testing.TB, cl client.Client, prefix string) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		GenerateName: prefix + "-",
@@ -151,14 +152,21 @@ func createNamespace(ctx context.Context, t *testing.T, cl client.Client, prefix
 		t.Fatalf("create namespace %s*: %v", prefix, err)
 	}
 	t.Cleanup(func() {
-		if err := cl.Delete(context.Background(), ns); err != nil {
+		if err := cl.Delete(context.Background(), ns); client.IgnoreNotFound(err) != nil {
 			t.Errorf("delete namespace %s: %v", ns.Name, err)
 		}
 	})
 	return ns.Name
 }
 
-func waitFor(ctx context.Context, t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+func waitFor(ctx context.Context, t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	waitEvery(ctx, t, 200*time.Millisecond, timeout, what, cond)
+}
+
+// waitEvery is waitFor with its own poll interval, for waits whose end is
+// being timed and must be seen sooner than 200 ms.
+func waitEvery(ctx context.Context, t testing.TB, every, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	last := ""
@@ -171,7 +179,7 @@ func waitFor(ctx context.Context, t *testing.T, timeout time.Duration, what stri
 		select {
 		case <-ctx.Done():
 			t.Fatalf("wait for %s: %v", what, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(every):
 		}
 	}
 	t.Fatalf("wait for %s: not within %s (last: %s)", what, timeout, last)

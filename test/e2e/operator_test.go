@@ -25,7 +25,7 @@ var (
 
 // installOperator installs the operator once per run; every test that
 // needs it calls this first.
-func installOperator(t *testing.T) client.Client {
+func installOperator(t testing.TB) client.Client {
 	t.Helper()
 	installOnce.Do(func() {
 		var tm localnode.OperatorTimings
@@ -89,7 +89,7 @@ func TestRestrictedNamespaceRejectsARootPod(t *testing.T) {
 	}
 }
 
-func managerPod(ctx context.Context, t *testing.T, cl client.Client) *corev1.Pod {
+func managerPod(ctx context.Context, t testing.TB, cl client.Client) *corev1.Pod {
 	t.Helper()
 	var pods corev1.PodList
 	err := cl.List(ctx, &pods, client.InNamespace(localnode.OperatorNamespace),
