@@ -18,6 +18,7 @@ import (
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/pki"
+	"github.com/openbao/operator/internal/values"
 )
 
 // externalSecretsRetry is how often a cluster waiting for user-provided TLS
@@ -100,7 +101,7 @@ func (r *OpenBaoClusterReconciler) reconcileOperatorTLS(ctx context.Context, c *
 	if err != nil {
 		return servedTLS{}, ctrl.Result{}, err
 	}
-	spec := pkiSpec(c)
+	spec := values.PKISpec(c)
 	obs := pki.ObservedFromSecrets(dataOf(caSecret), dataOf(serverSecret))
 	plan := pki.Decide(obs, spec, now)
 	if !plan.NothingToDo() {
@@ -151,18 +152,6 @@ func tlsEvent(plan pki.Plan) event {
 		kind = "Warning"
 	}
 	return event{kind, "TLS" + string(plan.Reason), "IssueCertificates", plan.Message}
-}
-
-func pkiSpec(c *v1alpha1.OpenBaoCluster) pki.Spec {
-	spec := pki.Spec{
-		ClusterName: c.Name, Namespace: c.Namespace,
-		HeadlessService: c.HeadlessServiceName(), ClientService: c.ClientServiceName(),
-		Replicas: c.Spec.Replicas, ExtraSANs: c.Spec.TLS.ExtraSANs,
-	}
-	if c.Spec.TLS.RotationPeriod != nil {
-		spec.RotationPeriod = c.Spec.TLS.RotationPeriod.Duration
-	}
-	return spec
 }
 
 func (r *OpenBaoClusterReconciler) readSecret(ctx context.Context, reader client.Reader, namespace, name string) (*corev1.Secret, error) {

@@ -113,14 +113,7 @@ func bareObjects(b *testing.B, c *v1alpha1.OpenBaoCluster, operatorImage string)
 // writes them (controllers/tls.go and seal.go) but with no owner, in the
 // order it writes them; caPEM is the bundle that verifies the servers.
 func bareSecrets(b *testing.B, c *v1alpha1.OpenBaoCluster) (secrets []*corev1.Secret, caPEM []byte) {
-	spec := pki.Spec{
-		ClusterName: c.Name, Namespace: c.Namespace,
-		HeadlessService: c.HeadlessServiceName(), ClientService: c.ClientServiceName(),
-		Replicas: c.Spec.Replicas, ExtraSANs: c.Spec.TLS.ExtraSANs,
-	}
-	if c.Spec.TLS.RotationPeriod != nil {
-		spec.RotationPeriod = c.Spec.TLS.RotationPeriod.Duration
-	}
+	spec := values.PKISpec(c)
 	now := time.Now()
 	material, err := pki.Execute(pki.Decide(pki.Observed{}, spec, now), pki.Observed{}, spec, now, rand.Reader)
 	if err != nil {
