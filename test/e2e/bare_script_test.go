@@ -29,12 +29,26 @@ import (
 // render, with 3 replicas from the start, applied by a bare script that
 // initializes pod-0 the moment it answers and does nothing else. No CR is
 // stored, so the operator never sees these namespaces.
+//
+// The gated floor does what the operator does, without the operator: one
+// replica until pod-0 is initialized, then the scaled-out render. It
+// separates what the operator's own passes cost from what starting the
+// joiners after initialization costs.
 
-// runBareScript runs the floor with the operator's Raft timers (tuned) or
-// with OpenBao's own.
-func runBareScript(ctx context.Context, b *testing.B, r *benchRun, tuned bool) {
-	c := bareCluster(ctx, b, r.cl, r.ns, tuned)
-	objs := bareObjects(b, c, r.operatorImage)
+// bareScript says how a floor run bootstraps.
+type bareScript struct {
+	tuned bool // the operator's Raft timers and bootstrap autopilot, else OpenBao's own
+	gated bool // one replica until initialized, as the operator renders
+}
+
+// runBareScript runs one floor.
+func runBareScript(ctx context.Context, b *testing.B, r *benchRun, how bareScript) {
+	c := bareCluster(ctx, b, r.cl, r.ns, how.tuned)
+	replicasFirst := int64(replicas)
+	if how.gated {
+		replicasFirst = 1
+	}
+	objs := bareObjects(b, c, r.operatorImage, replicasFirst)
 	secrets, caPEM := bareSecrets(b, c)
 	r.begin(nil)
 	for _, s := range secrets {
@@ -42,20 +56,29 @@ func runBareScript(ctx context.Context, b *testing.B, r *benchRun, tuned bool) {
 			b.Fatalf("create Secret %s: %v", s.Name, err)
 		}
 	}
-	for _, o := range objs {
-		err := r.cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(o),
-			client.FieldOwner("bench-script"), client.ForceOwnership)
-		if err != nil {
-			b.Fatalf("apply %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
-	}
+	applyAll(ctx, b, r.cl, objs)
 	pod0 := &corev1.Pod{}
 	waitEvery(ctx, b, 100*time.Millisecond, time.Until(r.deadline), "an IP for pod-0", func() (bool, string) {
 		err := r.cl.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: c.PodName(0)}, pod0)
 		return err == nil && pod0.Status.PodIP != "", fmt.Sprint(err)
 	})
-	token := initPod0(ctx, b, r, c, pod0.Status.PodIP, caPEM, tuned)
+	token := initPod0(ctx, b, r, c, pod0.Status.PodIP, caPEM, how.tuned)
+	if how.gated {
+		c.Status.Initialized = true
+		applyAll(ctx, b, r.cl, bareObjects(b, c, r.operatorImage, int64(values.Replicas(c))))
+		r.tl.mark("scaled out")
+	}
 	waitVoters(ctx, b, r, *pod0, caPEM, token.Reveal())
+}
+
+func applyAll(ctx context.Context, b *testing.B, cl client.Client, objs []*unstructured.Unstructured) {
+	for _, o := range objs {
+		err := cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(o),
+			client.FieldOwner("bench-script"), client.ForceOwnership)
+		if err != nil {
+			b.Fatalf("apply %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
 }
 
 // bareCluster is the OpenBaoCluster the operator would be given, with the
@@ -80,10 +103,10 @@ func bareCluster(ctx context.Context, b *testing.B, cl client.Client, ns string,
 	return c
 }
 
-// bareObjects renders the chart as the operator would before
-// initialization (config.hcl joins pod-0 by leader_api_addr), but with all
-// replicas: the operator runs one until the cluster is initialized.
-func bareObjects(b *testing.B, c *v1alpha1.OpenBaoCluster, operatorImage string) []*unstructured.Unstructured {
+// bareObjects renders the chart as the operator would for the cluster's
+// status (before initialization config.hcl joins pod-0 by
+// leader_api_addr), with the given number of replicas.
+func bareObjects(b *testing.B, c *v1alpha1.OpenBaoCluster, operatorImage string, n int64) []*unstructured.Unstructured {
 	cfg, err := values.ConfigFor(c)
 	if err != nil {
 		b.Fatal(err)
@@ -92,7 +115,7 @@ func bareObjects(b *testing.B, c *v1alpha1.OpenBaoCluster, operatorImage string)
 	if err != nil {
 		b.Fatal(err)
 	}
-	vals["replicas"] = int64(replicas)
+	vals["replicas"] = n
 	renderer, err := render.New()
 	if err != nil {
 		b.Fatal(err)

@@ -38,15 +38,21 @@ type formationVariant struct {
 // formationVariants are run in this order in every round, so that drift
 // of the node (caches, background load) hits each alike.
 var formationVariants = []formationVariant{
-	{"floor-defaults", func(ctx context.Context, b *testing.B, r *benchRun) { runBareScript(ctx, b, r, false) }},
-	{"floor-tuned", func(ctx context.Context, b *testing.B, r *benchRun) { runBareScript(ctx, b, r, true) }},
+	{"floor-defaults", func(ctx context.Context, b *testing.B, r *benchRun) { runBareScript(ctx, b, r, bareScript{}) }},
+	{"floor-tuned", func(ctx context.Context, b *testing.B, r *benchRun) {
+		runBareScript(ctx, b, r, bareScript{tuned: true})
+	}},
+	{"floor-tuned-gated", func(ctx context.Context, b *testing.B, r *benchRun) {
+		runBareScript(ctx, b, r, bareScript{tuned: true, gated: true})
+	}},
 	{"operator", runOperator},
 }
 
 // BenchmarkTimeToThreeVoters measures "CR created → 3 Raft voters" for the
 // operator next to the floor: the same objects applied by a bare script
 // that initializes pod-0 itself, with OpenBao's default timers and with the
-// operator's. b.N is ignored: one round takes about a minute, and the
+// operator's, and the gated floor that also starts the joiners only after
+// initialization, as the operator does. b.N is ignored: one round takes about a minute, and the
 // number of rounds comes from BOOTSTRAP_BENCH_RUNS (default 3).
 func BenchmarkTimeToThreeVoters(b *testing.B) {
 	cl := installOperator(b)
@@ -242,9 +248,11 @@ func reportFormation(b *testing.B, runs int, results map[string][]time.Duration)
 	}
 	ratio := medians["operator"] / medians["floor-tuned"]
 	b.ReportMetric(ratio, "x-tuned-floor")
+	gated := medians["operator"] / medians["floor-tuned-gated"]
+	b.ReportMetric(gated, "x-gated-floor")
 	b.ReportMetric(0, "ns/op") // the whole benchmark's wall time, namespace deletions included: meaningless
-	b.Logf("to 3 voters, min/median/max over %d runs each: %s; operator/tuned floor %.2fx",
-		runs, strings.Join(parts, ", "), ratio)
+	b.Logf("to 3 voters, min/median/max over %d runs each: %s; operator/tuned floor %.2fx, operator/gated floor %.2fx",
+		runs, strings.Join(parts, ", "), ratio, gated)
 }
 
 // median of sorted durations.
