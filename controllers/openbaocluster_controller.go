@@ -137,6 +137,9 @@ func (r *OpenBaoClusterReconciler) runSteps(ctx context.Context, c *v1alpha1.Ope
 	if err := r.reconcileSealMaterial(ctx, c, status, events); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.reconcileSelfInitSecret(ctx, c); err != nil {
+		return ctrl.Result{}, err
+	}
 	result, err := r.reconcileChildren(ctx, c, status, events)
 	if err != nil {
 		return result, err

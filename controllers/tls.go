@@ -137,10 +137,10 @@ func (r *OpenBaoClusterReconciler) carryOutTLSPlan(ctx context.Context, c *v1alp
 	if err != nil {
 		return obs, fmt.Errorf("issue TLS material: %w", err)
 	}
-	if err := r.writeSecret(ctx, c, caSecret, c.TLSCASecretName(), pki.CASecretData(next.CA)); err != nil {
+	if err := r.writeSecret(ctx, c, caSecret, c.TLSCASecretName(), corev1.SecretTypeTLS, pki.CASecretData(next.CA)); err != nil {
 		return obs, err
 	}
-	if err := r.writeSecret(ctx, c, serverSecret, c.TLSServerSecretName(), pki.ServerSecretData(next.Server)); err != nil {
+	if err := r.writeSecret(ctx, c, serverSecret, c.TLSServerSecretName(), corev1.SecretTypeTLS, pki.ServerSecretData(next.Server)); err != nil {
 		return obs, err
 	}
 	return next, nil
@@ -169,7 +169,7 @@ func (r *OpenBaoClusterReconciler) readSecret(ctx context.Context, reader client
 // writeSecret creates the Secret, or replaces its data in one update guarded
 // by its resourceVersion, so readers see the old or the new pair, never a mix.
 func (r *OpenBaoClusterReconciler) writeSecret(ctx context.Context, c *v1alpha1.OpenBaoCluster,
-	existing *corev1.Secret, name string, data map[string][]byte) error {
+	existing *corev1.Secret, name string, typ corev1.SecretType, data map[string][]byte) error {
 	if existing != nil {
 		existing.Data = data
 		if err := r.Client.Update(ctx, existing); err != nil {
@@ -181,7 +181,7 @@ func (r *OpenBaoClusterReconciler) writeSecret(ctx context.Context, c *v1alpha1.
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: map[string]string{
 			v1alpha1.LabelCluster: c.Name, v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue,
 		}},
-		Type: corev1.SecretTypeTLS,
+		Type: typ,
 		Data: data,
 	}
 	if err := controllerutil.SetControllerReference(c, s, r.Client.Scheme()); err != nil {

@@ -35,6 +35,10 @@ func (c *OpenBaoCluster) TLSServerSecretName() string { return c.Name + "-tls-se
 // UnsealKeySecretName holds the static seal key.
 func (c *OpenBaoCluster) UnsealKeySecretName() string { return c.Name + "-unseal-key" }
 
+// SelfInitSecretName holds the self-init requests (self-init.hcl) until the
+// cluster is initialized.
+func (c *OpenBaoCluster) SelfInitSecretName() string { return c.Name + "-self-init" }
+
 // RootTokenSecretName holds the root token from sys/init.
 func (c *OpenBaoCluster) RootTokenSecretName() string { return c.Name + "-root-token" }
 

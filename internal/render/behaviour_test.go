@@ -2,10 +2,12 @@ package render_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -109,34 +111,49 @@ func TestReplicasWaitForInitialization(t *testing.T) {
 	}
 }
 
-func TestSelfInitConfigMap(t *testing.T) {
-	cases := map[string]struct {
-		fixture     string
-		initialized bool
-		want        bool
-	}{
-		"self-init before initialization ships self-init.hcl": {fixture: "selfinit", want: true},
-		"self-init after initialization ships none":           {fixture: "selfinit", initialized: true},
-		"no self-init ships none":                             {fixture: sample},
-	}
+// TestSelfInitStaysOutOfTheConfigMap: self-init requests may carry
+// credentials, so the operator keeps them in a Secret of its own; the pod
+// template projects it, optionally, next to config.hcl, the same before and
+// after initialization so that initializing rolls no pod.
+func TestSelfInitStaysOutOfTheConfigMap(t *testing.T) {
 	r := newRenderer(t)
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			c := fixture(t, tc.fixture, func(c *v1alpha1.OpenBaoCluster) { c.Status.Initialized = tc.initialized })
-			var cm corev1.ConfigMap
-			typed(t, renderWith(t, r, c, testOperator), "ConfigMap", &cm)
-			if _, ok := cm.Data["config.hcl"]; !ok {
-				t.Error("ConfigMap lacks config.hcl")
-			}
-			selfInit, ok := cm.Data["self-init.hcl"]
-			if ok != tc.want {
-				t.Fatalf("self-init.hcl present = %v, want %v", ok, tc.want)
-			}
-			if tc.want && !strings.Contains(selfInit, "sys/auth/kubernetes") {
-				t.Errorf("self-init.hcl lacks the sample's request:\n%s", selfInit)
-			}
-		})
+	templates := map[bool]string{}
+	for _, initialized := range []bool{false, true} {
+		c := fixture(t, "selfinit", func(c *v1alpha1.OpenBaoCluster) { c.Status.Initialized = initialized })
+		objs := renderWith(t, r, c, testOperator)
+		var cm corev1.ConfigMap
+		typed(t, objs, "ConfigMap", &cm)
+		if _, ok := cm.Data["config.hcl"]; !ok {
+			t.Error("ConfigMap lacks config.hcl")
+		}
+		if _, ok := cm.Data[values.SelfInitFile]; ok {
+			t.Errorf("initialized=%v: the ConfigMap carries %s", initialized, values.SelfInitFile)
+		}
+		var sts appsv1.StatefulSet
+		typed(t, objs, "StatefulSet", &sts)
+		if !projectsOptionalSecret(sts.Spec.Template.Spec.Volumes, c.SelfInitSecretName()) {
+			t.Errorf("initialized=%v: the config volume does not project Secret %s optionally", initialized, c.SelfInitSecretName())
+		}
+		tmpl, _ := json.Marshal(sts.Spec.Template)
+		templates[initialized] = string(tmpl)
 	}
+	if templates[false] != templates[true] {
+		t.Error("the pod template changes at initialization: every pod would roll")
+	}
+}
+
+func projectsOptionalSecret(volumes []corev1.Volume, name string) bool {
+	for _, v := range volumes {
+		if v.Name != "config" || v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if src.Secret != nil && src.Secret.Name == name && src.Secret.Optional != nil && *src.Secret.Optional {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func TestNetworkPolicy(t *testing.T) {

@@ -35,7 +35,7 @@ func ownedValues(c *v1alpha1.OpenBaoCluster, op Operator, cfg Config) (map[strin
 		"partition": int64(0),
 		"image":     imageValues(c),
 		"config": map[string]any{
-			"hcl": cfg.HCL, "selfInitHcl": cfg.SelfInitHCL, "checksum": cfg.Checksum,
+			"hcl": cfg.HCL, "checksum": cfg.Checksum,
 		},
 		"tls":           map[string]any{"mode": string(tlsMode(c))},
 		"seal":          sealValues(c),
@@ -98,6 +98,7 @@ func childNames(c *v1alpha1.OpenBaoCluster) map[string]any {
 		"tlsCASecret":     c.TLSCASecretName(),
 		"tlsServerSecret": c.TLSServerSecretName(),
 		"unsealKeySecret": c.UnsealKeySecretName(),
+		"selfInitSecret":  c.SelfInitSecretName(),
 	}
 }
 

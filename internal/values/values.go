@@ -70,10 +70,14 @@ type Operator struct {
 	OverrideValues map[string]any // from watches.yaml, already checked
 }
 
+// SelfInitFile is the key of Config.SelfInitHCL in the self-init Secret,
+// and its file name next to config.hcl.
+const SelfInitFile = "self-init.hcl"
+
 // Config is the rendered OpenBao configuration.
 type Config struct {
 	HCL         string // config.hcl
-	SelfInitHCL string // initialize stanzas; empty once initialized
+	SelfInitHCL string // initialize stanzas, kept in Secret <cluster>-self-init; empty once initialized
 	Checksum    string // of the steady-state configuration; rolls pods when it changes
 }
 
