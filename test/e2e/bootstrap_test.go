@@ -40,6 +40,12 @@ func TestSelfInitClusterFormsWithoutARootToken(t *testing.T) {
 	if !apierrors.IsNotFound(err) {
 		t.Fatalf("a self-initialized cluster has a root-token Secret (%v)", err)
 	}
+	// pod-0 read the requests from Secret bao-self-init; once they ran, the
+	// operator deletes it.
+	waitFor(ctx, t, time.Minute, "Secret bao-self-init to be deleted", func() (bool, string) {
+		err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao-self-init"}, &corev1.Secret{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
 	// Without a token the Raft configuration cannot be read; the labels
 	// show all three servers unsealed in one cluster: one active, two standby.
 	active, standby := 0, 0
