@@ -21,7 +21,7 @@ import (
 // the StatefulSet is applied, because OpenBao reads the file only as it
 // starts.
 func (r *OpenBaoClusterReconciler) reconcileSelfInitSecret(ctx context.Context, c *v1alpha1.OpenBaoCluster) error {
-	cfg, err := values.ConfigFor(c)
+	selfInit, err := values.SelfInitFor(c)
 	if err != nil {
 		return nil // reconcileChildren reports the invalid field
 	}
@@ -35,7 +35,7 @@ func (r *OpenBaoClusterReconciler) reconcileSelfInitSecret(ctx context.Context, 
 	if err != nil {
 		return err
 	}
-	if cfg.SelfInitHCL == "" {
+	if selfInit == "" {
 		if existing == nil {
 			return nil
 		}
@@ -44,7 +44,7 @@ func (r *OpenBaoClusterReconciler) reconcileSelfInitSecret(ctx context.Context, 
 		}
 		return nil
 	}
-	data := map[string][]byte{values.SelfInitFile: []byte(cfg.SelfInitHCL)}
+	data := map[string][]byte{values.SelfInitFile: []byte(selfInit)}
 	if existing != nil && maps.EqualFunc(existing.Data, data, bytes.Equal) {
 		return nil
 	}

@@ -71,11 +71,7 @@ func TestRenderCacheReturnsCopies(t *testing.T) {
 func TestRenderDoesNotChangeTheValues(t *testing.T) {
 	r := newRenderer(t)
 	c := fixture(t, "overrides")
-	cfg, _ := values.ConfigFor(c)
-	vals, err := values.Compute(c, testOperator, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	vals := valuesWith(t, c, testOperator)
 	before := string(mustYAML(t, vals))
 	if _, err := r.Render(c.Namespace, c.Name, vals); err != nil {
 		t.Fatal(err)
@@ -262,12 +258,7 @@ func TestInvalidValuesAreValuesErrors(t *testing.T) {
 			c := fixture(t, sample, func(c *v1alpha1.OpenBaoCluster) {
 				c.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(tc.specValues)}
 			})
-			cfg, _ := values.ConfigFor(c)
-			vals, err := values.Compute(c, testOperator, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = r.Render(c.Namespace, c.Name, vals)
+			_, err := r.Render(c.Namespace, c.Name, valuesWith(t, c, testOperator))
 			var ve *render.ValuesError
 			if !errors.As(err, &ve) {
 				t.Fatalf("error %v, want *render.ValuesError", err)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/openbao/operator/internal/render"
-	"github.com/openbao/operator/internal/values"
 )
 
 // BenchmarkRender measures a render of the sample: from the cache (the
@@ -14,14 +13,7 @@ import (
 //	go test ./internal/render -run '^$' -bench BenchmarkRender -benchmem
 func BenchmarkRender(b *testing.B) {
 	c := fixture(b, sample)
-	cfg, err := values.ConfigFor(c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	vals, err := values.Compute(c, testOperator, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	vals := valuesWith(b, c, testOperator)
 	b.Run("cached", func(b *testing.B) {
 		r := newRenderer(b)
 		if _, err := r.Render(c.Namespace, c.Name, vals); err != nil {

@@ -41,8 +41,9 @@ func fixture(t testing.TB, name string, opts ...func(*v1alpha1.OpenBaoCluster)) 
 	return c
 }
 
-// renderWith renders a cluster with the given operator settings.
-func renderWith(t testing.TB, r *render.Renderer, c *v1alpha1.OpenBaoCluster, op values.Operator) []*unstructured.Unstructured {
+// valuesWith computes a cluster's chart values with the given operator
+// settings, as the reconciler does.
+func valuesWith(t testing.TB, c *v1alpha1.OpenBaoCluster, op values.Operator) map[string]any {
 	t.Helper()
 	cfg, err := values.ConfigFor(c)
 	if err != nil {
@@ -52,7 +53,13 @@ func renderWith(t testing.TB, r *render.Renderer, c *v1alpha1.OpenBaoCluster, op
 	if err != nil {
 		t.Fatalf("values: %v", err)
 	}
-	objs, err := r.Render(c.Namespace, c.Name, vals)
+	return vals
+}
+
+// renderWith renders a cluster with the given operator settings.
+func renderWith(t testing.TB, r *render.Renderer, c *v1alpha1.OpenBaoCluster, op values.Operator) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := r.Render(c.Namespace, c.Name, valuesWith(t, c, op))
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}

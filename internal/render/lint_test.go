@@ -11,7 +11,6 @@ import (
 
 	helmcharts "github.com/openbao/operator/helm-charts"
 	"github.com/openbao/operator/internal/render"
-	"github.com/openbao/operator/internal/values"
 )
 
 // chartDir copies the embedded chart, the one the operator renders, into a
@@ -37,28 +36,10 @@ func TestHelmLint(t *testing.T) {
 	cases := map[string]func(t *testing.T) map[string]any{
 		"with the chart defaults": func(*testing.T) map[string]any { return nil },
 		"with the values of the sample": func(t *testing.T) map[string]any {
-			c := fixture(t, sample)
-			cfg, err := values.ConfigFor(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			vals, err := values.Compute(c, testOperator, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return vals
+			return valuesWith(t, fixture(t, sample), testOperator)
 		},
 		"with the values of the overrides fixture": func(t *testing.T) map[string]any {
-			c := fixture(t, "overrides")
-			cfg, err := values.ConfigFor(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			vals, err := values.Compute(c, testOperator, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return vals
+			return valuesWith(t, fixture(t, "overrides"), testOperator)
 		},
 	}
 	for name, vals := range cases {

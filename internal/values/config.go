@@ -50,18 +50,27 @@ func ConfigFor(c *v1alpha1.OpenBaoCluster) (Config, error) {
 	}
 	sum := sha256.Sum256(steadyHCL)
 	cfg := Config{HCL: string(hcl), Checksum: hex.EncodeToString(sum[:])}
-	if c.Spec.SelfInit != nil && c.Spec.SelfInit.Enabled && !c.Status.Initialized {
-		reqs, err := selfInitRequests(c)
-		if err != nil {
-			return Config{}, err
-		}
-		selfInit, err := baoconfig.RenderSelfInit(reqs)
-		if err != nil {
-			return Config{}, fmt.Errorf("render self-init: %w", err)
-		}
-		cfg.SelfInitHCL = string(selfInit)
+	if cfg.SelfInitHCL, err = SelfInitFor(c); err != nil {
+		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// SelfInitFor renders the self-init requests (self-init.hcl); empty unless
+// self-init is enabled and the cluster is not initialized yet.
+func SelfInitFor(c *v1alpha1.OpenBaoCluster) (string, error) {
+	if c.Spec.SelfInit == nil || !c.Spec.SelfInit.Enabled || c.Status.Initialized {
+		return "", nil
+	}
+	reqs, err := selfInitRequests(c)
+	if err != nil {
+		return "", err
+	}
+	selfInit, err := baoconfig.RenderSelfInit(reqs)
+	if err != nil {
+		return "", fmt.Errorf("render self-init: %w", err)
+	}
+	return string(selfInit), nil
 }
 
 func configInput(c *v1alpha1.OpenBaoCluster) (baoconfig.Input, error) {
