@@ -5,69 +5,76 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/apply"
+	"github.com/openbao/operator/internal/children"
 	"github.com/openbao/operator/internal/render"
 	"github.com/openbao/operator/internal/values"
 )
 
-// reconcileChildren renders the chart for the cluster and applies it, then
-// prunes what it no longer renders. It owns the Degraded condition.
+// missingKindRetry is how soon a cluster whose chart needs an uninstalled
+// CRD (Gateway API, Prometheus Operator) looks again.
+const missingKindRetry = time.Minute
+
+// reconcileChildren renders the chart from the pass's input and applies it,
+// then prunes what it no longer renders. It owns the Degraded condition.
 //
 // Errors in the spec are not returned: retrying cannot fix them, and a spec
 // change triggers the next reconcile. Errors from the API server are.
-func (r *OpenBaoClusterReconciler) reconcileChildren(ctx context.Context, c *v1alpha1.OpenBaoCluster,
-	status *v1alpha1.OpenBaoClusterStatus, events *[]event) (ctrl.Result, error) {
-	now := r.Clock.Now()
+func (r *OpenBaoClusterReconciler) reconcileChildren(ctx context.Context, p *pass) error {
+	c := p.cluster
 	degraded := func(reason, msg string) {
-		setCondition(status, c, now, v1alpha1.ConditionDegraded, true, reason, msg)
-		*events = append(*events, event{"Warning", reason, "Reconcile", msg})
+		p.setCondition(v1alpha1.ConditionDegraded, true, reason, msg)
+		p.record("Warning", reason, "Reconcile", msg)
 	}
-	objs, reason, err := r.renderChildren(c)
+	objs, reason, err := r.renderChildren(p.input())
 	if err != nil {
 		degraded(reason, err.Error())
-		return ctrl.Result{}, nil
+		return nil
 	}
 	res, err := r.Applier.Apply(ctx, c, objs)
 	if missing := (*apply.MissingKindError)(nil); errors.As(err, &missing) {
 		degraded(v1alpha1.ReasonMissingKind, missing.Error())
-		return ctrl.Result{RequeueAfter: missingKindRetry}, nil
+		p.requeueAfter(missingKindRetry)
+		return nil
 	}
 	if err != nil {
 		degraded(v1alpha1.ReasonApplyFailed, "applying the rendered objects failed; the operator retries: "+apiReason(err))
-		return ctrl.Result{}, err
+		return err
 	}
-	pruned, err := r.Applier.Prune(ctx, c, render.Kinds(), client.MatchingLabels{v1alpha1.LabelCluster: c.Name}, objs)
+	pruned, err := r.Applier.Prune(ctx, c, children.Rendered(), client.MatchingLabels{v1alpha1.LabelCluster: c.Name}, objs)
 	if err != nil {
 		degraded(v1alpha1.ReasonPruneFailed, "deleting objects no longer rendered failed; the operator retries: "+apiReason(err))
-		return ctrl.Result{}, err
+		return err
 	}
-	setCondition(status, c, now, v1alpha1.ConditionDegraded, false, v1alpha1.ReasonReconciled,
+	p.setCondition(v1alpha1.ConditionDegraded, false, v1alpha1.ReasonReconciled,
 		fmt.Sprintf("all %d rendered objects are applied", len(objs)))
 	if len(res.Applied) > 0 || len(pruned) > 0 {
 		log.FromContext(ctx).Info("children reconciled", "applied", res.Applied, "pruned", pruned, "unchanged", res.Unchanged)
-		*events = append(*events, event{"Normal", "Applied", "Apply", changeNote(res, pruned)})
+		p.record("Normal", "Applied", "Apply", changeNote(res, pruned))
 	}
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // renderChildren runs the pure pipeline and classifies its failure.
-func (r *OpenBaoClusterReconciler) renderChildren(c *v1alpha1.OpenBaoCluster) (objs []*unstructured.Unstructured, reason string, err error) {
-	cfg, err := values.ConfigFor(c)
+func (r *OpenBaoClusterReconciler) renderChildren(in values.Input) (objs []*unstructured.Unstructured, reason string, err error) {
+	started := time.Now()
+	defer func() { renderDuration.Observe(time.Since(started).Seconds()) }()
+	cfg, err := values.ConfigFor(in)
 	if err != nil {
 		return nil, v1alpha1.ReasonRenderFailed, fmt.Errorf("config.hcl cannot be rendered: %w", err)
 	}
-	vals, err := values.Compute(c, r.Operator, cfg)
+	vals, err := values.Compute(in, r.Operator, cfg)
 	if err != nil {
 		return nil, v1alpha1.ReasonInvalidValues, err
 	}
-	objs, err = r.Renderer.Render(c.Namespace, c.Name, vals)
+	objs, err = r.Renderer.Render(in.Cluster.Namespace, in.Cluster.Name, vals)
 	if valuesErr := (*render.ValuesError)(nil); errors.As(err, &valuesErr) {
 		return nil, v1alpha1.ReasonInvalidValues, fmt.Errorf("spec.values: %w", err)
 	}

@@ -8,16 +8,17 @@ import (
 	"io"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -26,7 +27,9 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/apply"
+	"github.com/openbao/operator/internal/children"
 	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/podstate"
 	"github.com/openbao/operator/internal/render"
 	"github.com/openbao/operator/internal/values"
 )
@@ -63,47 +66,51 @@ type OpenBaoClusterReconciler struct {
 	// OpenBao makes clients of the cluster's servers; nil leaves
 	// initialization to whoever holds the cluster (tests of other steps).
 	OpenBao openbao.Factory
-
-	initAttempts     initAttempts
-	autopilotSettled settledGenerations
 	// ResyncPeriod brings a settled cluster back to reconcile, to catch what
 	// no watch reports (watches.yaml reconcilePeriod).
 	ResyncPeriod time.Duration
+
+	memory memory
 }
 
-// event is emitted only after the status write that it describes succeeded.
-type event struct {
-	kind, reason, action, note string
-}
-
-// Reconcile runs the steps in order; each returns early on failure, and the
-// status they build in memory is written once at the end.
-func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	cluster := &v1alpha1.OpenBaoCluster{}
-	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
-		if apierrors.IsNotFound(err) {
-			forgetClusterMetrics(req.Namespace, req.Name)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+// steps are the stages of a pass, in order. Bootstrap decides before the
+// self-init Secret and the chart are written, so a cluster initialized in
+// this pass drops its self-init requests and scales out in it; the steps
+// after the apply act on what it made.
+func (r *OpenBaoClusterReconciler) steps() []step {
+	return []step{
+		{"pause", r.reconcilePause},
+		{"tls", r.reconcileTLS},
+		{"seal", r.reconcileSealMaterial},
+		{"bootstrap", r.reconcileBootstrap},
+		{"self-init", r.reconcileSelfInitSecret},
+		{"children", r.reconcileChildren},
+		{"cert-hash", r.annotateCertHash},
+		{"autopilot", r.reconcileAutopilot},
+		{"servers", r.observeServers},
 	}
-	if !cluster.Status.Initialized {
-		// An uninitialized status renders one replica, and the cache can lag
-		// this operator's own status write by a moment: rendering from it
-		// would scale a cluster that just formed back to one server. The
-		// exact read costs a GET per pass until the cache says initialized.
-		if err := r.APIReader.Get(ctx, req.NamespacedName, cluster); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
+}
+
+// Reconcile runs one pass: the steps in order, each of which may end it,
+// then one write of the status they built.
+func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	started := time.Now()
+	defer func() { reconcileDuration.Observe(time.Since(started).Seconds()) }()
+	cluster, err := r.readCluster(ctx, req.NamespacedName)
+	if cluster == nil || err != nil {
+		return ctrl.Result{}, err
 	}
 	if !cluster.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // children go with their owner references
 	}
-	status := cluster.Status.DeepCopy()
-	var events []event
-	result, stepErr := r.runSteps(ctx, cluster, status, &events)
-	status.ObservedGeneration = cluster.Generation
-	status.Phase = phase(cluster, status)
-	if err := r.writeStatus(ctx, cluster, status); err != nil {
+	p, err := r.newPass(ctx, cluster)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	stepErr := runSteps(ctx, p, r.steps())
+	p.status.ObservedGeneration = cluster.Generation
+	p.status.Phase = phase(cluster, p.status)
+	if err := r.writeStatus(ctx, cluster, p.status); err != nil {
 		if apierrors.IsConflict(err) {
 			// The cluster changed while this pass ran; its own event, or
 			// this retry, starts a pass on the new version.
@@ -112,94 +119,148 @@ func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 		return ctrl.Result{}, err
 	}
-	for _, e := range events {
+	for _, e := range p.events {
 		r.Recorder.Eventf(cluster, nil, e.kind, e.reason, e.action, "%s", e.note)
 	}
-	if stepErr == nil && (result.IsZero() || result.RequeueAfter > r.ResyncPeriod) {
-		result.RequeueAfter = r.ResyncPeriod
-	}
-	return result, stepErr
+	return r.result(p, stepErr), stepErr
 }
 
-func (r *OpenBaoClusterReconciler) runSteps(ctx context.Context, c *v1alpha1.OpenBaoCluster,
-	status *v1alpha1.OpenBaoClusterStatus, events *[]event) (ctrl.Result, error) {
-	now := r.Clock.Now()
-	if c.Spec.Paused {
-		setCondition(status, c, now, v1alpha1.ConditionPaused, true, v1alpha1.ReasonPausedBySpec,
-			"spec.paused is true: the operator changes nothing of this cluster until it is false")
-		return ctrl.Result{}, nil
+// newPass starts a pass with the status as read and the pods as the cache
+// holds them.
+func (r *OpenBaoClusterReconciler) newPass(ctx context.Context, c *v1alpha1.OpenBaoCluster) (*pass, error) {
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(c.PodSelectorLabels())); err != nil {
+		return nil, fmt.Errorf("list pods of %s: %w", c.Name, err)
 	}
-	setCondition(status, c, now, v1alpha1.ConditionPaused, false, v1alpha1.ReasonNotPaused, "the operator manages this cluster")
-	served, tlsResult, err := r.reconcileTLS(ctx, c, status, events)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.reconcileSealMaterial(ctx, c, status, events); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.reconcileSelfInitSecret(ctx, c); err != nil {
-		return ctrl.Result{}, err
-	}
-	result, err := r.reconcileChildren(ctx, c, status, events)
-	if err != nil {
-		return result, err
-	}
-	if err := r.annotateCertHash(ctx, c, served.certPEM); err != nil {
-		return ctrl.Result{}, err
-	}
-	bootResult, err := r.reconcileBootstrap(ctx, c, status, served, events)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	return soonest(tlsResult, result, bootResult), r.observeServers(ctx, c, status)
+	return &pass{
+		cluster: c, status: c.Status.DeepCopy(), now: r.Clock.Now(),
+		pods: pods.Items, servers: podstate.NewSnapshot(pods.Items),
+	}, nil
 }
 
-// soonest combines the requeue wishes of several steps.
-func soonest(results ...ctrl.Result) ctrl.Result {
-	var out ctrl.Result
-	for _, r := range results {
-		if r.RequeueAfter > 0 && (out.RequeueAfter == 0 || r.RequeueAfter < out.RequeueAfter) {
-			out.RequeueAfter = r.RequeueAfter
-		}
+// readCluster reads the cluster from the cache, and exactly when the cache
+// still says uninitialized after this operator marked it initialized:
+// rendering from that lagging copy would scale a formed cluster back to one
+// server. A cluster that is gone is forgotten.
+func (r *OpenBaoClusterReconciler) readCluster(ctx context.Context, name types.NamespacedName) (*v1alpha1.OpenBaoCluster, error) {
+	cluster := &v1alpha1.OpenBaoCluster{}
+	err := r.Client.Get(ctx, name, cluster)
+	if apierrors.IsNotFound(err) {
+		r.forget(name)
+		return nil, nil
 	}
-	return out
+	if err != nil {
+		return nil, fmt.Errorf("read OpenBaoCluster %s: %w", name, err)
+	}
+	var lagging bool
+	r.memory.with(name, cluster.UID, func(m *clusterMemory) { lagging = m.markedInitialized && !cluster.Status.Initialized })
+	if !lagging {
+		return cluster, nil
+	}
+	if err := r.APIReader.Get(ctx, name, cluster); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return cluster, nil
+}
+
+// forget releases everything kept in memory for a cluster that is gone.
+func (r *OpenBaoClusterReconciler) forget(name types.NamespacedName) {
+	r.memory.forget(name)
+	r.Applier.Forget(name)
+	forgetClusterMetrics(name.Namespace, name.Name)
+}
+
+// Remembers says whether the reconciler or its Applier still holds memory
+// of the cluster; it is for tests that check memory is released.
+func (r *OpenBaoClusterReconciler) Remembers(name types.NamespacedName) bool {
+	return r.memory.has(name) || r.Applier.Remembers(name)
 }
 
 func (r *OpenBaoClusterReconciler) writeStatus(ctx context.Context, c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) error {
 	if equality.Semantic.DeepEqual(&c.Status, status) {
 		return nil
 	}
+	initializedNow := status.Initialized && !c.Status.Initialized
 	c.Status = *status
 	if err := r.Client.Status().Update(ctx, c); err != nil {
 		return fmt.Errorf("write status: %w", err)
 	}
+	if initializedNow {
+		r.memory.with(client.ObjectKeyFromObject(c), c.UID, func(m *clusterMemory) { m.markedInitialized = true })
+	}
 	return nil
 }
 
-// SetupWithManager watches OpenBaoClusters and the children the chart
-// renders, so that drift in a child brings the owner back to reconcile, and
-// the server pods, whose state the bootstrap waits for.
-func (r *OpenBaoClusterReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.OpenBaoCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&appsv1.StatefulSet{}).
-		Owns(&corev1.Service{}).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&corev1.Secret{}).
-		Owns(&corev1.ServiceAccount{}).
-		Owns(&rbacv1.Role{}).
-		Owns(&rbacv1.RoleBinding{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
-		Owns(&networkingv1.NetworkPolicy{}).
-		Owns(&networkingv1.Ingress{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster), builder.WithPredicates(podStateChanged)).
-		WithOptions(controllerOptions(maxConcurrent)).
-		Complete(r)
+// result turns the pass's requeue wish into the controller's result: at
+// the latest after the resync period, unless the pass failed (the error's
+// backoff applies then).
+func (r *OpenBaoClusterReconciler) result(p *pass, stepErr error) ctrl.Result {
+	if stepErr != nil {
+		return ctrl.Result{}
+	}
+	after := p.requeue
+	if after == 0 || after > r.ResyncPeriod {
+		after = r.ResyncPeriod
+	}
+	return ctrl.Result{RequeueAfter: after}
 }
 
-// missingKindRetry is how soon a cluster whose chart needs an uninstalled
-// CRD (Gateway API, Prometheus Operator) looks again.
-const missingKindRetry = time.Minute
+// reconcilePause owns Paused: while spec.paused holds, the pass stops here.
+func (r *OpenBaoClusterReconciler) reconcilePause(_ context.Context, p *pass) error {
+	if p.cluster.Spec.Paused {
+		p.setCondition(v1alpha1.ConditionPaused, true, v1alpha1.ReasonPausedBySpec,
+			"spec.paused is true: the operator changes nothing of this cluster until it is false")
+		return errStop
+	}
+	p.setCondition(v1alpha1.ConditionPaused, false, v1alpha1.ReasonNotPaused, "the operator manages this cluster")
+	return nil
+}
 
 // conflictRetry is how soon a pass whose status write lost a race retries.
 const conflictRetry = time.Second
+
+// SetupWithManager watches OpenBaoClusters, the children they own, and the
+// server pods, whose state the bootstrap waits for; the kinds come from
+// package children.
+func (r *OpenBaoClusterReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.OpenBaoCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	for _, k := range children.Watched(children.ByOwner) {
+		b = b.Owns(k.New())
+	}
+	for _, k := range children.Watched(children.ByClusterLabel) {
+		b = b.Watches(k.New(), handler.EnqueueRequestsFromMapFunc(byClusterLabel), builder.WithPredicates(podStateChanged))
+	}
+	return b.WithOptions(controllerOptions(maxConcurrent)).Complete(r)
+}
+
+// CacheOptions limits the manager's cache to objects that carry the cluster
+// label, for every kind the controller watches: the operator holds its own
+// children, not every ConfigMap and Secret of the cluster.
+func CacheOptions() cache.Options {
+	req, err := labels.NewRequirement(v1alpha1.LabelCluster, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant label key: cannot fail
+	}
+	byLabel := cache.ByObject{Label: labels.NewSelector().Add(*req)}
+	byObject := map[client.Object]cache.ByObject{}
+	for _, obj := range children.Cached() {
+		byObject[obj] = byLabel
+	}
+	return cache.Options{ByObject: byObject}
+}
+
+// NewApplier returns the Applier of the chart's objects: it writes through
+// c as the operator's field manager, reads back the watched kinds from
+// cache (which must be the manager's cache, or a client that reads
+// directly), and the others through live, uncached.
+func NewApplier(c client.Client, cache, live client.Reader) *apply.Applier {
+	cached := map[schema.GroupVersionKind]func() client.Object{}
+	for _, k := range children.All() {
+		if k.Rendered && k.Watch != children.NotWatched {
+			newObject := k.New
+			cached[k.GVK] = func() client.Object { return newObject() }
+		}
+	}
+	return apply.New(apply.Options{Client: c, Cache: cache, Cached: cached, Live: live, FieldManager: v1alpha1.FieldManager})
+}

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/openbao/operator/api/v1alpha1"
-	"github.com/openbao/operator/internal/bootstrap"
+	"github.com/openbao/operator/internal/podstate"
 )
 
 // The StatefulSet owns the pods, yet their state drives the bootstrap:
@@ -20,13 +20,13 @@ import (
 // StatefulSet's status moves. Watching the pods turns the bootstrap's waits
 // into reactions; the poll interval remains as a fallback.
 
-// podToCluster maps a server pod to the cluster named by its label.
-func podToCluster(_ context.Context, pod client.Object) []reconcile.Request {
-	name := pod.GetLabels()[v1alpha1.LabelCluster]
+// byClusterLabel maps an object to the cluster named by its label.
+func byClusterLabel(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[v1alpha1.LabelCluster]
 	if name == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: name}}}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
 // podStateChanged passes creations, deletions and the updates the
@@ -54,10 +54,10 @@ type podSignal struct {
 }
 
 func signalOf(p *corev1.Pod) podSignal {
-	s := bootstrap.PodFromKube(p)
+	s := podstate.FromKube(p)
 	return podSignal{
-		initialized: p.Labels[bootstrap.LabelInitialized], sealed: p.Labels[bootstrap.LabelSealed],
-		active: p.Labels[bootstrap.LabelActive], version: p.Labels[versionLabel],
+		initialized: p.Labels[podstate.LabelInitialized], sealed: p.Labels[podstate.LabelSealed],
+		active: p.Labels[podstate.LabelActive], version: s.Version(),
 		ready: s.Ready, running: s.Running, terminated: s.Terminated,
 		waiting: s.WaitingReason, restarts: s.RestartCount,
 	}

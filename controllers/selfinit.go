@@ -3,14 +3,12 @@ package controllers
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/openbao/operator/api/v1alpha1"
-	"github.com/openbao/operator/internal/bootstrap"
+	"github.com/openbao/operator/internal/secrets"
 	"github.com/openbao/operator/internal/values"
 )
 
@@ -20,18 +18,14 @@ import (
 // rather than in the ConfigMap every namespace viewer reads. It runs before
 // the StatefulSet is applied, because OpenBao reads the file only as it
 // starts.
-func (r *OpenBaoClusterReconciler) reconcileSelfInitSecret(ctx context.Context, c *v1alpha1.OpenBaoCluster) error {
-	selfInit, err := values.SelfInitFor(c)
+func (r *OpenBaoClusterReconciler) reconcileSelfInitSecret(ctx context.Context, p *pass) error {
+	c := p.cluster
+	selfInit, err := values.SelfInitFor(c, p.status.Initialized)
 	if err != nil {
 		return nil // reconcileChildren reports the invalid field
 	}
-	// Exact while the cluster forms: a Secret created a moment ago may be
-	// missing from the cache. Afterwards the cache only confirms it is gone.
-	var reader client.Reader = r.Client
-	if !c.Status.Initialized {
-		reader = r.APIReader
-	}
-	existing, err := r.readSecret(ctx, reader, c.Namespace, c.SelfInitSecretName())
+	// The cache holds the Secret: it carries our label.
+	existing, err := r.readSecret(ctx, r.Client, c.Namespace, c.SelfInitSecretName())
 	if err != nil {
 		return err
 	}
@@ -39,14 +33,21 @@ func (r *OpenBaoClusterReconciler) reconcileSelfInitSecret(ctx context.Context, 
 		if existing == nil {
 			return nil
 		}
-		if err := r.Client.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("delete Secret %s: %s", existing.Name, bootstrap.DescribeAPIError(err))
-		}
-		return nil
+		return r.deleteSecret(ctx, existing)
 	}
 	data := map[string][]byte{values.SelfInitFile: []byte(selfInit)}
-	if existing != nil && maps.EqualFunc(existing.Data, data, bytes.Equal) {
+	if existing == nil {
+		err = r.createSecret(ctx, secrets.New(c, secrets.Spec{Name: c.SelfInitSecretName(), Type: corev1.SecretTypeOpaque, Data: data}))
+		if !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		// Created a moment ago, and not in the cache yet.
+		if existing, err = r.readSecret(ctx, r.APIReader, c.Namespace, c.SelfInitSecretName()); err != nil || existing == nil {
+			return err
+		}
+	}
+	if maps.EqualFunc(existing.Data, data, bytes.Equal) {
 		return nil
 	}
-	return r.writeSecret(ctx, c, existing, c.SelfInitSecretName(), corev1.SecretTypeOpaque, data)
+	return r.replaceSecretData(ctx, existing, data)
 }

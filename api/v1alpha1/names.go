@@ -1,12 +1,23 @@
 package v1alpha1
 
-import "fmt"
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // Every child object's name is derived here, so the chart values, the
 // controllers and the tests agree on them.
 
 // ClientServiceName is the Service clients use; it routes to the active server.
 func (c *OpenBaoCluster) ClientServiceName() string { return c.Name }
+
+// ClientServiceDNSName is the client Service's name inside the cluster; the
+// server certificate holds it, and the operator reaches the active server
+// through it.
+func (c *OpenBaoCluster) ClientServiceDNSName() string {
+	return fmt.Sprintf("%s.%s.svc", c.ClientServiceName(), c.Namespace)
+}
 
 // HeadlessServiceName is the StatefulSet's governing Service, which gives each
 // server a stable DNS name.
@@ -51,4 +62,33 @@ func (c *OpenBaoCluster) PodName(ordinal int) string {
 // ordinal.
 func (c *OpenBaoCluster) PodDNSName(ordinal int) string {
 	return fmt.Sprintf("%s.%s.%s.svc", c.PodName(ordinal), c.HeadlessServiceName(), c.Namespace)
+}
+
+// Labels that select the cluster's server pods: the StatefulSet's selector,
+// the Services', the PDB's and OpenBao's auto_join. They never change.
+const (
+	LabelAppName     = "app.kubernetes.io/name"
+	LabelAppInstance = "app.kubernetes.io/instance"
+	// AppName is LabelAppName's value on every OpenBao server pod.
+	AppName = "openbao"
+)
+
+// PodSelectorLabels select the cluster's server pods.
+func (c *OpenBaoCluster) PodSelectorLabels() map[string]string {
+	return map[string]string{LabelAppName: AppName, LabelAppInstance: c.Name}
+}
+
+// PodLabelSelector is PodSelectorLabels as a selector string, in a fixed
+// order: config.hcl carries it, and a reordering would roll every pod.
+func (c *OpenBaoCluster) PodLabelSelector() string {
+	return LabelAppName + "=" + AppName + "," + LabelAppInstance + "=" + c.Name
+}
+
+// Kind is the API kind of OpenBaoCluster.
+const Kind = "OpenBaoCluster"
+
+// ControllerReference makes c the controller of a child: garbage-collected
+// with it, and deleted before it in a foreground deletion.
+func (c *OpenBaoCluster) ControllerReference() metav1.OwnerReference {
+	return *metav1.NewControllerRef(c, GroupVersion.WithKind(Kind))
 }

@@ -7,29 +7,18 @@ import (
 	"os"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/controllers"
-	"github.com/openbao/operator/internal/apply"
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/render"
@@ -94,7 +83,7 @@ func runManager(args []string) error {
 		// the lease over at once instead of making a successor wait for
 		// its expiry.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cache.Options{ByObject: childCache()},
+		Cache:                         controllers.CacheOptions(),
 		// A pass inside sys/init finishes storing the token before the
 		// manager exits; the Deployment's terminationGracePeriodSeconds
 		// (50) leaves room for this.
@@ -111,7 +100,7 @@ func runManager(args []string) error {
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Renderer:  renderer,
-		Applier:   apply.New(mgr.GetClient(), mgr.GetAPIReader(), v1alpha1.FieldManager),
+		Applier:   controllers.NewApplier(mgr.GetClient(), mgr.GetClient(), mgr.GetAPIReader()),
 		Operator: values.Operator{
 			Namespace: f.namespace, Image: f.image, OpenShift: openshift, OverrideValues: settings.OverrideValues,
 		},
@@ -134,26 +123,6 @@ func runManager(args []string) error {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
-}
-
-// childCache caches only objects that carry the cluster label: the operator
-// watches its children, not every ConfigMap and Service of the cluster.
-func childCache() map[client.Object]cache.ByObject {
-	req, err := labels.NewRequirement(v1alpha1.LabelCluster, selection.Exists, nil)
-	if err != nil {
-		panic(err) // a constant label key: cannot fail
-	}
-	byLabel := cache.ByObject{Label: labels.NewSelector().Add(*req)}
-	out := map[client.Object]cache.ByObject{}
-	for _, obj := range []client.Object{
-		&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.ServiceAccount{},
-		&corev1.Secret{}, &corev1.Pod{},
-		&rbacv1.Role{}, &rbacv1.RoleBinding{}, &policyv1.PodDisruptionBudget{},
-		&networkingv1.NetworkPolicy{}, &networkingv1.Ingress{},
-	} {
-		out[obj] = byLabel
-	}
-	return out
 }
 
 // isOpenShift reports whether the API serves OpenShift's security API, whose

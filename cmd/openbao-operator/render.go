@@ -43,12 +43,12 @@ func runRender(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := values.ConfigFor(cluster)
+	cfg, err := values.ConfigFor(values.InputFor(cluster, &cluster.Status))
 	if err != nil {
 		return fmt.Errorf("config.hcl: %w", err)
 	}
 	op := values.Operator{Namespace: *opNamespace, OpenShift: *openshift, OverrideValues: settings.OverrideValues}
-	vals, err := values.Compute(cluster, op, cfg)
+	vals, err := values.Compute(values.InputFor(cluster, &cluster.Status), op, cfg)
 	if err != nil {
 		return err
 	}

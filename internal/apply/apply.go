@@ -23,17 +23,26 @@ import (
 )
 
 // Applier applies and prunes the children of owners. It remembers, per
-// object, what it last applied, so it must be shared across reconciles.
+// owner and object, what it last applied, so it must be shared across
+// reconciles; Forget releases an owner that is gone.
 type Applier struct {
 	client       client.Client
-	reader       client.Reader // uncached: reads metadata of a few objects, never starts informers
+	cache        client.Reader
+	cached       map[schema.GroupVersionKind]func() client.Object
+	live         client.Reader
 	fieldManager string
 
-	mu   sync.Mutex
+	mu     sync.Mutex
+	owners map[types.NamespacedName]*ownerState
+}
+
+// ownerState is what the Applier remembers of one owner.
+type ownerState struct {
+	uid  types.UID
 	last map[objectKey]appliedState
-	// pruned is, per owner, the rendered set that was last pruned against:
-	// until the set changes there is nothing new to prune.
-	pruned map[types.UID]string
+	// pruned is the rendered set that was last pruned against: until the
+	// set changes there is nothing new to prune.
+	pruned string
 }
 
 type objectKey struct {
@@ -49,13 +58,54 @@ type appliedState struct {
 	ownedFields string
 }
 
-// New returns an Applier that writes through c as fieldManager and reads
-// object metadata through reader.
-func New(c client.Client, reader client.Reader, fieldManager string) *Applier {
+// Options configure an Applier.
+type Options struct {
+	// Client applies and deletes.
+	Client client.Client
+	// Cache reads back, after an apply, the objects of the kinds Cached
+	// names (an empty typed object of each): an idle reconcile then costs
+	// no request. It must hold every object of those kinds the Applier
+	// applies.
+	Cache  client.Reader
+	Cached map[schema.GroupVersionKind]func() client.Object
+	// Live reads the metadata of other kinds and lists leftovers for
+	// pruning, uncached: it must never start informers.
+	Live         client.Reader
+	FieldManager string
+}
+
+// New returns an Applier.
+func New(o Options) *Applier {
 	return &Applier{
-		client: c, reader: reader, fieldManager: fieldManager,
-		last: map[objectKey]appliedState{}, pruned: map[types.UID]string{},
+		client: o.Client, cache: o.Cache, cached: o.Cached, live: o.Live, fieldManager: o.FieldManager,
+		owners: map[types.NamespacedName]*ownerState{},
 	}
+}
+
+// Forget releases what the Applier remembers of an owner that is gone.
+func (a *Applier) Forget(owner types.NamespacedName) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.owners, owner)
+}
+
+// Remembers says whether the Applier holds state for the owner.
+func (a *Applier) Remembers(owner types.NamespacedName) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.owners[owner] != nil
+}
+
+// state returns the owner's state, made afresh for a new UID; call it with
+// a.mu held.
+func (a *Applier) state(owner client.Object) *ownerState {
+	name := client.ObjectKeyFromObject(owner)
+	st := a.owners[name]
+	if st == nil || st.uid != owner.GetUID() {
+		st = &ownerState{uid: owner.GetUID(), last: map[objectKey]appliedState{}}
+		a.owners[name] = st
+	}
+	return st
 }
 
 // Result counts what an Apply call did.
@@ -87,7 +137,7 @@ func (a *Applier) Apply(ctx context.Context, owner client.Object, objs []*unstru
 	var res Result
 	for _, obj := range objs {
 		obj.SetOwnerReferences([]metav1.OwnerReference{ownerRef})
-		applied, err := a.applyOne(ctx, obj)
+		applied, err := a.applyOne(ctx, owner, obj)
 		if err != nil {
 			return res, err
 		}
@@ -100,13 +150,13 @@ func (a *Applier) Apply(ctx context.Context, owner client.Object, objs []*unstru
 	return res, nil
 }
 
-func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured) (bool, error) {
+func (a *Applier) applyOne(ctx context.Context, owner client.Object, obj *unstructured.Unstructured) (bool, error) {
 	key := keyOf(obj)
 	desired, err := hashObject(obj)
 	if err != nil {
 		return false, err
 	}
-	unchanged, err := a.unchanged(ctx, key, desired)
+	unchanged, err := a.unchanged(ctx, owner, key, desired)
 	if err != nil {
 		return false, err
 	}
@@ -122,23 +172,24 @@ func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured) 
 	if err != nil {
 		return false, fmt.Errorf("apply %s %s/%s: %w", key.gvk.Kind, key.namespace, key.name, err)
 	}
-	a.remember(key, appliedState{desiredHash: desired, ownedFields: a.ownedFields(sent)})
+	a.mu.Lock()
+	a.state(owner).last[key] = appliedState{desiredHash: desired, ownedFields: a.ownedFields(sent)}
+	a.mu.Unlock()
 	return true, nil
 }
 
 // unchanged reports whether the object was applied with the same desired
 // state and nobody has since taken or changed a field the operator owns:
-// any such write changes the operator's managedFields entry.
-func (a *Applier) unchanged(ctx context.Context, key objectKey, desired string) (bool, error) {
+// any such write changes the operator's managedFields entry. A cache that
+// lags the last apply costs one needless apply, never a missed one.
+func (a *Applier) unchanged(ctx context.Context, owner client.Object, key objectKey, desired string) (bool, error) {
 	a.mu.Lock()
-	last, ok := a.last[key]
+	last, ok := a.state(owner).last[key]
 	a.mu.Unlock()
 	if !ok || last.desiredHash != desired {
 		return false, nil
 	}
-	live := &metav1.PartialObjectMetadata{}
-	live.SetGroupVersionKind(key.gvk)
-	err := a.reader.Get(ctx, types.NamespacedName{Namespace: key.namespace, Name: key.name}, live)
+	live, err := a.readBack(ctx, key)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -146,6 +197,19 @@ func (a *Applier) unchanged(ctx context.Context, key objectKey, desired string) 
 		return false, fmt.Errorf("read %s %s/%s: %w", key.gvk.Kind, key.namespace, key.name, err)
 	}
 	return a.ownedFields(live) == last.ownedFields, nil
+}
+
+// readBack reads an applied object: from the cache for the cached kinds,
+// else its metadata, uncached.
+func (a *Applier) readBack(ctx context.Context, key objectKey) (metav1.Object, error) {
+	name := types.NamespacedName{Namespace: key.namespace, Name: key.name}
+	if newObject, ok := a.cached[key.gvk]; ok {
+		obj := newObject()
+		return obj, a.cache.Get(ctx, name, obj)
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(key.gvk)
+	return meta, a.live.Get(ctx, name, meta)
 }
 
 // ownedFields is the operator's apply entry in the object's managedFields.
@@ -156,12 +220,6 @@ func (a *Applier) ownedFields(obj metav1.Object) string {
 		}
 	}
 	return ""
-}
-
-func (a *Applier) remember(key objectKey, state appliedState) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.last[key] = state
 }
 
 func keyOf(obj client.Object) objectKey {

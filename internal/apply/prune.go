@@ -46,7 +46,7 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, kinds []schema
 	selector client.MatchingLabels, keep []*unstructured.Unstructured) ([]string, error) {
 	set := keySet(keep)
 	a.mu.Lock()
-	done := a.pruned[owner.GetUID()] == set
+	done := a.state(owner).pruned == set
 	a.mu.Unlock()
 	if done {
 		return nil, nil
@@ -54,7 +54,7 @@ func (a *Applier) Prune(ctx context.Context, owner client.Object, kinds []schema
 	pruned, err := a.prune(ctx, owner, kinds, selector, keep)
 	if err == nil {
 		a.mu.Lock()
-		a.pruned[owner.GetUID()] = set
+		a.state(owner).pruned = set
 		a.mu.Unlock()
 	}
 	return pruned, err
@@ -66,7 +66,7 @@ func (a *Applier) prune(ctx context.Context, owner client.Object, kinds []schema
 	for _, gvk := range kinds {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		err := a.reader.List(ctx, list, client.InNamespace(owner.GetNamespace()), selector)
+		err := a.live.List(ctx, list, client.InNamespace(owner.GetNamespace()), selector)
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 			continue
 		}
@@ -77,7 +77,7 @@ func (a *Applier) prune(ctx context.Context, owner client.Object, kinds []schema
 			list.Items[i].SetGroupVersionKind(gvk)
 		}
 		for _, obj := range Leftovers(owner, list.Items, keep) {
-			if err := a.deleteLeftover(ctx, gvk, obj); err != nil {
+			if err := a.deleteLeftover(ctx, owner, gvk, obj); err != nil {
 				return pruned, err
 			}
 			pruned = append(pruned, gvk.Kind+"/"+obj.Name)
@@ -86,7 +86,7 @@ func (a *Applier) prune(ctx context.Context, owner client.Object, kinds []schema
 	return pruned, nil
 }
 
-func (a *Applier) deleteLeftover(ctx context.Context, gvk schema.GroupVersionKind, obj metav1.PartialObjectMetadata) error {
+func (a *Applier) deleteLeftover(ctx context.Context, owner client.Object, gvk schema.GroupVersionKind, obj metav1.PartialObjectMetadata) error {
 	target := obj.DeepCopy()
 	target.SetGroupVersionKind(gvk)
 	uid := obj.UID
@@ -95,7 +95,7 @@ func (a *Applier) deleteLeftover(ctx context.Context, gvk schema.GroupVersionKin
 		return fmt.Errorf("prune %s %s/%s: %w", gvk.Kind, obj.Namespace, obj.Name, err)
 	}
 	a.mu.Lock()
-	delete(a.last, objectKey{gvk: gvk, namespace: obj.Namespace, name: obj.Name})
+	delete(a.state(owner).last, objectKey{gvk: gvk, namespace: obj.Namespace, name: obj.Name})
 	a.mu.Unlock()
 	return nil
 }

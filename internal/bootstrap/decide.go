@@ -3,6 +3,8 @@ package bootstrap
 import (
 	"fmt"
 	"time"
+
+	"github.com/openbao/operator/internal/podstate"
 )
 
 // Action is what the reconciler does with a Decision.
@@ -86,7 +88,7 @@ func Decide(o Observed) Decision {
 	if !o.Pod0.Started() {
 		return wait(ReasonPodStarting, fmt.Sprintf("waiting for the OpenBao container of %s to run", o.Pod0.Name), PollInterval)
 	}
-	initialized, known := o.Pod0.LabelState(LabelInitialized)
+	initialized, known := o.Pod0.LabelState(podstate.LabelInitialized)
 	if !known && o.Health != nil {
 		initialized, known = o.Health.Initialized, true
 	}
@@ -141,7 +143,7 @@ func initialize(o Observed) Decision {
 }
 
 // podTrouble reports a pod-0 that will not come up by itself.
-func podTrouble(p Pod, selfInit bool) (Decision, bool) {
+func podTrouble(p podstate.Pod, selfInit bool) (Decision, bool) {
 	if notStartingReasons[p.WaitingReason] {
 		return degraded(ReasonPodNotStarting, fmt.Sprintf("%s cannot start its OpenBao container: %s", p.Name, p.WaitingReason)), true
 	}

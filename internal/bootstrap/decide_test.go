@@ -7,27 +7,28 @@ import (
 
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/podstate"
 )
 
 var now = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-type podOpt func(*bootstrap.Pod)
+type podOpt func(*podstate.Pod)
 
-func pod0(opts ...podOpt) *bootstrap.Pod {
-	p := &bootstrap.Pod{Name: "bao-0", Phase: "Running", Running: true, Labels: map[string]string{}}
+func pod0(opts ...podOpt) *podstate.Pod {
+	p := &podstate.Pod{Name: "bao-0", Phase: "Running", Running: true, Labels: map[string]string{}}
 	for _, o := range opts {
 		o(p)
 	}
 	return p
 }
 
-func label(k, v string) podOpt { return func(p *bootstrap.Pod) { p.Labels[k] = v } }
-func notRunning() podOpt       { return func(p *bootstrap.Pod) { p.Running = false; p.Phase = "Pending" } }
+func label(k, v string) podOpt { return func(p *podstate.Pod) { p.Labels[k] = v } }
+func notRunning() podOpt       { return func(p *podstate.Pod) { p.Running = false; p.Phase = "Pending" } }
 func waiting(reason string) podOpt {
-	return func(p *bootstrap.Pod) { p.Running = false; p.WaitingReason = reason }
+	return func(p *podstate.Pod) { p.Running = false; p.WaitingReason = reason }
 }
 func restarts(n int32, lastReason string, code int32) podOpt {
-	return func(p *bootstrap.Pod) { p.RestartCount, p.LastTerminationReason, p.LastExitCode = n, lastReason, code }
+	return func(p *podstate.Pod) { p.RestartCount, p.LastTerminationReason, p.LastExitCode = n, lastReason, code }
 }
 
 func health(initialized bool) *openbao.Health {
@@ -50,43 +51,43 @@ func TestDecide(t *testing.T) {
 		{name: "a pending pod-0 waits for its container to run",
 			obs: bootstrap.Observed{Pod0: pod0(notRunning())}, action: bootstrap.ActionWait, reason: bootstrap.ReasonPodStarting, after: bootstrap.PollInterval},
 		{name: "OpenBao's own labels on a first run are initialized before the kubelet reports it running",
-			obs: bootstrap.Observed{Pod0: pod0(waiting("PodInitializing"), label(bootstrap.LabelInitialized, "false")), Now: now}, action: bootstrap.ActionInitialize},
+			obs: bootstrap.Observed{Pod0: pod0(waiting("PodInitializing"), label(podstate.LabelInitialized, "false")), Now: now}, action: bootstrap.ActionInitialize},
 		{name: "labels left by a restarted container wait for the kubelet",
-			obs:    bootstrap.Observed{Pod0: pod0(waiting("ContainerCreating"), restarts(1, "Error", 1), label(bootstrap.LabelInitialized, "false"))},
+			obs:    bootstrap.Observed{Pod0: pod0(waiting("ContainerCreating"), restarts(1, "Error", 1), label(podstate.LabelInitialized, "false"))},
 			action: bootstrap.ActionWait, reason: bootstrap.ReasonPodStarting, after: bootstrap.PollInterval},
 		{name: "labels of a container that exited wait for the kubelet",
-			obs:    bootstrap.Observed{Pod0: pod0(notRunning(), func(p *bootstrap.Pod) { p.Terminated = true }, label(bootstrap.LabelInitialized, "false"))},
+			obs:    bootstrap.Observed{Pod0: pod0(notRunning(), func(p *podstate.Pod) { p.Terminated = true }, label(podstate.LabelInitialized, "false"))},
 			action: bootstrap.ActionWait, reason: bootstrap.ReasonPodStarting, after: bootstrap.PollInterval},
 		{name: "a running pod-0 without labels or health waits for an answer",
 			obs: bootstrap.Observed{Pod0: pod0(), HealthErr: errors.New("connection refused")}, action: bootstrap.ActionWait, reason: bootstrap.ReasonHealthUnknown},
 		{name: "an uninitialized pod-0 by its label is initialized",
-			obs: bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "false")), Now: now}, action: bootstrap.ActionInitialize},
+			obs: bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "false")), Now: now}, action: bootstrap.ActionInitialize},
 		{name: "an uninitialized pod-0 by health (501) is initialized when labels are absent",
 			obs: bootstrap.Observed{Pod0: pod0(), Health: health(false), Now: now}, action: bootstrap.ActionInitialize},
 		{name: "the label wins over a stale health answer",
-			obs: bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "true")), Health: health(false)}, action: bootstrap.ActionAdopt, reason: bootstrap.ReasonAdopted},
+			obs: bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "true")), Health: health(false)}, action: bootstrap.ActionAdopt, reason: bootstrap.ReasonAdopted},
 		{name: "an unreadable label falls back to health",
-			obs: bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "maybe")), Health: health(true)}, action: bootstrap.ActionAdopt, reason: bootstrap.ReasonAdopted},
+			obs: bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "maybe")), Health: health(true)}, action: bootstrap.ActionAdopt, reason: bootstrap.ReasonAdopted},
 		{name: "an initialized cluster without our Secret is adopted, not initialized again",
 			obs: bootstrap.Observed{Pod0: pod0(), Health: health(true)}, action: bootstrap.ActionAdopt, reason: bootstrap.ReasonAdopted},
 		{name: "an initialized cluster with our Secret is marked initialized (the status write was lost)",
-			obs:    bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "true")), RootTokenSecretExists: true},
+			obs:    bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "true")), RootTokenSecretExists: true},
 			action: bootstrap.ActionMarkInitialized, reason: bootstrap.ReasonInitialized},
 		{name: "self-init detected through labels is adopted as self-initialized",
-			obs: bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "true")), SelfInit: true}, action: bootstrap.ActionAdopt, reason: bootstrap.ReasonSelfInitialized, self: true},
+			obs: bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "true")), SelfInit: true}, action: bootstrap.ActionAdopt, reason: bootstrap.ReasonSelfInitialized, self: true},
 		{name: "self-init not finished yet waits and never initializes",
-			obs: bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "false")), SelfInit: true}, action: bootstrap.ActionWait, reason: bootstrap.ReasonAwaitingSelfInit},
+			obs: bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "false")), SelfInit: true}, action: bootstrap.ActionWait, reason: bootstrap.ReasonAwaitingSelfInit},
 		{name: "a stale root-token Secret on an uninitialized cluster is degraded, not overwritten",
-			obs:    bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "false")), RootTokenSecretExists: true, RootTokenSecretName: "bao-root-token"},
+			obs:    bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "false")), RootTokenSecretExists: true, RootTokenSecretName: "bao-root-token"},
 			action: bootstrap.ActionDegraded, reason: bootstrap.ReasonStaleRootTokenSecret, after: bootstrap.DegradedRequeue},
 		{name: "after one failed init the retry waits 5s",
-			obs:    bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "false")), InitFailures: 1, LastInitFailure: now, Now: now},
+			obs:    bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "false")), InitFailures: 1, LastInitFailure: now, Now: now},
 			action: bootstrap.ActionWait, reason: bootstrap.ReasonInitBackoff, after: 5 * time.Second},
 		{name: "after three failed inits the retry waits 20s less the time passed",
-			obs:    bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "false")), InitFailures: 3, LastInitFailure: now, Now: now.Add(5 * time.Second)},
+			obs:    bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "false")), InitFailures: 3, LastInitFailure: now, Now: now.Add(5 * time.Second)},
 			action: bootstrap.ActionWait, reason: bootstrap.ReasonInitBackoff, after: 15 * time.Second},
 		{name: "once the backoff passed init is retried",
-			obs:    bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "false")), InitFailures: 3, LastInitFailure: now, Now: now.Add(20 * time.Second)},
+			obs:    bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "false")), InitFailures: 3, LastInitFailure: now, Now: now.Add(20 * time.Second)},
 			action: bootstrap.ActionInitialize},
 		{name: "a pod-0 in CrashLoopBackOff is degraded with the container's reason",
 			obs:    bootstrap.Observed{Pod0: pod0(waiting("CrashLoopBackOff"), restarts(2, "Error", 1))},
@@ -95,7 +96,7 @@ func TestDecide(t *testing.T) {
 			obs:    bootstrap.Observed{Pod0: pod0(restarts(3, "OOMKilled", 137))},
 			action: bootstrap.ActionDegraded, reason: bootstrap.ReasonPodCrashLooping},
 		{name: "a pod-0 that restarted but is ready is fine",
-			obs:    bootstrap.Observed{Pod0: pod0(restarts(4, "Error", 1), func(p *bootstrap.Pod) { p.Ready = true }, label(bootstrap.LabelInitialized, "false")), Now: now},
+			obs:    bootstrap.Observed{Pod0: pod0(restarts(4, "Error", 1), func(p *podstate.Pod) { p.Ready = true }, label(podstate.LabelInitialized, "false")), Now: now},
 			action: bootstrap.ActionInitialize},
 		{name: "a pod-0 whose image cannot be pulled is degraded",
 			obs: bootstrap.Observed{Pod0: pod0(waiting("ImagePullBackOff"))}, action: bootstrap.ActionDegraded, reason: bootstrap.ReasonPodNotStarting},
@@ -152,7 +153,7 @@ func TestNeedsHealthOnlyWhenLabelsDoNotTell(t *testing.T) {
 		want bool
 	}{
 		"a running pod-0 without labels":        {bootstrap.Observed{Pod0: pod0()}, true},
-		"a running pod-0 with the label":        {bootstrap.Observed{Pod0: pod0(label(bootstrap.LabelInitialized, "false"))}, false},
+		"a running pod-0 with the label":        {bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "false"))}, false},
 		"a pod-0 not running":                   {bootstrap.Observed{Pod0: pod0(notRunning())}, false},
 		"no pod-0":                              {bootstrap.Observed{}, false},
 		"a cluster whose status is initialized": {bootstrap.Observed{Initialized: true, Pod0: pod0()}, false},
@@ -172,14 +173,14 @@ func TestNeedsHealthOnlyWhenLabelsDoNotTell(t *testing.T) {
 // cluster as one initialized elsewhere, and never initialize again.
 func TestAnInitCutShortIsReportedNotAdopted(t *testing.T) {
 	d := bootstrap.Decide(bootstrap.Observed{
-		Pod0: pod0(label(bootstrap.LabelInitialized, "true")), InitStarted: true,
+		Pod0: pod0(label(podstate.LabelInitialized, "true")), InitStarted: true,
 		RootTokenSecretName: "bao-root-token", Now: now,
 	})
 	if d.Action != bootstrap.ActionAdopt || d.Reason != bootstrap.ReasonRootTokenLost {
 		t.Fatalf("got %s/%s, want Adopt/RootTokenLost", d.Action, d.Reason)
 	}
 	withSecret := bootstrap.Decide(bootstrap.Observed{
-		Pod0: pod0(label(bootstrap.LabelInitialized, "true")), InitStarted: true, RootTokenSecretExists: true, Now: now,
+		Pod0: pod0(label(podstate.LabelInitialized, "true")), InitStarted: true, RootTokenSecretExists: true, Now: now,
 	})
 	if withSecret.Action != bootstrap.ActionMarkInitialized {
 		t.Fatalf("with the token stored: got %s, want MarkInitialized", withSecret.Action)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/podstate"
 )
 
 // FuzzDecide holds the invariants of Decide over arbitrary snapshots:
@@ -22,9 +23,9 @@ func FuzzDecide(f *testing.F) {
 			InitFailures: failures, Now: now, LastInitFailure: now.Add(-time.Duration(sinceFailure)),
 		}
 		if hasPod {
-			p := pod0(func(p *bootstrap.Pod) { p.Running, p.WaitingReason, p.RestartCount = running, waiting, restarts })
+			p := pod0(func(p *podstate.Pod) { p.Running, p.WaitingReason, p.RestartCount = running, waiting, restarts })
 			if initLabel != "" {
-				p.Labels[bootstrap.LabelInitialized] = initLabel
+				p.Labels[podstate.LabelInitialized] = initLabel
 			}
 			obs.Pod0 = p
 		}
@@ -39,7 +40,7 @@ func FuzzDecide(f *testing.F) {
 			t.Errorf("%s (%s) without a requeue interval", d.Action, d.Reason)
 		}
 		if d.Action == bootstrap.ActionInitialize {
-			labelled, known := obs.Pod0.LabelState(bootstrap.LabelInitialized)
+			labelled, known := obs.Pod0.LabelState(podstate.LabelInitialized)
 			switch {
 			case statusInit, selfInit, secret:
 				t.Errorf("initialize with status %v, self-init %v, Secret %v", statusInit, selfInit, secret)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/openbao/operator/internal/autopilot"
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/openbao/openbaofake"
@@ -152,7 +153,7 @@ func TestInitializeSetsTheBootstrapAutopilotWithTheNewToken(t *testing.T) {
 	bao := &openbaofake.Client{InitAnswer: openbao.InitResult{RootToken: openbao.NewToken(rootToken)}}
 	withToken := &openbaofake.Client{}
 	var gotToken openbao.Token
-	want := bootstrap.AutopilotConfig(3, bootstrap.AutopilotOverrides{}, bootstrap.PhaseBootstrap)
+	want := autopilot.For(3, autopilot.Overrides{}, autopilot.PhaseBootstrap)
 	out, err := bootstrap.Initialize(ctx, bao, &bootstrap.SecretTokenStore{Client: kc, Template: template()}, bootstrap.InitOptions{
 		Autopilot:       &want,
 		ClientWithToken: func(tok openbao.Token) (openbao.Client, error) { gotToken = tok; return withToken, nil },
@@ -185,7 +186,7 @@ func TestInitializeAutopilotWrite(t *testing.T) {
 			kc, _ := kube(nil, nil, 0)
 			bao := &openbaofake.Client{InitAnswer: openbao.InitResult{RootToken: openbao.NewToken(rootToken)}}
 			withToken := &openbaofake.Client{SetAutopilotErr: tc.err, SetAutopilotFailures: tc.failures}
-			cfg := bootstrap.AutopilotConfig(3, bootstrap.AutopilotOverrides{}, bootstrap.PhaseBootstrap)
+			cfg := autopilot.For(3, autopilot.Overrides{}, autopilot.PhaseBootstrap)
 			out, err := bootstrap.Initialize(ctx, bao, &bootstrap.SecretTokenStore{Client: kc, Template: template()}, bootstrap.InitOptions{
 				Autopilot: &cfg, Sleep: noSleep, AutopilotAttempts: 4,
 				ClientWithToken: func(openbao.Token) (openbao.Client, error) { return withToken, nil },
@@ -252,28 +253,6 @@ func TestASecretHoldingAnotherTokenIsNotTakenForOurs(t *testing.T) {
 	var ie *bootstrap.InitError
 	if !errors.As(err, &ie) || ie.Reason != bootstrap.ReasonRootTokenLost {
 		t.Fatalf("error %v, want RootTokenLost", err)
-	}
-}
-
-func TestPodFromKube(t *testing.T) {
-	p := bootstrap.PodFromKube(&corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "bao-0", Labels: map[string]string{bootstrap.LabelInitialized: "true"}},
-		Status: corev1.PodStatus{
-			Phase:      corev1.PodRunning,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}},
-			ContainerStatuses: []corev1.ContainerStatus{
-				{Name: "other", RestartCount: 9},
-				{Name: bootstrap.ContainerName, RestartCount: 4,
-					State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
-					LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 2}}},
-			},
-		},
-	})
-	if p.Running || p.Ready || p.RestartCount != 4 || p.WaitingReason != "CrashLoopBackOff" || p.LastTerminationReason != "Error" || p.LastExitCode != 2 {
-		t.Errorf("%+v", p)
-	}
-	if v, known := p.LabelState(bootstrap.LabelInitialized); !v || !known {
-		t.Errorf("label state %v %v", v, known)
 	}
 }
 

@@ -3,7 +3,6 @@ package bootstrap
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,7 +10,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/secrets"
 )
+
+// RootTokenDataKey is the data key of <cluster>-root-token.
+const RootTokenDataKey = "token"
 
 // SecretTokenStore stores the root token in a Kubernetes Secret built from
 // Template (name, namespace, labels, owner references set by the
@@ -56,7 +59,7 @@ func (s *SecretTokenStore) Create(ctx context.Context, token openbao.Token) erro
 			return nil
 		}
 	}
-	return fmt.Errorf("create Secret %s: %s", s.Name(), DescribeAPIError(err))
+	return fmt.Errorf("create Secret %s: %w", s.Name(), secrets.Redact(err))
 }
 
 func (s *SecretTokenStore) secret(token []byte) *corev1.Secret {
@@ -67,14 +70,4 @@ func (s *SecretTokenStore) secret(token []byte) *corev1.Secret {
 		obj.Data[RootTokenDataKey] = token
 	}
 	return obj
-}
-
-// DescribeAPIError names an API error by its status reason and code only:
-// an admission webhook's message could echo the Secret it refused.
-func DescribeAPIError(err error) string {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		return fmt.Sprintf("%s (HTTP %d)", status.Status().Reason, status.Status().Code)
-	}
-	return "request failed"
 }

@@ -15,15 +15,15 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/render"
-	"github.com/openbao/operator/internal/testfixture"
 	"github.com/openbao/operator/internal/values"
+	"github.com/openbao/operator/test/fixtures"
 )
 
 func TestRenderIsDeterministic(t *testing.T) {
-	files := testfixture.Files(t)
-	for _, name := range testfixture.Names(files) {
+	files := fixtures.Files(t)
+	for _, name := range fixtures.Names(files) {
 		t.Run(name, func(t *testing.T) {
-			c := testfixture.Load(t, files[name])
+			c := fixtures.Load(t, files[name])
 			_, vals, first := renderFixture(t, newRenderer(t), c)
 			cached := newRenderer(t)
 			second, err := cached.Render(c.Namespace, c.Name, vals)

@@ -9,10 +9,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/openbao/operator/api/v1alpha1"
-	"github.com/openbao/operator/internal/golden"
 	"github.com/openbao/operator/internal/render"
-	"github.com/openbao/operator/internal/testfixture"
 	"github.com/openbao/operator/internal/values"
+	"github.com/openbao/operator/test/fixtures"
+	"github.com/openbao/operator/test/golden"
 )
 
 // testOperator is the operator context every golden render uses.
@@ -21,11 +21,11 @@ var testOperator = values.Operator{Namespace: "openbao-operator-system", Image: 
 // renderFixture runs the whole pure pipeline: CR → config → values → objects.
 func renderFixture(t testing.TB, r *render.Renderer, c *v1alpha1.OpenBaoCluster) (values.Config, map[string]any, []*unstructured.Unstructured) {
 	t.Helper()
-	cfg, err := values.ConfigFor(c)
+	cfg, err := values.ConfigFor(values.InputFor(c, &c.Status))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	vals, err := values.Compute(c, testOperator, cfg)
+	vals, err := values.Compute(values.InputFor(c, &c.Status), testOperator, cfg)
 	if err != nil {
 		t.Fatalf("values: %v", err)
 	}
@@ -43,10 +43,10 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := testfixture.Files(t)
-	for _, name := range testfixture.Names(files) {
+	files := fixtures.Files(t)
+	for _, name := range fixtures.Names(files) {
 		t.Run(name, func(t *testing.T) {
-			c := testfixture.Load(t, files[name])
+			c := fixtures.Load(t, files[name])
 			cfg, vals, objs := renderFixture(t, r, c)
 			dir := filepath.Join("testdata", "golden", name)
 			golden.Assert(t, filepath.Join(dir, "config.hcl"), []byte(cfg.HCL))

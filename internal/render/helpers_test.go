@@ -9,8 +9,8 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/render"
-	"github.com/openbao/operator/internal/testfixture"
 	"github.com/openbao/operator/internal/values"
+	"github.com/openbao/operator/test/fixtures"
 )
 
 // sample is the user-facing sample every targeted test starts from.
@@ -29,12 +29,12 @@ func newRenderer(t testing.TB) *render.Renderer {
 // store it, and applies the changes in opts to the typed object.
 func fixture(t testing.TB, name string, opts ...func(*v1alpha1.OpenBaoCluster)) *v1alpha1.OpenBaoCluster {
 	t.Helper()
-	files := testfixture.Files(t)
+	files := fixtures.Files(t)
 	path, ok := files[name]
 	if !ok {
 		t.Fatalf("no fixture %q", name)
 	}
-	c := testfixture.Load(t, path)
+	c := fixtures.Load(t, path)
 	for _, o := range opts {
 		o(c)
 	}
@@ -45,11 +45,11 @@ func fixture(t testing.TB, name string, opts ...func(*v1alpha1.OpenBaoCluster)) 
 // settings, as the reconciler does.
 func valuesWith(t testing.TB, c *v1alpha1.OpenBaoCluster, op values.Operator) map[string]any {
 	t.Helper()
-	cfg, err := values.ConfigFor(c)
+	cfg, err := values.ConfigFor(values.InputFor(c, &c.Status))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	vals, err := values.Compute(c, op, cfg)
+	vals, err := values.Compute(values.InputFor(c, &c.Status), op, cfg)
 	if err != nil {
 		t.Fatalf("values: %v", err)
 	}

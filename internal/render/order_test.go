@@ -5,25 +5,26 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/openbao/operator/internal/children"
 	"github.com/openbao/operator/internal/render"
-	"github.com/openbao/operator/internal/testfixture"
+	"github.com/openbao/operator/test/fixtures"
 )
 
 // TestObjectsComeInApplyOrder: every fixture renders only kinds the
-// operator can prune, sorted by Kinds() rank and then by name.
+// operator can prune, sorted by children.Rendered() rank and then by name.
 func TestObjectsComeInApplyOrder(t *testing.T) {
 	rank := map[schema.GroupVersionKind]int{}
-	for i, gvk := range render.Kinds() {
+	for i, gvk := range children.Rendered() {
 		rank[gvk] = i
 	}
 	r := newRenderer(t)
-	files := testfixture.Files(t)
-	for _, name := range testfixture.Names(files) {
+	files := fixtures.Files(t)
+	for _, name := range fixtures.Names(files) {
 		t.Run(name, func(t *testing.T) {
-			_, _, objs := renderFixture(t, r, testfixture.Load(t, files[name]))
+			_, _, objs := renderFixture(t, r, fixtures.Load(t, files[name]))
 			for i, obj := range objs {
 				if _, ok := rank[obj.GroupVersionKind()]; !ok {
-					t.Fatalf("%s is not in Kinds()", obj.GroupVersionKind())
+					t.Fatalf("%s is not in children.Rendered()", obj.GroupVersionKind())
 				}
 				if i == 0 {
 					continue
@@ -35,14 +36,6 @@ func TestObjectsComeInApplyOrder(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestKindsReturnsACopy(t *testing.T) {
-	kinds := render.Kinds()
-	kinds[0].Kind = "changed"
-	if render.Kinds()[0].Kind == "changed" {
-		t.Error("Kinds returns the package's own slice")
 	}
 }
 

@@ -26,32 +26,12 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	helmcharts "github.com/openbao/operator/helm-charts"
+	"github.com/openbao/operator/internal/children"
 )
 
 // KubeVersion is the Kubernetes version the chart is rendered for. It is
 // pinned so that rendering does not depend on the library's build.
 var KubeVersion = chartutil.KubeVersion{Version: "v1.33.0", Major: "1", Minor: "33"}
-
-// applyOrder ranks kinds so that what others depend on is applied first.
-var applyOrder = []schema.GroupVersionKind{
-	{Version: "v1", Kind: "ServiceAccount"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
-	{Version: "v1", Kind: "ConfigMap"},
-	{Version: "v1", Kind: "Service"},
-	{Group: "apps", Version: "v1", Kind: "StatefulSet"},
-	{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"},
-	{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
-	{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"},
-	{Group: "gateway.networking.k8s.io", Version: "v1alpha2", Kind: "TLSRoute"},
-	{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"},
-}
-
-// Kinds returns every kind the chart can render, in apply order. Pruning
-// looks for leftovers of exactly these kinds.
-func Kinds() []schema.GroupVersionKind {
-	return append([]schema.GroupVersionKind(nil), applyOrder...)
-}
 
 // Renderer renders the embedded chart. It is safe for concurrent use and
 // keeps the most recent renders, keyed by a hash of their inputs.
@@ -191,7 +171,7 @@ func decodeDocuments(text string) ([]*unstructured.Unstructured, error) {
 // operator does not know how to prune.
 func sortForApply(objs []*unstructured.Unstructured) error {
 	rank := map[schema.GroupVersionKind]int{}
-	for i, gvk := range applyOrder {
+	for i, gvk := range children.Rendered() {
 		rank[gvk] = i
 	}
 	for _, obj := range objs {

@@ -11,8 +11,8 @@ import (
 	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
-	"github.com/openbao/operator/internal/testfixture"
 	"github.com/openbao/operator/internal/values"
+	"github.com/openbao/operator/test/fixtures"
 )
 
 // crdKinds are rendered kinds whose types live outside client-go.
@@ -23,10 +23,10 @@ var crdKinds = map[string]bool{"TLSRoute": true, "ServiceMonitor": true}
 // in a template (say, readOnlyRootFileSystem) cannot be applied silently.
 func TestRenderedObjectsDecodeStrictly(t *testing.T) {
 	r := newRenderer(t)
-	files := testfixture.Files(t)
-	for _, name := range testfixture.Names(files) {
+	files := fixtures.Files(t)
+	for _, name := range fixtures.Names(files) {
 		t.Run(name, func(t *testing.T) {
-			_, _, objs := renderFixture(t, r, testfixture.Load(t, files[name]))
+			_, _, objs := renderFixture(t, r, fixtures.Load(t, files[name]))
 			for _, obj := range objs {
 				if crdKinds[obj.GetKind()] {
 					continue
@@ -51,12 +51,12 @@ func TestPodTemplateIsRestricted(t *testing.T) {
 	}
 	restricted := psapi.LevelVersion{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()}
 	r := newRenderer(t)
-	files := testfixture.Files(t)
-	for _, name := range testfixture.Names(files) {
+	files := fixtures.Files(t)
+	for _, name := range fixtures.Names(files) {
 		for _, openshift := range []bool{false, true} {
 			t.Run(name+platform(openshift), func(t *testing.T) {
 				op := values.Operator{Namespace: testOperator.Namespace, OpenShift: openshift}
-				objs := renderWith(t, r, testfixture.Load(t, files[name]), op)
+				objs := renderWith(t, r, fixtures.Load(t, files[name]), op)
 				pod := statefulSet(t, objs).Spec.Template
 				for _, res := range evaluator.EvaluatePod(restricted, &pod.ObjectMeta, &pod.Spec) {
 					if !res.Allowed {

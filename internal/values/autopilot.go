@@ -6,18 +6,18 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/autopilot"
 	"github.com/openbao/operator/internal/baoconfig"
-	"github.com/openbao/operator/internal/bootstrap"
 )
 
 // AutopilotOverrides reads spec.configuration.raft.autopilot; unset fields
 // stay nil and take the operator's defaults.
-func AutopilotOverrides(c *v1alpha1.OpenBaoCluster) bootstrap.AutopilotOverrides {
+func AutopilotOverrides(c *v1alpha1.OpenBaoCluster) autopilot.Overrides {
 	a := c.Spec.Configuration.Raft.Autopilot
 	if a == nil {
-		return bootstrap.AutopilotOverrides{}
+		return autopilot.Overrides{}
 	}
-	var o bootstrap.AutopilotOverrides
+	var o autopilot.Overrides
 	o.CleanupDeadServers = a.CleanupDeadServers
 	if a.DeadServerLastContactThreshold != nil {
 		o.DeadServerLastContactThreshold = ptr.To(a.DeadServerLastContactThreshold.Duration)
@@ -39,7 +39,7 @@ func selfInitRequests(c *v1alpha1.OpenBaoCluster) ([]baoconfig.InitRequest, erro
 	if err != nil {
 		return nil, err
 	}
-	autopilot, err := bootstrap.SelfInitAutopilotRequest(c.Spec.Replicas, AutopilotOverrides(c))
+	autopilot, err := autopilot.SelfInitRequest(c.Spec.Replicas, AutopilotOverrides(c))
 	if err != nil {
 		return nil, fmt.Errorf("spec.configuration.raft.autopilot: %w", err)
 	}

@@ -29,7 +29,7 @@ func TestChartDefaultNamesAreTheAPIsNames(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "openbao", Namespace: "default"},
 		Spec:       v1alpha1.OpenBaoClusterSpec{Version: "2.4.0", Replicas: 3},
 	}
-	vals, err := values.Compute(c, values.Operator{}, values.Config{})
+	vals, err := values.Compute(inputOf(c), values.Operator{}, values.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,8 +31,9 @@ const telemetryRetention = 24 * time.Hour
 
 // ConfigFor renders the cluster's config.hcl and, before initialization
 // with self-init enabled, its initialize stanzas.
-func ConfigFor(c *v1alpha1.OpenBaoCluster) (Config, error) {
-	in, err := configInput(c)
+func ConfigFor(input Input) (Config, error) {
+	c := input.Cluster
+	in, err := configInput(c, input.Initialized)
 	if err != nil {
 		return Config{}, err
 	}
@@ -50,7 +51,7 @@ func ConfigFor(c *v1alpha1.OpenBaoCluster) (Config, error) {
 	}
 	sum := sha256.Sum256(steadyHCL)
 	cfg := Config{HCL: string(hcl), Checksum: hex.EncodeToString(sum[:])}
-	if cfg.SelfInitHCL, err = SelfInitFor(c); err != nil {
+	if cfg.SelfInitHCL, err = SelfInitFor(c, input.Initialized); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
@@ -58,8 +59,8 @@ func ConfigFor(c *v1alpha1.OpenBaoCluster) (Config, error) {
 
 // SelfInitFor renders the self-init requests (self-init.hcl); empty unless
 // self-init is enabled and the cluster is not initialized yet.
-func SelfInitFor(c *v1alpha1.OpenBaoCluster) (string, error) {
-	if c.Spec.SelfInit == nil || !c.Spec.SelfInit.Enabled || c.Status.Initialized {
+func SelfInitFor(c *v1alpha1.OpenBaoCluster, initialized bool) (string, error) {
+	if c.Spec.SelfInit == nil || !c.Spec.SelfInit.Enabled || initialized {
 		return "", nil
 	}
 	reqs, err := selfInitRequests(c)
@@ -73,7 +74,7 @@ func SelfInitFor(c *v1alpha1.OpenBaoCluster) (string, error) {
 	return string(selfInit), nil
 }
 
-func configInput(c *v1alpha1.OpenBaoCluster) (baoconfig.Input, error) {
+func configInput(c *v1alpha1.OpenBaoCluster, initialized bool) (baoconfig.Input, error) {
 	user, err := decodeObjectMap(c.Spec.Config, "spec.config")
 	if err != nil {
 		return baoconfig.Input{}, err
@@ -81,7 +82,7 @@ func configInput(c *v1alpha1.OpenBaoCluster) (baoconfig.Input, error) {
 	conf := c.Spec.Configuration
 	return baoconfig.Input{
 		Listener:            listenerInput(c),
-		Raft:                raftInput(c),
+		Raft:                raftInput(c, initialized),
 		Seal:                sealInput(c),
 		ServiceRegistration: true,
 		Telemetry:           baoconfig.Telemetry{PrometheusRetentionTime: telemetryRetention, DisableHostname: true},
@@ -107,21 +108,18 @@ func listenerInput(c *v1alpha1.OpenBaoCluster) baoconfig.Listener {
 	return l
 }
 
-func raftInput(c *v1alpha1.OpenBaoCluster) baoconfig.Raft {
+func raftInput(c *v1alpha1.OpenBaoCluster, initialized bool) baoconfig.Raft {
 	caFile := TLSCAFile
 	if tlsMode(c) == v1alpha1.TLSModeACME {
 		caFile = "" // a public ACME certificate verifies against the system roots
 	}
 	timers := c.Spec.Configuration.Raft
 	return baoconfig.Raft{
-		Initialized:         c.Status.Initialized,
+		Initialized:         initialized,
 		LeaderAPIAddr:       fmt.Sprintf("https://%s:8200", c.PodDNSName(0)),
 		LeaderCAFile:        caFile,
-		LeaderTLSServerName: fmt.Sprintf("%s.%s.svc", c.ClientServiceName(), c.Namespace),
-		AutoJoin: baoconfig.AutoJoin{
-			Namespace:     c.Namespace,
-			LabelSelector: "app.kubernetes.io/name=openbao,app.kubernetes.io/instance=" + c.Name,
-		},
+		LeaderTLSServerName: c.ClientServiceDNSName(),
+		AutoJoin:            baoconfig.AutoJoin{Namespace: c.Namespace, LabelSelector: c.PodLabelSelector()},
 		Timers: baoconfig.Timers{
 			PerformanceMultiplier:      int(ptrOr(timers.PerformanceMultiplier, 0)),
 			AutopilotReconcileInterval: durationOf(timers.AutopilotReconcileInterval),

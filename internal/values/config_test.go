@@ -10,7 +10,7 @@ import (
 
 func mustConfig(t *testing.T, c *v1alpha1.OpenBaoCluster) values.Config {
 	t.Helper()
-	cfg, err := values.ConfigFor(c)
+	cfg, err := values.ConfigFor(inputOf(c))
 	if err != nil {
 		t.Fatalf("ConfigFor: %v", err)
 	}
@@ -76,7 +76,7 @@ func TestSpecConfigNumbersKeepTheirValue(t *testing.T) {
 // TestSpecConfigIntegerBeyondInt64IsRefused: OpenBao reads integers as
 // int64, so a larger one is refused, naming the key, rather than rounded.
 func TestSpecConfigIntegerBeyondInt64IsRefused(t *testing.T) {
-	_, err := values.ConfigFor(cluster(withConfig("cache_size", `12345678901234567890`)))
+	_, err := values.ConfigFor(inputOf(cluster(withConfig("cache_size", `12345678901234567890`))))
 	if err == nil || !strings.Contains(err.Error(), "cache_size") || !strings.Contains(err.Error(), "64-bit") {
 		t.Fatalf("got %v, want an error naming cache_size and the 64-bit range", err)
 	}
@@ -102,7 +102,7 @@ func lineOf(text, key string) string {
 }
 
 func TestSpecConfigRejectsInvalidJSONNamingTheKey(t *testing.T) {
-	_, err := values.ConfigFor(cluster(withConfig("cache_size", `{`)))
+	_, err := values.ConfigFor(inputOf(cluster(withConfig("cache_size", `{`))))
 	if err == nil || !strings.Contains(err.Error(), "spec.config.cache_size") {
 		t.Fatalf("error %v, want one naming spec.config.cache_size", err)
 	}

@@ -7,19 +7,8 @@ import (
 	"github.com/openbao/operator/api/v1alpha1"
 )
 
-// DefaultImage is the OpenBao image repository when the spec names none.
-const DefaultImage = "quay.io/openbao/openbao"
-
-// Replicas is what the StatefulSet runs: one server until the cluster is
-// initialized, so that exactly one node can bootstrap it, then the spec's.
-func Replicas(c *v1alpha1.OpenBaoCluster) int32 {
-	if !c.Status.Initialized {
-		return 1
-	}
-	return c.Spec.Replicas
-}
-
-func ownedValues(c *v1alpha1.OpenBaoCluster, op Operator, cfg Config) (map[string]any, error) {
+func ownedValues(in Input, op Operator, cfg Config) (map[string]any, error) {
+	c := in.Cluster
 	scheduling, err := schedulingValues(c)
 	if err != nil {
 		return nil, err
@@ -29,11 +18,11 @@ func ownedValues(c *v1alpha1.OpenBaoCluster, op Operator, cfg Config) (map[strin
 		return nil, err
 	}
 	return map[string]any{
-		"cluster":   map[string]any{"name": c.Name, "names": childNames(c)},
+		"cluster":   clusterValues(c),
 		"operator":  operatorValues(op),
-		"replicas":  int64(Replicas(c)),
-		"partition": int64(0),
-		"image":     imageValues(c),
+		"replicas":  int64(in.Replicas),
+		"partition": int64(in.Partition),
+		"image":     imageValues(in.Image),
 		"config": map[string]any{
 			"hcl": cfg.HCL, "checksum": cfg.Checksum,
 		},
@@ -87,6 +76,13 @@ func operatorValues(op Operator) map[string]any {
 	return vals
 }
 
+func clusterValues(c *v1alpha1.OpenBaoCluster) map[string]any {
+	return map[string]any{
+		"name": c.Name, "names": childNames(c),
+		"selectorLabels": stringMap(c.PodSelectorLabels()), "clientServiceDNSName": c.ClientServiceDNSName(),
+	}
+}
+
 func childNames(c *v1alpha1.OpenBaoCluster) map[string]any {
 	return map[string]any{
 		"statefulSet":     c.StatefulSetName(),
@@ -102,12 +98,8 @@ func childNames(c *v1alpha1.OpenBaoCluster) map[string]any {
 	}
 }
 
-func imageValues(c *v1alpha1.OpenBaoCluster) map[string]any {
-	repo := c.Spec.Image
-	if repo == "" {
-		repo = DefaultImage
-	}
-	return map[string]any{"repository": repo, "tag": c.Spec.Version, "pullPolicy": "IfNotPresent"}
+func imageValues(img Image) map[string]any {
+	return map[string]any{"repository": img.Repository, "tag": img.Tag, "pullPolicy": "IfNotPresent"}
 }
 
 func tlsMode(c *v1alpha1.OpenBaoCluster) v1alpha1.TLSMode {

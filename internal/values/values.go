@@ -81,13 +81,13 @@ type Config struct {
 	Checksum    string // of the steady-state configuration; rolls pods when it changes
 }
 
-// Compute returns the chart values for the cluster.
-func Compute(c *v1alpha1.OpenBaoCluster, op Operator, cfg Config) (map[string]any, error) {
-	user, err := specValues(c)
+// Compute returns the chart values for the pass's input.
+func Compute(in Input, op Operator, cfg Config) (map[string]any, error) {
+	user, err := specValues(in.Cluster)
 	if err != nil {
 		return nil, err
 	}
-	owned, err := ownedValues(c, op, cfg)
+	owned, err := ownedValues(in, op, cfg)
 	if err != nil {
 		return nil, err
 	}

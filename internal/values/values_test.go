@@ -14,6 +14,9 @@ import (
 )
 
 // cluster builds a minimal OpenBaoCluster; opts change it.
+// inputOf is the input a pass that kept the cluster's status would build.
+func inputOf(c *v1alpha1.OpenBaoCluster) values.Input { return values.InputFor(c, &c.Status) }
+
 func cluster(opts ...func(*v1alpha1.OpenBaoCluster)) *v1alpha1.OpenBaoCluster {
 	c := &v1alpha1.OpenBaoCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "bao", Namespace: "ns"},
@@ -98,7 +101,7 @@ func TestComputeMergeOrder(t *testing.T) {
 			if tc.specValues != "" {
 				opts = append(opts, withValues(tc.specValues))
 			}
-			got, err := values.Compute(cluster(opts...), values.Operator{OverrideValues: tc.override}, values.Config{})
+			got, err := values.Compute(inputOf(cluster(opts...)), values.Operator{OverrideValues: tc.override}, values.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +115,7 @@ func TestComputeMergeOrder(t *testing.T) {
 func TestComputeDoesNotChangeOverrideValues(t *testing.T) {
 	override := map[string]any{"podDisruptionBudget": map[string]any{"enabled": false}}
 	c := cluster(withValues(`{"podDisruptionBudget": {"maxUnavailable": 2}}`))
-	if _, err := values.Compute(c, values.Operator{OverrideValues: override}, values.Config{}); err != nil {
+	if _, err := values.Compute(inputOf(c), values.Operator{OverrideValues: override}, values.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]any{"podDisruptionBudget": map[string]any{"enabled": false}}
@@ -124,7 +127,7 @@ func TestComputeDoesNotChangeOverrideValues(t *testing.T) {
 func TestSpecValuesRejectsEveryProtectedKey(t *testing.T) {
 	for _, key := range values.CRProtectedKeys() {
 		t.Run(key, func(t *testing.T) {
-			_, err := values.Compute(cluster(withValues(`{"`+key+`": {}}`)), values.Operator{}, values.Config{})
+			_, err := values.Compute(inputOf(cluster(withValues(`{"`+key+`": {}}`))), values.Operator{}, values.Config{})
 			var owned *values.OwnedKeyError
 			if !errors.As(err, &owned) {
 				t.Fatalf("error %v, want *OwnedKeyError", err)
@@ -137,7 +140,7 @@ func TestSpecValuesRejectsEveryProtectedKey(t *testing.T) {
 }
 
 func TestSpecValuesMustBeAnObject(t *testing.T) {
-	_, err := values.Compute(cluster(withValues(`[1, 2]`)), values.Operator{}, values.Config{})
+	_, err := values.Compute(inputOf(cluster(withValues(`[1, 2]`))), values.Operator{}, values.Config{})
 	if err == nil || !strings.Contains(err.Error(), "spec.values") {
 		t.Fatalf("error %v, want one naming spec.values", err)
 	}
@@ -213,7 +216,7 @@ func TestReplicas(t *testing.T) {
 				c.Spec.Replicas = tc.replicas
 				c.Status.Initialized = tc.initialized
 			})
-			if got := values.Replicas(c); got != tc.want {
+			if got := inputOf(c).Replicas; got != tc.want {
 				t.Errorf("Replicas = %d, want %d", got, tc.want)
 			}
 		})
@@ -222,11 +225,11 @@ func TestReplicas(t *testing.T) {
 
 func TestComputeReplicasFollowsStatus(t *testing.T) {
 	for _, c := range []*v1alpha1.OpenBaoCluster{cluster(), cluster(initialized)} {
-		vals, err := values.Compute(c, values.Operator{}, values.Config{})
+		vals, err := values.Compute(inputOf(c), values.Operator{}, values.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := vals["replicas"], int64(values.Replicas(c)); got != want {
+		if got, want := vals["replicas"], int64(inputOf(c).Replicas); got != want {
 			t.Errorf("initialized=%v: replicas value %v, want %d", c.Status.Initialized, got, want)
 		}
 	}

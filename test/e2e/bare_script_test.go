@@ -17,10 +17,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
-	"github.com/openbao/operator/internal/bootstrap"
+	"github.com/openbao/operator/internal/autopilot"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/pki"
 	"github.com/openbao/operator/internal/render"
+	"github.com/openbao/operator/internal/sealkey"
 	"github.com/openbao/operator/internal/values"
 	"github.com/openbao/operator/test/localnode"
 )
@@ -65,7 +66,7 @@ func runBareScript(ctx context.Context, b *testing.B, r *benchRun, how bareScrip
 	token := initPod0(ctx, b, r, c, pod0.Status.PodIP, caPEM, how.tuned)
 	if how.gated {
 		c.Status.Initialized = true
-		applyAll(ctx, b, r.cl, bareObjects(b, c, r.operatorImage, int64(values.Replicas(c))))
+		applyAll(ctx, b, r.cl, bareObjects(b, c, r.operatorImage, int64(values.InputFor(c, &c.Status).Replicas)))
 		r.tl.mark("scaled out")
 	}
 	waitVoters(ctx, b, r, *pod0, caPEM, token.Reveal())
@@ -107,11 +108,11 @@ func bareCluster(ctx context.Context, b *testing.B, cl client.Client, ns string,
 // status (before initialization config.hcl joins pod-0 by
 // leader_api_addr), with the given number of replicas.
 func bareObjects(b *testing.B, c *v1alpha1.OpenBaoCluster, operatorImage string, n int64) []*unstructured.Unstructured {
-	cfg, err := values.ConfigFor(c)
+	cfg, err := values.ConfigFor(values.InputFor(c, &c.Status))
 	if err != nil {
 		b.Fatal(err)
 	}
-	vals, err := values.Compute(c, values.Operator{Namespace: localnode.OperatorNamespace, Image: operatorImage}, cfg)
+	vals, err := values.Compute(values.InputFor(c, &c.Status), values.Operator{Namespace: localnode.OperatorNamespace, Image: operatorImage}, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func bareSecrets(b *testing.B, c *v1alpha1.OpenBaoCluster) (secrets []*corev1.Se
 	if err != nil {
 		b.Fatal(err)
 	}
-	key, err := bootstrap.NewUnsealKey(rand.Reader)
+	key, err := sealkey.New(rand.Reader)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func bareSecrets(b *testing.B, c *v1alpha1.OpenBaoCluster) (secrets []*corev1.Se
 		{ObjectMeta: meta(c.TLSCASecretName()), Type: corev1.SecretTypeTLS, Data: pki.CASecretData(material.CA)},
 		{ObjectMeta: meta(c.TLSServerSecretName()), Type: corev1.SecretTypeTLS, Data: pki.ServerSecretData(material.Server)},
 		{ObjectMeta: meta(c.UnsealKeySecretName()), Type: corev1.SecretTypeOpaque, Immutable: ptr.To(true),
-			Data: map[string][]byte{bootstrap.UnsealKeyDataKey: key}},
+			Data: map[string][]byte{sealkey.DataKey: key}},
 	}, material.CA.BundlePEM
 }
 
@@ -196,7 +197,7 @@ func setBootstrapAutopilot(ctx context.Context, b *testing.B, r *benchRun, opts 
 	if err != nil {
 		b.Fatal(err)
 	}
-	want := bootstrap.AutopilotConfig(replicas, bootstrap.AutopilotOverrides{}, bootstrap.PhaseBootstrap)
+	want := autopilot.For(replicas, autopilot.Overrides{}, autopilot.PhaseBootstrap)
 	waitFor(ctx, b, time.Until(r.deadline), "the autopilot configuration to be written", func() (bool, string) {
 		err := bao.SetAutopilotConfiguration(ctx, want)
 		if errors.Is(err, openbao.ErrInvalidRequest) || errors.Is(err, openbao.ErrPermissionDenied) {

@@ -78,7 +78,7 @@ func TestInvalidClustersAreRejectedNamingTheField(t *testing.T) {
 		})
 	}
 	time.Sleep(500 * time.Millisecond) // a reconcile, had one started, would have applied by now
-	got, err := children(ctx, "invalid", "")
+	got, err := childrenOf(ctx, "invalid", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/openbao/openbaofake"
+	"github.com/openbao/operator/internal/podstate"
 )
 
 // TestStandardInitStoresTheTokenOnceThenScalesOut drives the reconciler
@@ -107,14 +108,14 @@ func runningPod0(t *testing.T, ns, name string) {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
 			"app.kubernetes.io/name": "openbao", "app.kubernetes.io/instance": "boot", v1alpha1.LabelCluster: "boot",
 		}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: bootstrap.ContainerName, Image: "openbao"}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: podstate.ContainerName, Image: "openbao"}}},
 	}
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
-		Name: bootstrap.ContainerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
+		Name: podstate.ContainerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
 	}}
 	if err := k8s.Status().Update(ctx, pod); err != nil {
 		t.Fatal(err)
@@ -181,7 +182,7 @@ spec: {version: 2.4.0, replicas: 3}
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "lost", Name: "boot-0"}, pod); err != nil {
 		t.Fatal(err)
 	}
-	pod.Labels[bootstrap.LabelInitialized] = "true"
+	pod.Labels[podstate.LabelInitialized] = "true"
 	if err := k8s.Update(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
@@ -210,5 +211,43 @@ spec: {version: 2.4.0, replicas: 3}
 	}
 	if n := bao.CallCount("Init"); n != 0 {
 		t.Fatalf("sys/init called %d times on an initialized cluster", n)
+	}
+}
+
+// TestThePassThatInitializesScalesOut: the chart renders from the status
+// the pass builds, so the pass whose bootstrap step initializes the
+// cluster applies spec.replicas itself, without waiting for another pass.
+func TestThePassThatInitializesScalesOut(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "onepass")
+	c := newCluster(t, "onepass", `
+metadata: {name: boot}
+spec: {version: 2.4.0, replicas: 3}
+`)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	bao := &openbaofake.Client{
+		HealthAnswer: openbao.Health{Initialized: false, Sealed: true},
+		InitAnswer:   openbao.InitResult{RootToken: openbao.NewToken("s.one-pass-token")},
+	}
+	r, err := newReconciler(k8s, k8s, &events.FakeRecorder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.OpenBao = func(openbao.Options) (openbao.Client, error) { return bao, nil }
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	runningPod0(t, "onepass", "boot-0")
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if n := bao.CallCount("Init"); n != 1 {
+		t.Fatalf("sys/init called %d times in the second pass, want 1", n)
+	}
+	if got := stsReplicas(t, "onepass", "boot"); got != 3 {
+		t.Fatalf("the pass that initialized the cluster left %d replicas, want 3", got)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/openbao/operator/api/v1alpha1"
-	"github.com/openbao/operator/internal/render"
+	"github.com/openbao/operator/internal/children"
 )
 
 // newCluster decodes a manifest for a test; the API server defaults it.
@@ -60,11 +60,11 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() er
 	}
 }
 
-// children lists, by "Kind/name", every object of a renderable kind that
+// childrenOf lists, by "Kind/name", every object of a renderable kind that
 // carries the cluster's label.
-func children(ctx context.Context, namespace, cluster string) (map[string]metav1.PartialObjectMetadata, error) {
+func childrenOf(ctx context.Context, namespace, cluster string) (map[string]metav1.PartialObjectMetadata, error) {
 	out := map[string]metav1.PartialObjectMetadata{}
-	for _, gvk := range render.Kinds() {
+	for _, gvk := range children.Rendered() {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(schema.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind + "List"})
 		err := k8s.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{v1alpha1.LabelCluster: cluster})
@@ -109,7 +109,7 @@ func itoa(i int) string { return strconv.Itoa(i) }
 // that carry any cluster label.
 func childrenAnyCluster(ctx context.Context, namespace string) (int, error) {
 	n := 0
-	for _, gvk := range render.Kinds() {
+	for _, gvk := range children.Rendered() {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(schema.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind + "List"})
 		err := k8s.List(ctx, list, client.InNamespace(namespace), client.HasLabels{v1alpha1.LabelCluster})

@@ -38,7 +38,7 @@ spec:
 		"ServiceAccount/lifecycle", "StatefulSet/lifecycle",
 	}
 	eventually(t, wait, "every child exists", func() error {
-		got, err := children(ctx, managedNamespace, c.Name)
+		got, err := childrenOf(ctx, managedNamespace, c.Name)
 		if err != nil {
 			return err
 		}
@@ -176,7 +176,7 @@ spec: {version: 2.4.0, paused: true}
 		}
 		return nil
 	})
-	got, err := children(ctx, managedNamespace, c.Name)
+	got, err := childrenOf(ctx, managedNamespace, c.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,3 +67,39 @@ func drain(ch chan string) []string {
 		}
 	}
 }
+
+// TestADeletedClusterIsForgotten: what the reconciler keeps of a cluster
+// between passes (the Applier's record of each child, init pacing,
+// autopilot state) is released once the cluster is gone, so an operator
+// that serves clusters coming and going does not grow.
+func TestADeletedClusterIsForgotten(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "forget")
+	c := newCluster(t, "forget", `
+metadata: {name: brief}
+spec: {version: 2.4.0}
+`)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	r, err := newReconciler(k8s, k8s, &events.FakeRecorder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Remembers(req.NamespacedName) {
+		t.Fatal("the reconciler remembers nothing of a cluster it reconciled; the test is vacuous")
+	}
+	if err := k8s.Delete(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if r.Remembers(req.NamespacedName) {
+		t.Error("the reconciler still holds memory of a deleted cluster")
+	}
+}

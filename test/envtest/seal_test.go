@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
-	"github.com/openbao/operator/controllers"
+	"github.com/openbao/operator/internal/sealkey"
 )
 
 func TestStaticSealKeyIsCreatedOnceAndKeptWithTheData(t *testing.T) {
@@ -35,7 +35,7 @@ spec: {version: 2.4.0, deletionPolicy: %s}
 			eventually(t, wait, "unseal key Secret exists", func() error {
 				return k8s.Get(ctx, client.ObjectKey{Namespace: managedNamespace, Name: c.UnsealKeySecretName()}, key)
 			})
-			if n := len(key.Data[controllers.StaticKeyDataKey]); n != 32 {
+			if n := len(key.Data[sealkey.DataKey]); n != 32 {
 				t.Fatalf("static key holds %d bytes, want exactly 32", n)
 			}
 			if owned := metav1.GetControllerOf(key) != nil; owned != tc.owned {
@@ -57,7 +57,7 @@ spec: {version: 2.4.0}
 	// A key with a trailing newline, as `echo` would write it.
 	bad := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: c.UnsealKeySecretName(), Namespace: managedNamespace},
-		Data:       map[string][]byte{controllers.StaticKeyDataKey: []byte("0123456789abcdef0123456789abcdef\n")},
+		Data:       map[string][]byte{sealkey.DataKey: []byte("0123456789abcdef0123456789abcdef\n")},
 	}
 	if err := k8s.Create(ctx, bad); err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ spec: {version: 2.4.0}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(bad), got); err != nil {
 		t.Fatal(err)
 	}
-	if string(got.Data[controllers.StaticKeyDataKey]) != string(bad.Data[controllers.StaticKeyDataKey]) {
+	if string(got.Data[sealkey.DataKey]) != string(bad.Data[sealkey.DataKey]) {
 		t.Fatal("the operator replaced an existing seal key")
 	}
 }

@@ -13,9 +13,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/openbao/openbaofake"
+	"github.com/openbao/operator/internal/podstate"
 	"github.com/openbao/operator/internal/values"
 )
 
@@ -70,7 +70,7 @@ spec:
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "selfinit", Name: "boot-0"}, pod); err != nil {
 		t.Fatal(err)
 	}
-	pod.Labels[bootstrap.LabelInitialized] = "true" // OpenBao initialized itself
+	pod.Labels[podstate.LabelInitialized] = "true" // OpenBao initialized itself
 	if err := k8s.Update(ctx, pod); err != nil {
 		t.Fatal(err)
 	}

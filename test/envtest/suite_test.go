@@ -29,7 +29,6 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/controllers"
-	"github.com/openbao/operator/internal/apply"
 	"github.com/openbao/operator/internal/render"
 	"github.com/openbao/operator/internal/values"
 	"github.com/openbao/operator/test/testbin"
@@ -133,7 +132,7 @@ func newReconciler(c client.Client, reader client.Reader, rec recorder.EventReco
 		Client:       c,
 		APIReader:    reader,
 		Renderer:     renderer,
-		Applier:      apply.New(c, reader, v1alpha1.FieldManager),
+		Applier:      controllers.NewApplier(c, c, reader),
 		Operator:     values.Operator{Namespace: "openbao-operator-system"},
 		Recorder:     rec,
 		Clock:        clock.RealClock{},

@@ -13,6 +13,8 @@ import (
 	"github.com/openbao/operator/internal/baoconfig"
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/podstate"
+	"github.com/openbao/operator/internal/sealkey"
 	"github.com/openbao/operator/test/baotest"
 )
 
@@ -93,11 +95,11 @@ func startNode(t *testing.T, certs testCerts, key []byte, nodeID string, nc node
 
 func newUnsealKey(t *testing.T) []byte {
 	t.Helper()
-	key, err := bootstrap.NewUnsealKey(rand.Reader)
+	key, err := sealkey.New(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bootstrap.ValidateUnsealKey(key); err != nil {
+	if err := sealkey.Validate(key); err != nil {
 		t.Fatal(err)
 	}
 	return key
@@ -137,7 +139,7 @@ func (m *memoryStore) Token() openbao.Token {
 // service-registration labels: through sys/health.
 func decideFromHealth(t *testing.T, c openbao.Client, selfInit bool) bootstrap.Decision {
 	t.Helper()
-	obs := bootstrap.Observed{Pod0: &bootstrap.Pod{Name: "node-0", Running: true}, SelfInit: selfInit, Now: time.Now()}
+	obs := bootstrap.Observed{Pod0: &podstate.Pod{Name: "node-0", Running: true}, SelfInit: selfInit, Now: time.Now()}
 	if !obs.NeedsHealth() {
 		t.Fatal("without labels the decision should want sys/health")
 	}

@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openbao/operator/internal/autopilot"
 	"github.com/openbao/operator/internal/baoconfig"
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/podstate"
 	"github.com/openbao/operator/test/baotest"
 )
 
@@ -67,7 +69,7 @@ func formCluster(t *testing.T, timers baoconfig.Timers, autopilot *openbao.Autop
 }
 
 func TestStandardInitFormsThreeVotersAfterAutopilotPromotion(t *testing.T) {
-	want := bootstrap.AutopilotConfig(3, bootstrap.AutopilotOverrides{}, bootstrap.PhaseBootstrap)
+	want := autopilot.For(3, autopilot.Overrides{}, autopilot.PhaseBootstrap)
 	f := formCluster(t, baoconfig.Timers{}, &want)
 	t.Logf("operator timers: sys/init %s, Initialize %s, joiners to 3 voters %s, pod-0 start to 3 voters %s",
 		seconds(f.sysInit), seconds(f.initTook), seconds(f.joiners), seconds(f.total))
@@ -81,7 +83,7 @@ func TestStandardInitFormsThreeVotersAfterAutopilotPromotion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := bootstrap.Decide(bootstrap.Observed{Pod0: &bootstrap.Pod{Name: "node-0", Running: true}, Health: &h, RootTokenSecretExists: true})
+	d := bootstrap.Decide(bootstrap.Observed{Pod0: &podstate.Pod{Name: "node-0", Running: true}, Health: &h, RootTokenSecretExists: true})
 	if d.Action != bootstrap.ActionMarkInitialized {
 		t.Errorf("after init: %s (%s), want MarkInitialized", d.Action, d.Reason)
 	}
@@ -91,18 +93,18 @@ func TestStandardInitFormsThreeVotersAfterAutopilotPromotion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bootstrap.AutopilotNeedsUpdate(got, want) {
+	if autopilot.NeedsUpdate(got, want) {
 		t.Errorf("autopilot %+v, want %+v", got, want)
 	}
 	// All replicas vote: the steady stabilization time returns.
-	if bootstrap.PhaseOf(f.raft, 3) != bootstrap.PhaseSteady {
+	if autopilot.PhaseOf(f.raft, 3) != autopilot.PhaseSteady {
 		t.Fatalf("3 voters is not steady: %+v", f.raft)
 	}
-	steady := bootstrap.AutopilotConfig(3, bootstrap.AutopilotOverrides{}, bootstrap.PhaseSteady)
+	steady := autopilot.For(3, autopilot.Overrides{}, autopilot.PhaseSteady)
 	if err := leader.SetAutopilotConfiguration(context.Background(), steady); err != nil {
 		t.Fatal(err)
 	}
-	if got, err = leader.AutopilotConfiguration(context.Background()); err != nil || bootstrap.AutopilotNeedsUpdate(got, steady) {
+	if got, err = leader.AutopilotConfiguration(context.Background()); err != nil || autopilot.NeedsUpdate(got, steady) {
 		t.Errorf("steady autopilot %+v (%v), want %+v", got, err, steady)
 	}
 	// A second init is refused and its error carries no body.
@@ -133,8 +135,8 @@ func TestOpenBaoRefusesWhatValidateAutopilotRejects(t *testing.T) {
 		{"a dead-server threshold of 30s without cleanup", openbao.AutopilotConfig{DeadServerLastContactThreshold: 30 * time.Second, MinQuorum: 3}},
 	} {
 		err := c.SetAutopilotConfiguration(context.Background(), tc.cfg)
-		t.Logf("%s: ValidateAutopilot: %v; OpenBao: %v", tc.name, bootstrap.ValidateAutopilot(tc.cfg), err)
-		if (bootstrap.ValidateAutopilot(tc.cfg) != nil) != errorsIsInvalid(err) {
+		t.Logf("%s: ValidateAutopilot: %v; OpenBao: %v", tc.name, autopilot.Validate(tc.cfg), err)
+		if (autopilot.Validate(tc.cfg) != nil) != errorsIsInvalid(err) {
 			t.Errorf("%s: ValidateAutopilot and OpenBao disagree", tc.name)
 		}
 	}
@@ -149,7 +151,7 @@ func TestTimeToThreeVotersDefaultVsTuned(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("BOOTSTRAP_BENCH_RUNS")); err == nil && n > 0 {
 		runs = n
 	}
-	tuned := bootstrap.AutopilotConfig(3, bootstrap.AutopilotOverrides{}, bootstrap.PhaseBootstrap)
+	tuned := autopilot.For(3, autopilot.Overrides{}, autopilot.PhaseBootstrap)
 	var sumDefault, sumTuned time.Duration
 	for i := 0; i < runs; i++ {
 		var d, u formation

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openbao/operator/internal/autopilot"
 	"github.com/openbao/operator/internal/baoconfig"
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/openbao"
@@ -52,14 +53,14 @@ func login(t *testing.T, s *baotest.Server, user, password string) openbao.Token
 
 func TestSelfInitWithTheAutopilotRequestFormsThreeVoters(t *testing.T) {
 	const password = "reader password"
-	autopilot, err := bootstrap.SelfInitAutopilotRequest(3, bootstrap.AutopilotOverrides{})
+	request, err := autopilot.SelfInitRequest(3, autopilot.Overrides{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	certs := newTestCerts(t)
 	key := newUnsealKey(t)
 	start := time.Now()
-	node0 := startNode(t, certs, key, "node-0", nodeConfig{selfInit: selfInitRequests(t, autopilot)}, "BAO_READER_PASSWORD="+password)
+	node0 := startNode(t, certs, key, "node-0", nodeConfig{selfInit: selfInitRequests(t, request)}, "BAO_READER_PASSWORD="+password)
 
 	// Detection without a token: sys/health, as the labels would say it.
 	c0 := baoClient(t, node0, certs.CA, openbao.Token{})
@@ -75,8 +76,8 @@ func TestSelfInitWithTheAutopilotRequestFormsThreeVoters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := bootstrap.AutopilotConfig(3, bootstrap.AutopilotOverrides{}, bootstrap.PhaseSteady)
-	if bootstrap.AutopilotNeedsUpdate(got, want) {
+	want := autopilot.For(3, autopilot.Overrides{}, autopilot.PhaseSteady)
+	if autopilot.NeedsUpdate(got, want) {
 		t.Errorf("autopilot after self-init %+v, want %+v", got, want)
 	}
 

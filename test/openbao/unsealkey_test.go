@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openbao/operator/internal/bootstrap"
+	"github.com/openbao/operator/internal/sealkey"
 	"github.com/openbao/operator/test/testbin"
 )
 
@@ -20,7 +20,7 @@ import (
 func TestOpenBaoRefusesTheKeysValidateUnsealKeyRejects(t *testing.T) {
 	good := newUnsealKey(t)
 	bad := append(append([]byte{}, good...), '\n')
-	if err := bootstrap.ValidateUnsealKey(bad); err == nil {
+	if err := sealkey.Validate(bad); err == nil {
 		t.Fatal("ValidateUnsealKey accepts a trailing newline")
 	}
 	if out, exited := runBaoWithKey(t, good, 5*time.Second); exited || strings.Contains(out, "Seal configuration") {

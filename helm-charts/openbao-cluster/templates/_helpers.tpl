@@ -12,8 +12,7 @@ openbao.org/cluster: {{ .Values.cluster.name }}
 
 {{/* Labels that select the cluster's pods; they never change. */}}
 {{- define "openbao.selectorLabels" -}}
-app.kubernetes.io/name: openbao
-app.kubernetes.io/instance: {{ .Values.cluster.name }}
+{{ toYaml .Values.cluster.selectorLabels }}
 {{- end }}
 
 {{/* The image reference, with the registry host replaced when imageRegistry is set. */}}

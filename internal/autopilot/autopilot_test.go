@@ -1,12 +1,12 @@
-package bootstrap_test
+package autopilot_test
 
 import (
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/openbao/operator/internal/autopilot"
 	"github.com/openbao/operator/internal/baoconfig"
-	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/openbao"
 )
 
@@ -15,27 +15,27 @@ func ptr[T any](v T) *T { return &v }
 func TestAutopilotDefaults(t *testing.T) {
 	tests := map[string]struct {
 		replicas int32
-		phase    bootstrap.Phase
-		o        bootstrap.AutopilotOverrides
+		phase    autopilot.Phase
+		o        autopilot.Overrides
 		want     openbao.AutopilotConfig
 	}{
-		"one replica keeps min_quorum at 3": {1, bootstrap.PhaseSteady, bootstrap.AutopilotOverrides{},
+		"one replica keeps min_quorum at 3": {1, autopilot.PhaseSteady, autopilot.Overrides{},
 			openbao.AutopilotConfig{CleanupDeadServers: true, DeadServerLastContactThreshold: 5 * time.Minute, MinQuorum: 3, ServerStabilizationTime: 10 * time.Second}},
-		"three replicas while forming stabilize in 1s": {3, bootstrap.PhaseBootstrap, bootstrap.AutopilotOverrides{},
+		"three replicas while forming stabilize in 1s": {3, autopilot.PhaseBootstrap, autopilot.Overrides{},
 			openbao.AutopilotConfig{CleanupDeadServers: true, DeadServerLastContactThreshold: 5 * time.Minute, MinQuorum: 3, ServerStabilizationTime: time.Second}},
-		"seven replicas need a quorum of 4": {7, bootstrap.PhaseSteady, bootstrap.AutopilotOverrides{},
+		"seven replicas need a quorum of 4": {7, autopilot.PhaseSteady, autopilot.Overrides{},
 			openbao.AutopilotConfig{CleanupDeadServers: true, DeadServerLastContactThreshold: 5 * time.Minute, MinQuorum: 4, ServerStabilizationTime: 10 * time.Second}},
-		"overrides win in both phases": {5, bootstrap.PhaseBootstrap, bootstrap.AutopilotOverrides{
+		"overrides win in both phases": {5, autopilot.PhaseBootstrap, autopilot.Overrides{
 			CleanupDeadServers: ptr(false), DeadServerLastContactThreshold: ptr(time.Hour), MinQuorum: ptr(1), ServerStabilizationTime: ptr(30 * time.Second)},
 			openbao.AutopilotConfig{CleanupDeadServers: false, DeadServerLastContactThreshold: time.Hour, MinQuorum: 1, ServerStabilizationTime: 30 * time.Second}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := bootstrap.AutopilotConfig(tc.replicas, tc.o, tc.phase)
+			got := autopilot.For(tc.replicas, tc.o, tc.phase)
 			if got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
-			if err := bootstrap.ValidateAutopilot(got); err != nil {
+			if err := autopilot.Validate(got); err != nil {
 				t.Errorf("defaults fail validation: %v", err)
 			}
 		})
@@ -50,38 +50,37 @@ func TestValidateAutopilotRejectsWhatOpenBaoRefuses(t *testing.T) {
 	}
 	for name, cfg := range tests {
 		t.Run(name, func(t *testing.T) {
-			err := bootstrap.ValidateAutopilot(cfg)
-			recordErr(err)
-			if !errors.Is(err, bootstrap.ErrInvalidAutopilot) {
+			err := autopilot.Validate(cfg)
+			if !errors.Is(err, autopilot.ErrInvalid) {
 				t.Errorf("error %v", err)
 			}
 		})
 	}
-	if err := bootstrap.ValidateAutopilot(openbao.AutopilotConfig{CleanupDeadServers: false, MinQuorum: 1, DeadServerLastContactThreshold: 30 * time.Second}); err != nil {
+	if err := autopilot.Validate(openbao.AutopilotConfig{CleanupDeadServers: false, MinQuorum: 1, DeadServerLastContactThreshold: 30 * time.Second}); err != nil {
 		t.Errorf("min_quorum 1 and a 30s threshold without cleanup (OpenBao accepts both): %v", err)
 	}
 }
 
 func TestPhaseTurnsSteadyWhenEveryReplicaVotes(t *testing.T) {
 	raft := openbao.RaftConfiguration{Servers: []openbao.RaftServer{{NodeID: "a", Voter: true}, {NodeID: "b", Voter: true}, {NodeID: "c"}}}
-	if bootstrap.PhaseOf(raft, 3) != bootstrap.PhaseBootstrap {
+	if autopilot.PhaseOf(raft, 3) != autopilot.PhaseBootstrap {
 		t.Error("2 voters of 3 is steady")
 	}
 	raft.Servers[2].Voter = true
-	if bootstrap.PhaseOf(raft, 3) != bootstrap.PhaseSteady {
+	if autopilot.PhaseOf(raft, 3) != autopilot.PhaseSteady {
 		t.Error("3 voters of 3 is not steady")
 	}
-	cur := bootstrap.AutopilotConfig(3, bootstrap.AutopilotOverrides{}, bootstrap.PhaseBootstrap)
-	if !bootstrap.AutopilotNeedsUpdate(cur, bootstrap.AutopilotConfig(3, bootstrap.AutopilotOverrides{}, bootstrap.PhaseSteady)) {
+	cur := autopilot.For(3, autopilot.Overrides{}, autopilot.PhaseBootstrap)
+	if !autopilot.NeedsUpdate(cur, autopilot.For(3, autopilot.Overrides{}, autopilot.PhaseSteady)) {
 		t.Error("the switch to steady needs no update")
 	}
-	if bootstrap.AutopilotNeedsUpdate(cur, cur) {
+	if autopilot.NeedsUpdate(cur, cur) {
 		t.Error("an equal configuration needs an update")
 	}
 }
 
 func TestSelfInitAutopilotRequestRendersAsAnInitializeStanza(t *testing.T) {
-	req, err := bootstrap.SelfInitAutopilotRequest(5, bootstrap.AutopilotOverrides{})
+	req, err := autopilot.SelfInitRequest(5, autopilot.Overrides{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,9 +97,8 @@ func TestSelfInitAutopilotRequestRendersAsAnInitializeStanza(t *testing.T) {
 	if _, err := baoconfig.RenderSelfInit([]baoconfig.InitRequest{req}); err != nil {
 		t.Errorf("baoconfig refuses it: %v", err)
 	}
-	_, err = bootstrap.SelfInitAutopilotRequest(3, bootstrap.AutopilotOverrides{MinQuorum: ptr(2)})
-	recordErr(err)
-	if !errors.Is(err, bootstrap.ErrInvalidAutopilot) {
+	_, err = autopilot.SelfInitRequest(3, autopilot.Overrides{MinQuorum: ptr(2)})
+	if !errors.Is(err, autopilot.ErrInvalid) {
 		t.Errorf("min_quorum 2 with cleanup: %v", err)
 	}
 }

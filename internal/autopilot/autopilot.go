@@ -1,4 +1,4 @@
-package bootstrap
+package autopilot
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"github.com/openbao/operator/internal/openbao"
 )
 
-// Autopilot defaults the operator sets after initialization.
+// Defaults the operator sets after initialization.
 const (
 	DefaultDeadServerLastContactThreshold = 5 * time.Minute
 	// BootstrapStabilizationTime lets autopilot promote the first joiners
@@ -26,24 +26,24 @@ const (
 	// MinDeadServerThreshold is the least dead-server threshold OpenBao
 	// accepts.
 	MinDeadServerThreshold = time.Minute
-	// AutopilotRequestName names the self-init request that configures
+	// RequestName names the self-init request that configures
 	// autopilot.
-	AutopilotRequestName = "operator-autopilot"
-	// AutopilotPath is the API path of the autopilot configuration.
-	AutopilotPath = "sys/storage/raft/autopilot/configuration"
+	RequestName = "operator-autopilot"
+	// Path is the API path of the autopilot configuration.
+	Path = "sys/storage/raft/autopilot/configuration"
 )
 
-// AutopilotOverrides are the user's configuration.raft.autopilot; nil
+// Overrides are the user's configuration.raft.autopilot; nil
 // fields take the defaults.
-type AutopilotOverrides struct {
+type Overrides struct {
 	CleanupDeadServers             *bool
 	DeadServerLastContactThreshold *time.Duration
 	MinQuorum                      *int
 	ServerStabilizationTime        *time.Duration
 }
 
-// ErrInvalidAutopilot is wrapped by ValidateAutopilot's complaints.
-var ErrInvalidAutopilot = errors.New("invalid autopilot configuration")
+// ErrInvalid is wrapped by Validate's complaints.
+var ErrInvalid = errors.New("invalid autopilot configuration")
 
 // Phase says whether the cluster is still forming.
 type Phase int
@@ -64,11 +64,11 @@ func PhaseOf(raft openbao.RaftConfiguration, replicas int32) Phase {
 	return PhaseBootstrap
 }
 
-// AutopilotConfig is the configuration for the cluster's size and phase:
+// For is the configuration for the cluster's size and phase:
 // cleanup_dead_servers true, dead_server_last_contact_threshold 5m,
 // min_quorum max(3, replicas/2+1), server_stabilization_time 1s while
 // forming and 10s after; each overridable.
-func AutopilotConfig(replicas int32, o AutopilotOverrides, phase Phase) openbao.AutopilotConfig {
+func For(replicas int32, o Overrides, phase Phase) openbao.AutopilotConfig {
 	cfg := openbao.AutopilotConfig{
 		CleanupDeadServers:             true,
 		DeadServerLastContactThreshold: DefaultDeadServerLastContactThreshold,
@@ -93,48 +93,48 @@ func AutopilotConfig(replicas int32, o AutopilotOverrides, phase Phase) openbao.
 	return cfg
 }
 
-// ValidateAutopilot rejects what OpenBao 2.4 refuses with 400 (checked
+// Validate rejects what OpenBao 2.4 refuses with 400 (checked
 // against the real server in test/openbao), for admission and before any
 // write; a stabilization time in fractions of a second is rejected too,
 // because OpenBao silently ignores it.
-func ValidateAutopilot(cfg openbao.AutopilotConfig) error {
+func Validate(cfg openbao.AutopilotConfig) error {
 	if cfg.CleanupDeadServers && cfg.MinQuorum < MinQuorumFloor {
-		return fmt.Errorf("%w: min_quorum %d is below %d with cleanup_dead_servers", ErrInvalidAutopilot, cfg.MinQuorum, MinQuorumFloor)
+		return fmt.Errorf("%w: min_quorum %d is below %d with cleanup_dead_servers", ErrInvalid, cfg.MinQuorum, MinQuorumFloor)
 	}
 	// OpenBao checks the threshold only with cleanup enabled (measured).
 	if cfg.CleanupDeadServers && cfg.DeadServerLastContactThreshold != 0 && cfg.DeadServerLastContactThreshold < MinDeadServerThreshold {
-		return fmt.Errorf("%w: dead_server_last_contact_threshold %s is below %s with cleanup_dead_servers", ErrInvalidAutopilot,
+		return fmt.Errorf("%w: dead_server_last_contact_threshold %s is below %s with cleanup_dead_servers", ErrInvalid,
 			cfg.DeadServerLastContactThreshold, MinDeadServerThreshold)
 	}
 	if cfg.ServerStabilizationTime != 0 && cfg.ServerStabilizationTime%time.Second != 0 {
-		return fmt.Errorf("%w: server_stabilization_time %s: OpenBao takes whole seconds", ErrInvalidAutopilot, cfg.ServerStabilizationTime)
+		return fmt.Errorf("%w: server_stabilization_time %s: OpenBao takes whole seconds", ErrInvalid, cfg.ServerStabilizationTime)
 	}
 	return nil
 }
 
-// AutopilotNeedsUpdate says whether the server's configuration differs from
+// NeedsUpdate says whether the server's configuration differs from
 // the wanted one in a field the operator sets.
-func AutopilotNeedsUpdate(current, want openbao.AutopilotConfig) bool {
+func NeedsUpdate(current, want openbao.AutopilotConfig) bool {
 	return current.CleanupDeadServers != want.CleanupDeadServers ||
 		current.DeadServerLastContactThreshold != want.DeadServerLastContactThreshold ||
 		current.MinQuorum != want.MinQuorum ||
 		current.ServerStabilizationTime != want.ServerStabilizationTime
 }
 
-// SelfInitAutopilotRequest is the self-init request that configures
+// SelfInitRequest is the self-init request that configures
 // autopilot when the operator holds no token. The operator cannot change
 // it later, so it carries the steady configuration (PhaseSteady), not the
 // short bootstrap stabilization time. values.ConfigFor appends it to the
 // user's requests when self-init is enabled.
-func SelfInitAutopilotRequest(replicas int32, o AutopilotOverrides) (baoconfig.InitRequest, error) {
-	cfg := AutopilotConfig(replicas, o, PhaseSteady)
-	if err := ValidateAutopilot(cfg); err != nil {
+func SelfInitRequest(replicas int32, o Overrides) (baoconfig.InitRequest, error) {
+	cfg := For(replicas, o, PhaseSteady)
+	if err := Validate(cfg); err != nil {
 		return baoconfig.InitRequest{}, err
 	}
 	return baoconfig.InitRequest{
-		Name:      AutopilotRequestName,
+		Name:      RequestName,
 		Operation: "update",
-		Path:      AutopilotPath,
+		Path:      Path,
 		Data:      openbao.AutopilotRequestData(cfg),
 	}, nil
 }

@@ -1,4 +1,4 @@
-package bootstrap_test
+package sealkey_test
 
 import (
 	"bytes"
@@ -6,20 +6,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openbao/operator/internal/bootstrap"
+	"github.com/openbao/operator/internal/sealkey"
 )
 
 func TestNewUnsealKeyReads32BytesFromTheInjectedReader(t *testing.T) {
 	src := bytes.Repeat([]byte{0xab}, 40)
-	key, err := bootstrap.NewUnsealKey(bytes.NewReader(src))
+	key, err := sealkey.New(bytes.NewReader(src))
 	if err != nil || !bytes.Equal(key, src[:32]) {
 		t.Fatalf("key %x, error %v", key, err)
 	}
-	if err := bootstrap.ValidateUnsealKey(key); err != nil {
+	if err := sealkey.Validate(key); err != nil {
 		t.Errorf("a generated key fails validation: %v", err)
 	}
-	_, err = bootstrap.NewUnsealKey(bytes.NewReader(src[:31]))
-	recordErr(err)
+	_, err = sealkey.New(bytes.NewReader(src[:31]))
 	if err == nil {
 		t.Error("a short random source gave a key")
 	}
@@ -41,12 +40,11 @@ func TestValidateUnsealKey(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			err := bootstrap.ValidateUnsealKey(tc.key)
-			recordErr(err)
+			err := sealkey.Validate(tc.key)
 			if (err == nil) != tc.ok {
 				t.Fatalf("error %v, want ok=%v", err, tc.ok)
 			}
-			if err != nil && (!errors.Is(err, bootstrap.ErrInvalidUnsealKey) || !strings.Contains(err.Error(), tc.hint)) {
+			if err != nil && (!errors.Is(err, sealkey.ErrInvalid) || !strings.Contains(err.Error(), tc.hint)) {
 				t.Errorf("error %v, want ErrInvalidUnsealKey naming %q", err, tc.hint)
 			}
 			if err != nil && bytes.Contains([]byte(err.Error()), raw[:8]) {
@@ -61,18 +59,17 @@ func TestDecideUnsealKey(t *testing.T) {
 	tests := map[string]struct {
 		exists bool
 		data   map[string][]byte
-		want   bootstrap.UnsealKeyAction
+		want   sealkey.Action
 	}{
-		"a missing Secret is created":                            {false, nil, bootstrap.UnsealKeyCreate},
-		"a valid key is kept":                                    {true, map[string][]byte{"key": good}, bootstrap.UnsealKeyKeep},
-		"a key with a trailing newline degrades, never replaced": {true, map[string][]byte{"key": append(append([]byte{}, good...), '\n')}, bootstrap.UnsealKeyDegraded},
-		"a Secret without the key data key degrades":             {true, map[string][]byte{"unseal": good}, bootstrap.UnsealKeyDegraded},
+		"a missing Secret is created":                            {false, nil, sealkey.Create},
+		"a valid key is kept":                                    {true, map[string][]byte{"key": good}, sealkey.Keep},
+		"a key with a trailing newline degrades, never replaced": {true, map[string][]byte{"key": append(append([]byte{}, good...), '\n')}, sealkey.Degraded},
+		"a Secret without the key data key degrades":             {true, map[string][]byte{"unseal": good}, sealkey.Degraded},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := bootstrap.DecideUnsealKey(tc.exists, tc.data)
-			recordErr(err)
-			if got != tc.want || (got == bootstrap.UnsealKeyDegraded) != (err != nil) {
+			got, err := sealkey.Decide(tc.exists, tc.data)
+			if got != tc.want || (got == sealkey.Degraded) != (err != nil) {
 				t.Errorf("%s, %v; want %s", got, err, tc.want)
 			}
 		})

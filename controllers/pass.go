@@ -1,0 +1,94 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/podstate"
+	"github.com/openbao/operator/internal/values"
+)
+
+// pass is one reconcile of one cluster. Every step reads the cluster as it
+// was read, builds on the status in memory, and leaves its wishes here; the
+// status is written once, after the last step.
+type pass struct {
+	// cluster is the object as read. Steps do not change it, except that a
+	// step writing the cluster itself (recordInitStart) takes the new
+	// resourceVersion, so the final status write does not conflict.
+	cluster *v1alpha1.OpenBaoCluster
+	// status is the status being built. The chart renders from it, so a
+	// decision a step makes (initialized, a partition) is applied in the
+	// same pass.
+	status *v1alpha1.OpenBaoClusterStatus
+	now    time.Time
+	// events are emitted only after the status write they describe.
+	events []event
+	// tls is what the TLS step hands the later steps.
+	tls servedTLS
+	// pods are the cluster's server pods, listed once from the cache at the
+	// start of the pass; servers is what they say about themselves.
+	pods    []corev1.Pod
+	servers podstate.Snapshot
+	// requeue is the soonest time any step wants to look again; zero for
+	// none.
+	requeue time.Duration
+}
+
+// event is one Kubernetes event of the pass.
+type event struct {
+	kind, reason, action, note string
+}
+
+// errStop ends a pass early without an error: the status built so far is
+// written and the pass comes back after its requeue wish. A step returns it
+// when the later steps must not run (the cluster is paused), like
+// CloudNativePG's ErrNextLoop.
+var errStop = errors.New("stop this pass")
+
+// step is one guarded stage of a pass; it returns errStop or an error to
+// end the pass.
+type step struct {
+	name string
+	run  func(ctx context.Context, p *pass) error
+}
+
+// runSteps runs the steps in order until one ends the pass.
+func runSteps(ctx context.Context, p *pass, steps []step) error {
+	for _, s := range steps {
+		err := s.run(ctx, p)
+		if err == nil {
+			continue
+		}
+		log.FromContext(ctx).V(1).Info("pass ended early", "step", s.name, "reason", err.Error())
+		if errors.Is(err, errStop) {
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+// requeueAfter records a wish to look again after d; the soonest wins.
+func (p *pass) requeueAfter(d time.Duration) {
+	if d > 0 && (p.requeue == 0 || d < p.requeue) {
+		p.requeue = d
+	}
+}
+
+// setCondition sets one condition of the status being built.
+func (p *pass) setCondition(condType string, value bool, reason, message string) {
+	setCondition(p.status, p.cluster, p.now, condType, value, reason, message)
+}
+
+// record queues an event for after the status write.
+func (p *pass) record(kind, reason, action, note string) {
+	p.events = append(p.events, event{kind, reason, action, note})
+}
+
+// input is what the chart renders from: the spec and this pass's decisions.
+func (p *pass) input() values.Input { return values.InputFor(p.cluster, p.status) }

@@ -1,0 +1,105 @@
+// Package children is the one list of the kinds of object the operator
+// makes or reads for a cluster. Apply order, pruning, the controller's
+// watches and the manager's cache all come from it, so a kind added here
+// (a backup Job, say) is applied, pruned, watched and cached alike.
+package children
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Object is a typed Kubernetes object (controller-runtime's client.Object).
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// Watch says how a change to an object of a kind reaches its cluster.
+type Watch int
+
+const (
+	// NotWatched: a kind from an optional CRD (Gateway API, Prometheus
+	// Operator). The operator must start where the CRD is missing, so the
+	// kind is neither watched nor cached; drift in it is repaired by the
+	// periodic resync.
+	NotWatched Watch = iota
+	// ByOwner: the cluster is the object's controller.
+	ByOwner
+	// ByClusterLabel: another child owns the object (pods, by the
+	// StatefulSet); the openbao.org/cluster label maps it to its cluster.
+	ByClusterLabel
+)
+
+// Kind is one kind of object.
+type Kind struct {
+	GVK schema.GroupVersionKind
+	// New returns an empty typed object; nil for NotWatched kinds.
+	New func() Object
+	// Rendered says the chart renders it: applied in list order, pruned
+	// when no longer rendered.
+	Rendered bool
+	Watch    Watch
+}
+
+// all lists the kinds; the rendered ones in apply order, so that what
+// others depend on comes first.
+var all = []Kind{
+	{GVK: corev1.SchemeGroupVersion.WithKind("ServiceAccount"), New: func() Object { return &corev1.ServiceAccount{} }, Rendered: true, Watch: ByOwner},
+	{GVK: rbacv1.SchemeGroupVersion.WithKind("Role"), New: func() Object { return &rbacv1.Role{} }, Rendered: true, Watch: ByOwner},
+	{GVK: rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), New: func() Object { return &rbacv1.RoleBinding{} }, Rendered: true, Watch: ByOwner},
+	{GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), New: func() Object { return &corev1.ConfigMap{} }, Rendered: true, Watch: ByOwner},
+	{GVK: corev1.SchemeGroupVersion.WithKind("Service"), New: func() Object { return &corev1.Service{} }, Rendered: true, Watch: ByOwner},
+	{GVK: appsv1.SchemeGroupVersion.WithKind("StatefulSet"), New: func() Object { return &appsv1.StatefulSet{} }, Rendered: true, Watch: ByOwner},
+	{GVK: policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"), New: func() Object { return &policyv1.PodDisruptionBudget{} }, Rendered: true, Watch: ByOwner},
+	{GVK: networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"), New: func() Object { return &networkingv1.NetworkPolicy{} }, Rendered: true, Watch: ByOwner},
+	{GVK: networkingv1.SchemeGroupVersion.WithKind("Ingress"), New: func() Object { return &networkingv1.Ingress{} }, Rendered: true, Watch: ByOwner},
+	{GVK: schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1alpha2", Kind: "TLSRoute"}, Rendered: true},
+	{GVK: schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"}, Rendered: true},
+	// Written by the reconcile steps, not the chart.
+	{GVK: corev1.SchemeGroupVersion.WithKind("Secret"), New: func() Object { return &corev1.Secret{} }, Watch: ByOwner},
+	{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), New: func() Object { return &corev1.Pod{} }, Watch: ByClusterLabel},
+}
+
+// All returns every kind.
+func All() []Kind { return append([]Kind(nil), all...) }
+
+// Rendered returns the kinds the chart renders, in apply order.
+func Rendered() []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, k := range all {
+		if k.Rendered {
+			out = append(out, k.GVK)
+		}
+	}
+	return out
+}
+
+// Watched returns the kinds whose changes reach the cluster that way.
+func Watched(w Watch) []Kind {
+	var out []Kind
+	for _, k := range all {
+		if k.Watch == w {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Cached returns an empty object of every watched kind: the manager's
+// cache holds, of these kinds, only objects with the cluster label.
+func Cached() []Object {
+	var out []Object
+	for _, k := range all {
+		if k.Watch != NotWatched {
+			out = append(out, k.New())
+		}
+	}
+	return out
+}
