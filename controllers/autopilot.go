@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,7 +11,6 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/autopilot"
-	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/values"
 )
@@ -19,20 +19,26 @@ import (
 const autopilotRetry = 3 * time.Second
 
 // reconcileAutopilot keeps autopilot at the bootstrap values while joiners
-// are promoted, and at the steady ones once every replica votes. It needs
-// the root token the operator stored, so self-initialized and adopted
-// clusters are left as OpenBao has them. A generation settled with every
-// replica a voter costs no OpenBao request per pass.
+// are promoted, and at the steady ones once every replica votes, with the
+// upgrade role's token (never the root token). Self-initialized clusters
+// got the steady values as a self-init request; clusters the operator
+// cannot log in to are left as OpenBao has them. A generation settled with
+// every replica a voter costs no OpenBao request per pass.
 func (r *OpenBaoClusterReconciler) reconcileAutopilot(ctx context.Context, p *pass) error {
 	c := p.cluster
 	if !p.status.Initialized || p.status.SelfInitialized || !p.tls.ready || r.OpenBao == nil || r.autopilotSettled(c) {
 		return nil
 	}
-	secret, err := r.readSecret(ctx, r.Client, c.Namespace, c.RootTokenSecretName())
-	if err != nil || secret == nil || len(secret.Data[bootstrap.RootTokenDataKey]) == 0 {
-		return err
+	tok, err := r.upgradeToken(ctx, p)
+	if errors.Is(err, errNoUpgradeAuth) {
+		return nil
 	}
-	bao, err := r.activeClient(c, p.tls, openbao.NewToken(string(secret.Data[bootstrap.RootTokenDataKey])))
+	if err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("autopilot: cannot log in yet", "reason", err.Error())
+		p.requeueAfter(autopilotRetry)
+		return nil
+	}
+	bao, err := r.activeClient(c, p.tls, tok)
 	if err != nil {
 		return err
 	}
@@ -51,6 +57,9 @@ func (r *OpenBaoClusterReconciler) reconcileAutopilot(ctx context.Context, p *pa
 	current, err := bao.AutopilotConfiguration(ctx)
 	if err == nil && autopilot.NeedsUpdate(current, want) {
 		err = bao.SetAutopilotConfiguration(ctx, want)
+	}
+	if errors.Is(err, openbao.ErrPermissionDenied) {
+		r.forgetUpgradeToken(c)
 	}
 	if err != nil {
 		log.V(1).Info("autopilot: not configured yet", "reason", err.Error())

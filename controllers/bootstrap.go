@@ -106,10 +106,14 @@ func (r *OpenBaoClusterReconciler) initialize(ctx context.Context, p *pass) erro
 	store := &bootstrap.SecretTokenStore{Client: r.Client, Template: secrets.New(c, secrets.Spec{
 		Name: c.RootTokenSecretName(), Lifetime: secrets.WithData,
 	})}
-	out, err := bootstrap.Initialize(ctx, bao, store, bootstrap.InitOptions{
+	opts := bootstrap.InitOptions{
 		Autopilot:       &bootstrapAutopilot,
 		ClientWithToken: func(t openbao.Token) (openbao.Client, error) { return r.podClient(c, 0, p.tls, t) },
-	})
+	}
+	if r.Issuer != nil {
+		opts.Setup = func(ctx context.Context, withRoot openbao.Client) error { return r.setUpIdentity(ctx, p, withRoot) }
+	}
+	out, err := bootstrap.Initialize(ctx, bao, store, opts)
 	var initErr *bootstrap.InitError
 	if errors.As(err, &initErr) {
 		r.initFailed(p, initErr)
@@ -125,6 +129,9 @@ func (r *OpenBaoClusterReconciler) initialize(ctx context.Context, p *pass) erro
 	p.record("Normal", bootstrap.ReasonInitialized, "Initialize", msg)
 	if out.AutopilotErr != nil {
 		ctrl.LoggerFrom(ctx).Info("autopilot not configured yet; retrying", "reason", out.AutopilotErr.Error())
+	}
+	if out.SetupErr != nil {
+		ctrl.LoggerFrom(ctx).Info("the operator's identity is not set up yet; retrying", "reason", out.SetupErr.Error())
 	}
 	return nil
 }

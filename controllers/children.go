@@ -23,14 +23,15 @@ import (
 const missingKindRetry = time.Minute
 
 // reconcileChildren renders the chart from the pass's input and applies it,
-// then prunes what it no longer renders. It owns the Degraded condition.
+// then prunes what it no longer renders. Its failures make the cluster
+// Degraded (see summarizeDegraded).
 //
 // Errors in the spec are not returned: retrying cannot fix them, and a spec
 // change triggers the next reconcile. Errors from the API server are.
 func (r *OpenBaoClusterReconciler) reconcileChildren(ctx context.Context, p *pass) error {
 	c := p.cluster
 	degraded := func(reason, msg string) {
-		p.setCondition(v1alpha1.ConditionDegraded, true, reason, msg)
+		p.degrade(reason, msg)
 		p.record("Warning", reason, "Reconcile", msg)
 	}
 	objs, reason, err := r.renderChildren(p.input())
@@ -53,8 +54,7 @@ func (r *OpenBaoClusterReconciler) reconcileChildren(ctx context.Context, p *pas
 		degraded(v1alpha1.ReasonPruneFailed, "deleting objects no longer rendered failed; the operator retries: "+apiReason(err))
 		return err
 	}
-	p.setCondition(v1alpha1.ConditionDegraded, false, v1alpha1.ReasonReconciled,
-		fmt.Sprintf("all %d rendered objects are applied", len(objs)))
+	p.reconciled = fmt.Sprintf("all %d rendered objects are applied", len(objs))
 	if len(res.Applied) > 0 || len(pruned) > 0 {
 		log.FromContext(ctx).Info("children reconciled", "applied", res.Applied, "pruned", pruned, "unchanged", res.Unchanged)
 		p.record("Normal", "Applied", "Apply", changeNote(res, pruned))

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/openbao/operator/internal/openbao"
 )
 
 // memory is what the reconciler keeps of a cluster between passes, beside
@@ -31,6 +33,10 @@ type clusterMemory struct {
 	// markedInitialized says this operator wrote status.initialized: a
 	// cache that still says otherwise lags that write.
 	markedInitialized bool
+	// upgradeToken is the OpenBao token of the upgrade role, kept until
+	// upgradeTokenExpiry (before its own expiry).
+	upgradeToken       openbao.Token
+	upgradeTokenExpiry time.Time
 }
 
 // with runs f on the memory of the cluster, made afresh for a new UID.

@@ -1,8 +1,13 @@
 package controllers
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/upgrade"
 )
 
 // Metric labels hold names only, never certificate or key material.
@@ -14,6 +19,18 @@ var (
 	tlsRotations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "openbao_tls_rotation_total",
 		Help: "Server certificates the operator issued for a cluster.",
+	}, []string{"namespace", "name"})
+	upgradeStatus = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_upgrade_status",
+		Help: "Rollout of a cluster's pod template: 0 none under way, 1 rolling, 2 halted and waiting for a person.",
+	}, []string{"namespace", "name"})
+	upgradeDuration = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_upgrade_duration_seconds",
+		Help: "Duration of a cluster's last completed rollout.",
+	}, []string{"namespace", "name"})
+	upgradeStepDowns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "openbao_upgrade_stepdown_total",
+		Help: "Step-downs of the active server the operator asked for (rollouts and scale-downs).",
 	}, []string{"namespace", "name"})
 	// The durations are operator-wide: a label per cluster would make their
 	// buckets the largest series set the operator exports.
@@ -30,12 +47,30 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(tlsCertExpiry, tlsRotations, reconcileDuration, renderDuration)
+	metrics.Registry.MustRegister(tlsCertExpiry, tlsRotations, reconcileDuration, renderDuration,
+		upgradeStatus, upgradeDuration, upgradeStepDowns)
+}
+
+// recordRollout exports the rollout's state after a pass.
+func recordRollout(c *v1alpha1.OpenBaoCluster, o upgrade.Observed, d upgrade.Decision, now time.Time) {
+	state := 0.0
+	switch {
+	case d.Upgrade != nil && d.Upgrade.Halted != "":
+		state = 2
+	case d.Upgrade != nil:
+		state = 1
+	}
+	upgradeStatus.WithLabelValues(c.Namespace, c.Name).Set(state)
+	if d.Completed && o.Upgrade != nil {
+		upgradeDuration.WithLabelValues(c.Namespace, c.Name).Set(now.Sub(o.Upgrade.StartedAt.Time).Seconds())
+	}
 }
 
 // forgetClusterMetrics drops the series of a deleted cluster.
 func forgetClusterMetrics(namespace, name string) {
 	labels := prometheus.Labels{"namespace": namespace, "name": name}
-	tlsCertExpiry.DeletePartialMatch(labels)
-	tlsRotations.DeletePartialMatch(labels)
+	for _, v := range []*prometheus.MetricVec{tlsCertExpiry.MetricVec, tlsRotations.MetricVec,
+		upgradeStatus.MetricVec, upgradeDuration.MetricVec, upgradeStepDowns.MetricVec} {
+		v.DeletePartialMatch(labels)
+	}
 }

@@ -69,20 +69,29 @@ type OpenBaoClusterReconciler struct {
 	// ResyncPeriod brings a settled cluster back to reconcile, to catch what
 	// no watch reports (watches.yaml reconcilePeriod).
 	ResyncPeriod time.Duration
+	// Issuer reads the Kubernetes service-account issuer that the
+	// operator's identity in OpenBao trusts; nil leaves the identity unset.
+	Issuer IssuerSource
+	// PreUpgradeSnapshot takes the snapshot spec.upgrade.preUpgradeSnapshot
+	// asks for; nil when backups are not available.
+	PreUpgradeSnapshot SnapshotTaker
 
 	memory memory
 }
 
-// steps are the stages of a pass, in order. Bootstrap decides before the
-// self-init Secret and the chart are written, so a cluster initialized in
-// this pass drops its self-init requests and scales out in it; the steps
-// after the apply act on what it made.
+// steps are the stages of a pass, in order. Bootstrap, membership and the
+// rollout decide before the self-init Secret and the chart are written, so
+// what they decide (initialized, a replica count, a partition) is applied
+// in the same pass; the steps after the apply act on what it made.
 func (r *OpenBaoClusterReconciler) steps() []step {
 	return []step{
 		{"pause", r.reconcilePause},
 		{"tls", r.reconcileTLS},
 		{"seal", r.reconcileSealMaterial},
 		{"bootstrap", r.reconcileBootstrap},
+		{"identity", r.reconcileIdentity},
+		{"membership", r.reconcileMembership},
+		{"rollout", r.reconcileRollout},
 		{"self-init", r.reconcileSelfInitSecret},
 		{"children", r.reconcileChildren},
 		{"cert-hash", r.annotateCertHash},
@@ -108,6 +117,7 @@ func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, err
 	}
 	stepErr := runSteps(ctx, p, r.steps())
+	summarizeDegraded(p)
 	p.status.ObservedGeneration = cluster.Generation
 	p.status.Phase = phase(cluster, p.status)
 	if err := r.writeStatus(ctx, cluster, p.status); err != nil {

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/identity"
 	"github.com/openbao/operator/internal/podstate"
 	"github.com/openbao/operator/internal/values"
 )
@@ -34,6 +35,20 @@ type pass struct {
 	// start of the pass; servers is what they say about themselves.
 	pods    []corev1.Pod
 	servers podstate.Snapshot
+	// openbao is OpenBao's view of the cluster, read once by the first
+	// step that needs it.
+	openbao *openbaoView
+	// replicas is the replica count a step decided (a scale-down in
+	// steps); nil leaves the spec's.
+	replicas *int32
+	// issuer is the service-account issuer, read for a self-init cluster
+	// that has not started.
+	issuer *identity.Issuer
+	// problems make the cluster Degraded; the first, in step order, names
+	// the condition's reason. reconciled is the children step's message
+	// when everything rendered was applied.
+	problems   []problem
+	reconciled string
 	// requeue is the soonest time any step wants to look again; zero for
 	// none.
 	requeue time.Duration
@@ -90,5 +105,20 @@ func (p *pass) record(kind, reason, action, note string) {
 	p.events = append(p.events, event{kind, reason, action, note})
 }
 
+// problem is one reason a cluster is Degraded.
+type problem struct{ reason, message string }
+
+// degrade records a problem for the Degraded condition.
+func (p *pass) degrade(reason, message string) {
+	p.problems = append(p.problems, problem{reason, message})
+}
+
 // input is what the chart renders from: the spec and this pass's decisions.
-func (p *pass) input() values.Input { return values.InputFor(p.cluster, p.status) }
+func (p *pass) input() values.Input {
+	in := values.InputFor(p.cluster, p.status)
+	if p.replicas != nil && p.status.Initialized {
+		in = in.WithReplicas(*p.replicas, p.status.Upgrade)
+	}
+	in.Issuer = p.issuer
+	return in
+}

@@ -3,6 +3,7 @@ package controllers
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +21,10 @@ import (
 // starts.
 func (r *OpenBaoClusterReconciler) reconcileSelfInitSecret(ctx context.Context, p *pass) error {
 	c := p.cluster
-	selfInit, err := values.SelfInitFor(c, p.status.Initialized)
+	if err := r.loadIssuer(ctx, p); err != nil {
+		return err
+	}
+	selfInit, err := values.SelfInitFor(p.input())
 	if err != nil {
 		return nil // reconcileChildren reports the invalid field
 	}
@@ -50,4 +54,20 @@ func (r *OpenBaoClusterReconciler) reconcileSelfInitSecret(ctx context.Context, 
 		return nil
 	}
 	return r.replaceSecretData(ctx, existing, data)
+}
+
+// loadIssuer reads the service-account issuer for the identity requests of
+// a self-init cluster that has not started yet: OpenBao runs them once, so
+// the StatefulSet waits until the issuer can be read.
+func (r *OpenBaoClusterReconciler) loadIssuer(ctx context.Context, p *pass) error {
+	c := p.cluster
+	if r.Issuer == nil || p.status.Initialized || c.Spec.SelfInit == nil || !c.Spec.SelfInit.Enabled {
+		return nil
+	}
+	iss, err := r.Issuer.Issuer(ctx)
+	if err != nil {
+		return fmt.Errorf("self-init needs the service-account issuer for the operator's identity: %w", err)
+	}
+	p.issuer = &iss
+	return nil
 }

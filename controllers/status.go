@@ -49,6 +49,24 @@ var degradedReasons = map[string]bool{
 	v1alpha1.ReasonStaticKeyInvalid: true, v1alpha1.ReasonInvalidExternalSecrets: true,
 }
 
+// summarizeDegraded sets Degraded from the problems the steps recorded: the
+// first names the reason, the others join the message. Without problems
+// it is False once the children were applied; a pass that ended before
+// leaves it as it was.
+func summarizeDegraded(p *pass) {
+	if len(p.problems) == 0 {
+		if p.reconciled != "" {
+			p.setCondition(v1alpha1.ConditionDegraded, false, v1alpha1.ReasonReconciled, p.reconciled)
+		}
+		return
+	}
+	msg := p.problems[0].message
+	for _, other := range p.problems[1:] {
+		msg += "; also " + other.reason + ": " + other.message
+	}
+	p.setCondition(v1alpha1.ConditionDegraded, true, p.problems[0].reason, msg)
+}
+
 // phase summarizes the conditions and status for humans and printer columns.
 func phase(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) v1alpha1.ClusterPhase {
 	switch {
@@ -58,6 +76,8 @@ func phase(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) v1
 		return v1alpha1.PhaseDegraded
 	case meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionDegraded) == nil:
 		return v1alpha1.PhasePending
+	case status.Upgrade != nil:
+		return v1alpha1.PhaseUpgrading
 	case status.Initialized && status.ReadyReplicas >= c.Spec.Replicas &&
 		meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionAvailable):
 		return v1alpha1.PhaseRunning

@@ -19,6 +19,9 @@ const (
 	// ConditionAvailable (server observation) is True while an active
 	// server is ready to answer clients.
 	ConditionAvailable = "Available"
+	// ConditionUpgrading (rollout step) is True while a pod-template change
+	// is being rolled out.
+	ConditionUpgrading = "Upgrading"
 )
 
 // Condition reasons, CamelCase as metav1.Condition requires.
@@ -45,6 +48,18 @@ const (
 
 	ReasonActiveServerReady = "ActiveServerReady"
 	ReasonNoActiveServer    = "NoActiveServer"
+
+	ReasonUpToDate           = "UpToDate"
+	ReasonUpgradeInProgress  = "UpgradeInProgress"
+	ReasonUpgradeComplete    = "UpgradeComplete"
+	ReasonUpgradeHalted      = "UpgradeHalted"
+	ReasonStepDownTimeout    = "StepDownTimeout"
+	ReasonPodReadyTimeout    = "PodReadyTimeout"
+	ReasonHealthCheckTimeout = "HealthCheckTimeout"
+	ReasonRaftSyncTimeout    = "RaftSyncTimeout"
+	ReasonDowngradeBlocked   = "DowngradeBlocked"
+	ReasonPreflightFailed    = "PreflightFailed"
+	ReasonScaleDownBlocked   = "ScaleDownBlocked"
 )
 
 // Labels and annotations the operator sets on what it manages.

@@ -5,7 +5,7 @@ import (
 )
 
 // ClusterPhase summarizes where a cluster is in its life.
-// +kubebuilder:validation:Enum=Pending;Initializing;Running;Degraded;Paused
+// +kubebuilder:validation:Enum=Pending;Initializing;Running;Upgrading;Degraded;Paused
 type ClusterPhase string
 
 // Phases.
@@ -13,6 +13,7 @@ const (
 	PhasePending      ClusterPhase = "Pending"
 	PhaseInitializing ClusterPhase = "Initializing"
 	PhaseRunning      ClusterPhase = "Running"
+	PhaseUpgrading    ClusterPhase = "Upgrading"
 	PhaseDegraded     ClusterPhase = "Degraded"
 	PhasePaused       ClusterPhase = "Paused"
 )
@@ -47,6 +48,14 @@ type OpenBaoClusterStatus struct {
 	// rather than mistaking the cluster for one initialized elsewhere.
 	// +optional
 	InitializationStarted *metav1.Time `json:"initializationStarted,omitempty"`
+	// IdentityConfigured says the operator's own identity is in place in
+	// OpenBao: the JWT auth method at openbao-operator and the upgrade and
+	// backup roles and policies, set up once at initialization.
+	// +optional
+	IdentityConfigured bool `json:"identityConfigured,omitempty"`
+	// Upgrade is the progress of a rollout under way.
+	// +optional
+	Upgrade *UpgradeStatus `json:"upgrade,omitempty"`
 	// Conditions: Degraded, Paused, and those of the later steps.
 	// +listType=map
 	// +listMapKey=type
@@ -62,6 +71,8 @@ type OpenBaoClusterStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`
 // +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.activeLeader`
+// +kubebuilder:printcolumn:name="Upgrading To",type=string,JSONPath=`.status.upgrade.targetVersion`
+// +kubebuilder:printcolumn:name="Partition",type=integer,JSONPath=`.status.upgrade.currentPartition`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 40",message="metadata.name must be a DNS label of at most 40 characters starting with a letter, so that every child object's name stays valid"
 type OpenBaoCluster struct {

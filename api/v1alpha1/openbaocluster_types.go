@@ -9,6 +9,7 @@ import (
 
 // OpenBaoClusterSpec is the desired state of an OpenBao cluster.
 // +kubebuilder:validation:XValidation:rule="!has(self.selfInit) || !self.selfInit.enabled || size(self.selfInit.requests) > 0",message="selfInit.requests must hold at least one request when selfInit.enabled is true"
+// +kubebuilder:validation:XValidation:rule="self.replicas >= 3 || oldSelf.replicas < 3",message="replicas cannot go below 3 once a cluster has 3 or more servers: fewer than 3 Raft voters tolerate no failure. To run fewer servers, bootstrap a new cluster from a backup"
 type OpenBaoClusterSpec struct {
 	// Version is the OpenBao release to run, as semantic version X.Y.Z; it is
 	// the image tag.
@@ -113,6 +114,12 @@ type OpenBaoClusterSpec struct {
 	// PriorityClassName of the OpenBao pods.
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// Upgrade configures how pod-template changes (version, image,
+	// config.hcl, resources) are rolled out.
+	// +kubebuilder:default={}
+	// +optional
+	Upgrade UpgradeSpec `json:"upgrade,omitempty"`
 
 	// Values overrides chart values that the spec does not cover (see the
 	// chart's values.yaml: podAnnotations, podLabels, commonLabels,

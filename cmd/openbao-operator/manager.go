@@ -96,6 +96,10 @@ func runManager(args []string) error {
 	if err != nil {
 		return err
 	}
+	issuer, err := controllers.NewIssuerSource(cfg, clock.RealClock{})
+	if err != nil {
+		return err
+	}
 	reconciler := &controllers.OpenBaoClusterReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -108,6 +112,7 @@ func runManager(args []string) error {
 		Clock:        clock.RealClock{},
 		ResyncPeriod: settings.ReconcilePeriod,
 		OpenBao:      openbao.New,
+		Issuer:       issuer,
 	}
 	if err := reconciler.SetupWithManager(mgr, settings.MaxConcurrentReconciles); err != nil {
 		return fmt.Errorf("set up OpenBaoCluster controller: %w", err)

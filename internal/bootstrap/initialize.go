@@ -61,6 +61,10 @@ type InitOptions struct {
 	// waits for this call.
 	AutopilotAttempts  int
 	AutopilotRetryWait time.Duration
+	// Setup, when set, runs once with a client holding the new root token
+	// after the autopilot write succeeded: the one use of the root token
+	// besides autopilot (the operator's own identity).
+	Setup func(ctx context.Context, withToken openbao.Client) error
 }
 
 // CriticalDeadline bounds sys/init and the token store together: one
@@ -70,8 +74,12 @@ const CriticalDeadline = openbao.DefaultTimeout + 10*time.Second
 // InitOutcome reports what Initialize did.
 type InitOutcome struct {
 	// AutopilotErr is set when the autopilot write after init failed; the
-	// reconciler retries it later with the stored token.
+	// reconciler retries it later.
 	AutopilotErr error
+	// SetupErr is set when Setup failed or did not run (the autopilot
+	// write failed first); the reconciler finishes it later with the
+	// stored token.
+	SetupErr error
 }
 
 // Initialize runs the standard initialization against pod-0: a dry-run
@@ -115,7 +123,24 @@ func Initialize(ctx context.Context, c openbao.Client, store TokenStore, opts In
 	if opts.Autopilot != nil {
 		out.AutopilotErr = setAutopilot(ctx, res.RootToken, opts)
 	}
+	if opts.Setup != nil {
+		out.SetupErr = runSetup(ctx, res.RootToken, opts, out.AutopilotErr)
+	}
 	return out, nil
+}
+
+func runSetup(ctx context.Context, token openbao.Token, opts InitOptions, autopilotErr error) error {
+	if autopilotErr != nil {
+		return fmt.Errorf("setup skipped: the node did not take the autopilot write: %w", autopilotErr)
+	}
+	if opts.ClientWithToken == nil {
+		return errors.New("setup: no client with a token")
+	}
+	c, err := opts.ClientWithToken(token)
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	return opts.Setup(ctx, c)
 }
 
 func storeToken(ctx context.Context, store TokenStore, token openbao.Token, opts InitOptions) error {

@@ -6,6 +6,7 @@ package crdschema
 import (
 	"context"
 	"fmt"
+	"math"
 
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -70,6 +71,8 @@ func newSchema(v1 *apiextensionsv1.JSONSchemaProps) (*Schema, error) {
 // stored object for update rules (transition rules such as immutability).
 // It changes obj in place and returns every violation with its field path.
 func (s *Schema) Admit(ctx context.Context, obj, old map[string]any) field.ErrorList {
+	integralNumbers(obj)
+	integralNumbers(old)
 	pruning.Prune(obj, s.structural, true)
 	structuraldefaulting.Default(obj, s.structural)
 	errs := apiservervalidation.ValidateCustomResource(nil, obj, s.validator)
@@ -114,4 +117,29 @@ func checkRulesCompile(s *structuralschema.Structural, path string, isRoot bool)
 		return checkRulesCompile(s.AdditionalProperties.Structural, path+"[*]", false)
 	}
 	return nil
+}
+
+// integralNumbers turns the float64 numbers that encoding/json and YAML
+// decoders produce into int64 where they are whole, as the API server's
+// decoder does, so that CEL rules comparing integers see integers.
+func integralNumbers(obj map[string]any) {
+	for k, v := range obj {
+		obj[k] = integral(v)
+	}
+}
+
+func integral(v any) any {
+	switch t := v.(type) {
+	case float64:
+		if t == math.Trunc(t) && math.Abs(t) < 1<<53 {
+			return int64(t)
+		}
+	case map[string]any:
+		integralNumbers(t)
+	case []any:
+		for i := range t {
+			t[i] = integral(t[i])
+		}
+	}
+	return v
 }

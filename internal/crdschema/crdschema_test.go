@@ -156,6 +156,7 @@ func TestAdmitRunsTransitionRulesAgainstTheOldObject(t *testing.T) {
 		"a changed storage size is rejected":  {spec: "  storage: {size: 2Gi}\n", wantText: "storage is immutable"},
 		"a changed unseal type is rejected":   {spec: "  storage: {size: 1Gi}\n  unseal: {type: transit}\n", wantText: "unseal.type is immutable"},
 		"a changed replica count is admitted": {spec: "  storage: {size: 1Gi}\n  replicas: 5\n"},
+		"a scale-down below 3 is rejected":    {spec: "  storage: {size: 1Gi}\n  replicas: 1\n", wantText: "replicas cannot go below 3"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -23,6 +23,22 @@ type Client interface {
 	SetAutopilotConfiguration(ctx context.Context, cfg AutopilotConfig) error
 	// StepDown asks the active server to give up leadership (needs a token).
 	StepDown(ctx context.Context) error
+	// Leader reads sys/leader: who is active and the committed Raft index.
+	Leader(ctx context.Context) (Leader, error)
+	// AutopilotState reads the leader's view of every Raft server: health,
+	// last index, failure tolerance (needs a token).
+	AutopilotState(ctx context.Context) (AutopilotState, error)
+	// RemovePeer removes a server from the Raft configuration (needs a
+	// token).
+	RemovePeer(ctx context.Context, nodeID string) error
+	// AuthMethods lists the enabled auth methods by mount path (needs a
+	// token).
+	AuthMethods(ctx context.Context) (map[string]string, error)
+	// Write sends an update to path (needs a token).
+	Write(ctx context.Context, path string, data map[string]any) error
+	// Login exchanges a JWT for a token at auth/<mount>/login and returns
+	// the token and its lifetime.
+	Login(ctx context.Context, mount, role string, jwt Token) (Token, time.Duration, error)
 }
 
 // Factory builds a Client for one server address.

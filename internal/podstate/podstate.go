@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -45,11 +46,14 @@ type Pod struct {
 	LastTerminationReason string
 	LastExitCode          int32
 	RestartCount          int32
+	// Revision is the StatefulSet revision of the pod's template.
+	Revision string
 }
 
 // FromKube extracts Pod from a Kubernetes pod.
 func FromKube(p *corev1.Pod) Pod {
-	out := Pod{Name: p.Name, Ordinal: ordinalOf(p.Name), Phase: p.Status.Phase, Labels: p.Labels}
+	out := Pod{Name: p.Name, Ordinal: ordinalOf(p.Name), Phase: p.Status.Phase, Labels: p.Labels,
+		Revision: p.Labels[appsv1.ControllerRevisionHashLabelKey]}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 			out.Ready = true

@@ -8,6 +8,7 @@ import (
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/autopilot"
 	"github.com/openbao/operator/internal/baoconfig"
+	"github.com/openbao/operator/internal/identity"
 )
 
 // AutopilotOverrides reads spec.configuration.raft.autopilot; unset fields
@@ -31,10 +32,11 @@ func AutopilotOverrides(c *v1alpha1.OpenBaoCluster) autopilot.Overrides {
 	return o
 }
 
-// selfInitRequests are the user's self-init requests followed by the one
-// that configures autopilot: with self-init the operator holds no token, so
-// autopilot is set once, by OpenBao itself, with the steady values.
-func selfInitRequests(c *v1alpha1.OpenBaoCluster) ([]baoconfig.InitRequest, error) {
+// selfInitRequests are the user's self-init requests followed by the ones
+// that configure autopilot and, given the service-account issuer, the
+// operator's own identity: with self-init the operator holds no root
+// token, so OpenBao sets them up itself, once.
+func selfInitRequests(c *v1alpha1.OpenBaoCluster, issuer *identity.Issuer) ([]baoconfig.InitRequest, error) {
 	reqs, err := initRequests(c.Spec.SelfInit.Requests)
 	if err != nil {
 		return nil, err
@@ -43,5 +45,9 @@ func selfInitRequests(c *v1alpha1.OpenBaoCluster) ([]baoconfig.InitRequest, erro
 	if err != nil {
 		return nil, fmt.Errorf("spec.configuration.raft.autopilot: %w", err)
 	}
-	return append(reqs, autopilot), nil
+	reqs = append(reqs, autopilot)
+	if issuer != nil {
+		reqs = append(reqs, identity.Requests(c, *issuer)...)
+	}
+	return reqs, nil
 }

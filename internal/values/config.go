@@ -51,7 +51,7 @@ func ConfigFor(input Input) (Config, error) {
 	}
 	sum := sha256.Sum256(steadyHCL)
 	cfg := Config{HCL: string(hcl), Checksum: hex.EncodeToString(sum[:])}
-	if cfg.SelfInitHCL, err = SelfInitFor(c, input.Initialized); err != nil {
+	if cfg.SelfInitHCL, err = SelfInitFor(input); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
@@ -59,11 +59,12 @@ func ConfigFor(input Input) (Config, error) {
 
 // SelfInitFor renders the self-init requests (self-init.hcl); empty unless
 // self-init is enabled and the cluster is not initialized yet.
-func SelfInitFor(c *v1alpha1.OpenBaoCluster, initialized bool) (string, error) {
-	if c.Spec.SelfInit == nil || !c.Spec.SelfInit.Enabled || initialized {
+func SelfInitFor(in Input) (string, error) {
+	c := in.Cluster
+	if c.Spec.SelfInit == nil || !c.Spec.SelfInit.Enabled || in.Initialized {
 		return "", nil
 	}
-	reqs, err := selfInitRequests(c)
+	reqs, err := selfInitRequests(c, in.Issuer)
 	if err != nil {
 		return "", err
 	}

@@ -1,6 +1,9 @@
 package values
 
-import "github.com/openbao/operator/api/v1alpha1"
+import (
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/identity"
+)
 
 // Input is what a cluster's chart values are computed from: its spec and
 // names, and the decisions of the reconcile pass. The decisions come from
@@ -15,10 +18,15 @@ type Input struct {
 	Initialized bool
 	// Replicas is what the StatefulSet runs.
 	Replicas int32
-	// Partition holds pods with a lower ordinal on the old template.
+	// Partition holds pods with a lower ordinal on the old template. It
+	// equals Replicas while no rollout runs, so that a changed template
+	// moves no pod until the rollout step lowers it.
 	Partition int32
 	// Image is the OpenBao server image.
 	Image Image
+	// Issuer, when set, adds the operator's identity to the self-init
+	// requests.
+	Issuer *identity.Issuer
 }
 
 // Image is an image reference: repository and tag.
@@ -32,11 +40,22 @@ const DefaultImage = "quay.io/openbao/openbao"
 
 // InputFor derives the pass's decisions from status: one replica until the
 // cluster is initialized, so that exactly one node can bootstrap it, then
-// the spec's; no partition; the spec's image.
+// the spec's; the partition of a rollout under way, else locked at the
+// replica count; the spec's image.
 func InputFor(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) Input {
 	in := Input{Cluster: c, Initialized: status.Initialized, Replicas: 1, Image: specImage(c)}
 	if status.Initialized {
 		in.Replicas = c.Spec.Replicas
+	}
+	return in.WithReplicas(in.Replicas, status.Upgrade)
+}
+
+// WithReplicas sets the replica count a pass decided (a scale-down in
+// steps) and the partition that goes with it.
+func (in Input) WithReplicas(replicas int32, rollout *v1alpha1.UpgradeStatus) Input {
+	in.Replicas, in.Partition = replicas, replicas
+	if rollout != nil {
+		in.Partition = rollout.CurrentPartition
 	}
 	return in
 }

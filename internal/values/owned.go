@@ -34,8 +34,10 @@ func ownedValues(in Input, op Operator, cfg Config) (map[string]any, error) {
 		"ingress":       ingressValues(c),
 		"gateway":       gatewayValues(c),
 		"networkPolicy": network,
+		// A peer removed by a scale-down leaves its volume as the deletion
+		// policy leaves every volume.
 		"persistentVolumeClaimRetentionPolicy": map[string]any{
-			"whenDeleted": string(deletionPolicy(c)), "whenScaled": "Retain",
+			"whenDeleted": string(deletionPolicy(c)), "whenScaled": string(deletionPolicy(c)),
 		},
 	}, nil
 }
@@ -85,16 +87,17 @@ func clusterValues(c *v1alpha1.OpenBaoCluster) map[string]any {
 
 func childNames(c *v1alpha1.OpenBaoCluster) map[string]any {
 	return map[string]any{
-		"statefulSet":     c.StatefulSetName(),
-		"headlessService": c.HeadlessServiceName(),
-		"clientService":   c.ClientServiceName(),
-		"configMap":       c.ConfigMapName(),
-		"serviceAccount":  c.ServiceAccountName(),
-		"role":            c.ServiceRegistrationRoleName(),
-		"tlsCASecret":     c.TLSCASecretName(),
-		"tlsServerSecret": c.TLSServerSecretName(),
-		"unsealKeySecret": c.UnsealKeySecretName(),
-		"selfInitSecret":  c.SelfInitSecretName(),
+		"statefulSet":           c.StatefulSetName(),
+		"headlessService":       c.HeadlessServiceName(),
+		"clientService":         c.ClientServiceName(),
+		"configMap":             c.ConfigMapName(),
+		"serviceAccount":        c.ServiceAccountName(),
+		"upgradeServiceAccount": c.UpgradeServiceAccountName(),
+		"role":                  c.ServiceRegistrationRoleName(),
+		"tlsCASecret":           c.TLSCASecretName(),
+		"tlsServerSecret":       c.TLSServerSecretName(),
+		"unsealKeySecret":       c.UnsealKeySecretName(),
+		"selfInitSecret":        c.SelfInitSecretName(),
 	}
 }
 

@@ -35,7 +35,7 @@ spec:
 		"ConfigMap/lifecycle-config", "Ingress/lifecycle", "NetworkPolicy/lifecycle",
 		"PodDisruptionBudget/lifecycle", "Role/lifecycle-service-registration",
 		"RoleBinding/lifecycle-service-registration", "Service/lifecycle", "Service/lifecycle-internal",
-		"ServiceAccount/lifecycle", "StatefulSet/lifecycle",
+		"ServiceAccount/lifecycle", "ServiceAccount/lifecycle-upgrade-serviceaccount", "StatefulSet/lifecycle",
 	}
 	eventually(t, wait, "every child exists", func() error {
 		got, err := childrenOf(ctx, managedNamespace, c.Name)

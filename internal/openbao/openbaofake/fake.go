@@ -5,6 +5,7 @@ package openbaofake
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/openbao/operator/internal/openbao"
 )
@@ -34,6 +35,31 @@ type Client struct {
 	SetAutopilotFailures int
 
 	StepDownErr error
+	// StepDownHook runs on each StepDown, for a test that moves leadership.
+	StepDownHook func()
+
+	LeaderAnswer openbao.Leader
+	LeaderErr    error
+
+	AutopilotStateAnswer openbao.AutopilotState
+	AutopilotStateErr    error
+
+	RemovePeerErr error
+	// RemovedPeers records the node ids RemovePeer received.
+	RemovedPeers []string
+
+	// AuthMounts answers AuthMethods.
+	AuthMounts map[string]string
+
+	WriteErr error
+	// Writes records the paths Write received, in order.
+	Writes []string
+
+	LoginToken openbao.Token
+	LoginTTL   time.Duration
+	LoginErr   error
+	// Logins records mount/role of each Login.
+	Logins []string
 
 	// Calls counts calls by method name ("Health", "Init", ...).
 	Calls map[string]int
@@ -109,10 +135,71 @@ func (c *Client) SetAutopilotConfiguration(_ context.Context, cfg openbao.Autopi
 	return nil
 }
 
-// StepDown returns StepDownErr.
+// StepDown returns StepDownErr; StepDownHook runs first.
 func (c *Client) StepDown(context.Context) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.count("StepDown")
-	return c.StepDownErr
+	hook, err := c.StepDownHook, c.StepDownErr
+	c.mu.Unlock()
+	if hook != nil && err == nil {
+		hook()
+	}
+	return err
+}
+
+// Leader returns LeaderAnswer or LeaderErr.
+func (c *Client) Leader(context.Context) (openbao.Leader, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("Leader")
+	return c.LeaderAnswer, c.LeaderErr
+}
+
+// AutopilotState returns AutopilotStateAnswer or AutopilotStateErr.
+func (c *Client) AutopilotState(context.Context) (openbao.AutopilotState, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("AutopilotState")
+	return c.AutopilotStateAnswer, c.AutopilotStateErr
+}
+
+// RemovePeer records nodeID unless RemovePeerErr.
+func (c *Client) RemovePeer(_ context.Context, nodeID string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("RemovePeer")
+	if c.RemovePeerErr != nil {
+		return c.RemovePeerErr
+	}
+	c.RemovedPeers = append(c.RemovedPeers, nodeID)
+	return nil
+}
+
+// AuthMethods returns AuthMounts.
+func (c *Client) AuthMethods(context.Context) (map[string]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("AuthMethods")
+	return c.AuthMounts, nil
+}
+
+// Write records path unless WriteErr.
+func (c *Client) Write(_ context.Context, path string, _ map[string]any) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("Write")
+	if c.WriteErr != nil {
+		return c.WriteErr
+	}
+	c.Writes = append(c.Writes, path)
+	return nil
+}
+
+// Login returns LoginToken and LoginTTL, or LoginErr.
+func (c *Client) Login(_ context.Context, mount, role string, _ openbao.Token) (openbao.Token, time.Duration, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("Login")
+	c.Logins = append(c.Logins, mount+"/"+role)
+	return c.LoginToken, c.LoginTTL, c.LoginErr
 }

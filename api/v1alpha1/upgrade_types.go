@@ -1,0 +1,135 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// UpgradeSpec configures how the operator rolls the servers when their pod
+// template changes (a new version, image, config.hcl, resources,
+// annotations): one pod at a time from the highest ordinal, the active
+// server stepped down before its pod restarts, each pod Ready, unsealed and
+// caught up with the Raft log before the next.
+// +kubebuilder:validation:XValidation:rule="!(has(self.jwtAuthRole) && has(self.tokenSecretRef))",message="set upgrade.jwtAuthRole or upgrade.tokenSecretRef, not both"
+type UpgradeSpec struct {
+	// JWTAuthRole is a role of the JWT auth method at JWTAuthPath that the
+	// operator logs in with, using a short-lived token of ServiceAccount
+	// <cluster>-upgrade-serviceaccount (audience
+	// openbao-operator:<namespace>/<cluster>). Default: the role "upgrade"
+	// that the operator creates when it initializes the cluster.
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]+$`
+	// +optional
+	JWTAuthRole string `json:"jwtAuthRole,omitempty"`
+	// JWTAuthPath is the mount path of that JWT auth method.
+	// +kubebuilder:default=openbao-operator
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._/-]+$`
+	// +optional
+	JWTAuthPath string `json:"jwtAuthPath,omitempty"`
+	// TokenSecretRef names a Secret in the cluster's namespace whose key
+	// "token" holds an OpenBao token with the upgrade policy; it replaces
+	// the JWT login. Never the root token.
+	// +optional
+	TokenSecretRef *corev1.LocalObjectReference `json:"tokenSecretRef,omitempty"`
+
+	// PreUpgradeSnapshot takes a backup (spec.backup) before the first pod
+	// is rolled, and rolls nothing until it succeeded.
+	// +optional
+	PreUpgradeSnapshot bool `json:"preUpgradeSnapshot,omitempty"`
+	// AllowDowngrade lets spec.version move to an older release. Raft data
+	// written by a newer release may not be readable by an older one.
+	// +optional
+	AllowDowngrade bool `json:"allowDowngrade,omitempty"`
+
+	// StepDownTimeout bounds the wait for another server to become active
+	// after the active one stepped down.
+	// +kubebuilder:default="30s"
+	// +optional
+	StepDownTimeout *metav1.Duration `json:"stepDownTimeout,omitempty"`
+	// PodReadyTimeout bounds the wait for a rolled pod to be Ready.
+	// +kubebuilder:default="5m"
+	// +optional
+	PodReadyTimeout *metav1.Duration `json:"podReadyTimeout,omitempty"`
+	// HealthCheckTimeout bounds the wait for a rolled server to answer
+	// sys/health initialized and unsealed.
+	// +kubebuilder:default="2m"
+	// +optional
+	HealthCheckTimeout *metav1.Duration `json:"healthCheckTimeout,omitempty"`
+	// RaftSyncTimeout bounds the wait for a rolled server's Raft log to come
+	// within MaxRaftLag entries of the leader's.
+	// +kubebuilder:default="2m"
+	// +optional
+	RaftSyncTimeout *metav1.Duration `json:"raftSyncTimeout,omitempty"`
+	// MaxRaftLag is how many Raft entries a server may trail the leader by
+	// and count as caught up.
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
+	// +optional
+	MaxRaftLag *int64 `json:"maxRaftLag,omitempty"`
+
+	// ResumeRequest resumes a rollout that halted on a timeout: set it to a
+	// value it has not had (a date, a counter) once the cause is fixed. The
+	// operator resumes once per new value and never by itself.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	ResumeRequest string `json:"resumeRequest,omitempty"`
+}
+
+// UpgradeStatus is the progress of a rollout; it lives only while one is
+// under way, and a restarted operator resumes from it.
+type UpgradeStatus struct {
+	// TargetVersion is spec.version when the rollout started.
+	TargetVersion string `json:"targetVersion"`
+	// FromVersion is the version the servers ran before.
+	// +optional
+	FromVersion string `json:"fromVersion,omitempty"`
+	// TargetRevision is the StatefulSet revision being rolled out.
+	TargetRevision string `json:"targetRevision"`
+	// StartedAt is when the rollout started.
+	StartedAt metav1.Time `json:"startedAt"`
+	// CurrentPartition is the StatefulSet partition: pods with a lower
+	// ordinal still run the old template.
+	CurrentPartition int32 `json:"currentPartition"`
+	// CompletedPods are the pods rolled and verified, in order.
+	// +optional
+	CompletedPods []string `json:"completedPods,omitempty"`
+	// LastStepDownTime is when the operator last asked the active server
+	// to step down.
+	// +optional
+	LastStepDownTime *metav1.Time `json:"lastStepDownTime,omitempty"`
+	// Step is the wait the rollout is in: StepDown (the active server is
+	// asked to step down), PodReady, HealthCheck, RaftSync; empty between
+	// pods.
+	// +optional
+	Step string `json:"step,omitempty"`
+	// StepStartedAt is when the current wait began; its timeout counts
+	// from here.
+	// +optional
+	StepStartedAt *metav1.Time `json:"stepStartedAt,omitempty"`
+	// Halted is the reason the rollout stopped (a timeout); it resumes
+	// when spec.upgrade.resumeRequest changes.
+	// +optional
+	Halted string `json:"halted,omitempty"`
+	// ResumeRequest is the spec.upgrade.resumeRequest this rollout has
+	// seen; a different one resumes a halted rollout.
+	// +optional
+	ResumeRequest string `json:"resumeRequest,omitempty"`
+}
+
+// OperatorTokenAudience is the audience of the service-account tokens the
+// operator requests to log in to this cluster: a token for one cluster is
+// refused by every other.
+func (c *OpenBaoCluster) OperatorTokenAudience() string {
+	return "openbao-operator:" + c.Namespace + "/" + c.Name
+}
+
+// UpgradeServiceAccountName is the identity the operator logs in to
+// OpenBao with for rollouts, peer removal and autopilot.
+func (c *OpenBaoCluster) UpgradeServiceAccountName() string {
+	return c.Name + "-upgrade-serviceaccount"
+}
+
+// BackupServiceAccountName is the identity backup Jobs log in with.
+func (c *OpenBaoCluster) BackupServiceAccountName() string { return c.Name + "-backup-serviceaccount" }

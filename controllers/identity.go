@@ -1,0 +1,228 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/bootstrap"
+	"github.com/openbao/operator/internal/identity"
+	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/secrets"
+)
+
+// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
+// +kubebuilder:rbac:urls=/.well-known/openid-configuration;/openid/v1/jwks,verbs=get
+
+// IssuerSource reads the Kubernetes service-account issuer that OpenBao
+// must trust to verify the operator's tokens.
+type IssuerSource interface {
+	Issuer(ctx context.Context) (identity.Issuer, error)
+}
+
+// apiIssuer reads the issuer from the API server's discovery endpoints and
+// keeps it for issuerTTL: its keys change rarely, and every cluster of
+// this operator shares them.
+type apiIssuer struct {
+	rest  rest.Interface
+	clock clock.PassiveClock
+
+	mu     sync.Mutex
+	cached identity.Issuer
+	at     time.Time
+}
+
+const issuerTTL = 10 * time.Minute
+
+// NewIssuerSource reads the issuer through the API server of cfg.
+func NewIssuerSource(cfg *rest.Config, clk clock.PassiveClock) (IssuerSource, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("REST client for the service-account issuer: %w", err)
+	}
+	return &apiIssuer{rest: dc.RESTClient(), clock: clk}, nil
+}
+
+func (a *apiIssuer) Issuer(ctx context.Context) (identity.Issuer, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.at.IsZero() && a.clock.Since(a.at) < issuerTTL {
+		return a.cached, nil
+	}
+	discovery, err := a.rest.Get().AbsPath("/.well-known/openid-configuration").DoRaw(ctx)
+	if err != nil {
+		return identity.Issuer{}, fmt.Errorf("read /.well-known/openid-configuration: %w", err)
+	}
+	jwks, err := a.rest.Get().AbsPath("/openid/v1/jwks").DoRaw(ctx)
+	if err != nil {
+		return identity.Issuer{}, fmt.Errorf("read /openid/v1/jwks: %w", err)
+	}
+	iss, err := identity.IssuerFromDiscovery(discovery, jwks)
+	if err != nil {
+		return identity.Issuer{}, err
+	}
+	a.cached, a.at = iss, a.clock.Now()
+	return iss, nil
+}
+
+// reconcileIdentity sets up the operator's own identity in a cluster it
+// initialized, with the stored root token, when the setup right after
+// sys/init did not finish. Once it is in place the root token is never
+// used again. Self-initialized clusters got it as self-init requests.
+func (r *OpenBaoClusterReconciler) reconcileIdentity(ctx context.Context, p *pass) error {
+	c, status := p.cluster, p.status
+	if !status.Initialized || status.IdentityConfigured || !p.tls.ready || r.OpenBao == nil || r.Issuer == nil {
+		return nil
+	}
+	if status.SelfInitialized {
+		status.IdentityConfigured = c.Spec.SelfInit != nil && c.Spec.SelfInit.Enabled
+		return nil
+	}
+	secret, err := r.readSecret(ctx, r.Client, c.Namespace, c.RootTokenSecretName())
+	if err != nil || secret == nil || len(secret.Data[bootstrap.RootTokenDataKey]) == 0 {
+		return err // no token to set it up with: the user's upgrade auth applies
+	}
+	if err := r.applyIdentity(ctx, p, openbao.NewToken(string(secret.Data[bootstrap.RootTokenDataKey]))); err != nil {
+		ctrl.LoggerFrom(ctx).Info("the operator's identity is not set up yet; retrying", "reason", err.Error())
+		p.requeueAfter(autopilotRetry)
+		return nil
+	}
+	return nil
+}
+
+// applyIdentity sets the identity up with the root token and records it.
+func (r *OpenBaoClusterReconciler) applyIdentity(ctx context.Context, p *pass, root openbao.Token) error {
+	bao, err := r.activeClient(p.cluster, p.tls, root)
+	if err != nil {
+		return err
+	}
+	return r.setUpIdentity(ctx, p, bao)
+}
+
+// setUpIdentity applies the identity through a client holding the root
+// token: right after sys/init, or later with the stored token.
+func (r *OpenBaoClusterReconciler) setUpIdentity(ctx context.Context, p *pass, withRoot openbao.Client) error {
+	iss, err := r.Issuer.Issuer(ctx)
+	if err != nil {
+		return err
+	}
+	if err := identity.Apply(ctx, withRoot, p.cluster, iss); err != nil {
+		return err
+	}
+	p.status.IdentityConfigured = true
+	ctrl.LoggerFrom(ctx).Info("the operator's own identity is set up in OpenBao; the root token is no longer used",
+		"audit", true, "event_type", "openbao.identity.configured", "mount", identity.Mount)
+	return nil
+}
+
+// errNoUpgradeAuth says the operator has no way to log in for rollouts.
+var errNoUpgradeAuth = errors.New("the operator cannot log in to OpenBao: its own identity is not set up in this cluster " +
+	"(it was not initialized by this operator); set spec.upgrade.jwtAuthRole or spec.upgrade.tokenSecretRef")
+
+// upgradeToken returns a token for rollouts, peer removal and autopilot:
+// from spec.upgrade.tokenSecretRef, or by logging in with a short-lived
+// token of <cluster>-upgrade-serviceaccount. It is kept in memory until
+// shortly before it expires.
+func (r *OpenBaoClusterReconciler) upgradeToken(ctx context.Context, p *pass) (openbao.Token, error) {
+	c := p.cluster
+	if ref := c.Spec.Upgrade.TokenSecretRef; ref != nil {
+		return r.userToken(ctx, c, ref.Name)
+	}
+	if c.Spec.Upgrade.JWTAuthRole == "" && !p.status.IdentityConfigured {
+		return openbao.Token{}, errNoUpgradeAuth
+	}
+	key := client.ObjectKeyFromObject(c)
+	var cached openbao.Token
+	r.memory.with(key, c.UID, func(m *clusterMemory) {
+		if r.Clock.Now().Before(m.upgradeTokenExpiry) {
+			cached = m.upgradeToken
+		}
+	})
+	if !cached.IsZero() {
+		return cached, nil
+	}
+	tok, ttl, err := r.loginAsUpgrade(ctx, p)
+	if err != nil {
+		return openbao.Token{}, err
+	}
+	r.memory.with(key, c.UID, func(m *clusterMemory) {
+		m.upgradeToken, m.upgradeTokenExpiry = tok, r.Clock.Now().Add(ttl*3/4)
+	})
+	return tok, nil
+}
+
+// forgetUpgradeToken drops a token OpenBao refused.
+func (r *OpenBaoClusterReconciler) forgetUpgradeToken(c *v1alpha1.OpenBaoCluster) {
+	r.memory.with(client.ObjectKeyFromObject(c), c.UID, func(m *clusterMemory) {
+		m.upgradeToken, m.upgradeTokenExpiry = openbao.Token{}, time.Time{}
+	})
+}
+
+func (r *OpenBaoClusterReconciler) loginAsUpgrade(ctx context.Context, p *pass) (openbao.Token, time.Duration, error) {
+	c := p.cluster
+	jwt, err := r.serviceAccountToken(ctx, c, c.UpgradeServiceAccountName())
+	if err != nil {
+		return openbao.Token{}, 0, err
+	}
+	mount, role := c.Spec.Upgrade.JWTAuthPath, c.Spec.Upgrade.JWTAuthRole
+	if mount == "" {
+		mount = identity.Mount
+	}
+	if role == "" {
+		role = identity.UpgradeRole
+	}
+	bao, err := r.activeClient(c, p.tls, openbao.Token{})
+	if err != nil {
+		return openbao.Token{}, 0, err
+	}
+	tok, ttl, err := bao.Login(ctx, mount, role, jwt)
+	if err != nil {
+		return openbao.Token{}, 0, fmt.Errorf("log in at auth/%s as role %s: %w", mount, role, err)
+	}
+	if ttl <= 0 {
+		ttl = time.Minute
+	}
+	return tok, ttl, nil
+}
+
+// serviceAccountTokenLifetime is the shortest TokenRequest allows.
+const serviceAccountTokenLifetime = 10 * time.Minute
+
+// serviceAccountToken asks the API server for a short-lived token of one
+// of the cluster's ServiceAccounts, for this cluster's audience only.
+func (r *OpenBaoClusterReconciler) serviceAccountToken(ctx context.Context, c *v1alpha1.OpenBaoCluster, name string) (openbao.Token, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace}}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		Audiences:         []string{c.OperatorTokenAudience()},
+		ExpirationSeconds: ptr.To(int64(serviceAccountTokenLifetime / time.Second)),
+	}}
+	if err := r.Client.SubResource("token").Create(ctx, sa, req); err != nil {
+		return openbao.Token{}, fmt.Errorf("request a token of ServiceAccount %s: %w", name, secrets.Redact(err))
+	}
+	return openbao.NewToken(req.Status.Token), nil
+}
+
+// userToken reads the token a user stored for the operator.
+func (r *OpenBaoClusterReconciler) userToken(ctx context.Context, c *v1alpha1.OpenBaoCluster, name string) (openbao.Token, error) {
+	s, err := r.readSecret(ctx, r.APIReader, c.Namespace, name)
+	if err != nil {
+		return openbao.Token{}, err
+	}
+	if s == nil || len(s.Data["token"]) == 0 {
+		return openbao.Token{}, fmt.Errorf("spec.upgrade.tokenSecretRef: Secret %s has no key token", name)
+	}
+	return openbao.NewToken(string(s.Data["token"])), nil
+}

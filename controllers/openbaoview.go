@@ -1,0 +1,102 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+
+	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/podstate"
+	"github.com/openbao/operator/internal/upgrade"
+)
+
+// openbaoView is what OpenBao says about the cluster, read at most once a
+// pass and only by the steps that need it (a rollout or a scale-down):
+// each server's sys/health, and the leader's Raft state read with the
+// upgrade role's token.
+type openbaoView struct {
+	// raft is nil when it could not be read; problem says why.
+	raft    *upgrade.Raft
+	problem string
+	// health holds the answers of the servers that gave one.
+	health map[string]upgrade.Health
+	// active is the pod whose server says it is active.
+	active map[string]bool
+}
+
+// view reads OpenBao's view of the cluster once per pass.
+func (r *OpenBaoClusterReconciler) view(ctx context.Context, p *pass) *openbaoView {
+	if p.openbao != nil {
+		return p.openbao
+	}
+	v := &openbaoView{health: map[string]upgrade.Health{}, active: map[string]bool{}}
+	p.openbao = v
+	if !p.tls.ready || r.OpenBao == nil {
+		v.problem = "no trusted channel to the servers yet"
+		return v
+	}
+	for _, pod := range p.servers {
+		bao, err := r.podClient(p.cluster, pod.Ordinal, p.tls, openbao.Token{})
+		if err != nil {
+			continue
+		}
+		if h, err := bao.Health(ctx); err == nil {
+			v.health[pod.Name] = upgrade.Health{Initialized: h.Initialized, Sealed: h.Sealed}
+			v.active[pod.Name] = h.Active()
+		}
+	}
+	v.raft, v.problem = r.readRaft(ctx, p)
+	return v
+}
+
+// readRaft reads the leader's committed index and autopilot state through
+// the client Service, which reaches the active server.
+func (r *OpenBaoClusterReconciler) readRaft(ctx context.Context, p *pass) (*upgrade.Raft, string) {
+	tok, err := r.upgradeToken(ctx, p)
+	if err != nil {
+		return nil, err.Error()
+	}
+	bao, err := r.activeClient(p.cluster, p.tls, tok)
+	if err != nil {
+		return nil, err.Error()
+	}
+	leader, err := bao.Leader(ctx)
+	if err != nil {
+		return nil, "read sys/leader: " + err.Error()
+	}
+	state, err := bao.AutopilotState(ctx)
+	if errors.Is(err, openbao.ErrPermissionDenied) {
+		r.forgetUpgradeToken(p.cluster)
+	}
+	if err != nil {
+		return nil, "read the autopilot state: " + err.Error()
+	}
+	return raftOf(leader, state), ""
+}
+
+// raftOf computes each server's lag against the leader's committed index.
+func raftOf(leader openbao.Leader, state openbao.AutopilotState) *upgrade.Raft {
+	out := &upgrade.Raft{Healthy: state.Healthy, FailureTolerance: state.FailureTolerance, Servers: map[string]upgrade.Server{}}
+	for id, s := range state.Servers {
+		var lag uint64
+		if leader.RaftCommittedIndex > s.LastIndex {
+			lag = leader.RaftCommittedIndex - s.LastIndex
+		}
+		out.Servers[id] = upgrade.Server{Lag: lag, LagKnown: true, Voter: s.Status == "voter" || s.Status == "leader", Healthy: s.Healthy}
+	}
+	return out
+}
+
+// rolloutPods is what the rollout needs of each pod: its template
+// revision, readiness and whether its server is active (the
+// service-registration label, else its own sys/health answer).
+func rolloutPods(servers podstate.Snapshot, v *openbaoView) []upgrade.Pod {
+	out := make([]upgrade.Pod, 0, len(servers))
+	for _, s := range servers {
+		active, known := s.LabelState(podstate.LabelActive)
+		if !known && v != nil {
+			active = v.active[s.Name]
+		}
+		out = append(out, upgrade.Pod{Name: s.Name, Ordinal: s.Ordinal, Revision: s.Revision, Ready: s.Ready, Active: active})
+	}
+	return out
+}

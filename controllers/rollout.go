@@ -1,0 +1,145 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/upgrade"
+)
+
+// SnapshotTaker takes the pre-upgrade snapshot of a rollout.
+type SnapshotTaker interface {
+	// PreUpgradeSnapshot makes sure a snapshot of the cluster is taken for
+	// the rollout to revision, and says whether it succeeded; problem
+	// explains why it cannot be taken (backups are not configured).
+	PreUpgradeSnapshot(ctx context.Context, c *v1alpha1.OpenBaoCluster, revision string) (done bool, problem string, err error)
+}
+
+// statefulSet reads the cluster's StatefulSet from the cache; nil when it
+// does not exist yet.
+func (r *OpenBaoClusterReconciler) statefulSet(ctx context.Context, c *v1alpha1.OpenBaoCluster) (*appsv1.StatefulSet, error) {
+	sts := &appsv1.StatefulSet{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.StatefulSetName()}, sts)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read StatefulSet %s: %w", c.StatefulSetName(), err)
+	}
+	return sts, nil
+}
+
+// reconcileRollout owns Upgrading and status.upgrade: it rolls a changed
+// pod template through internal/upgrade and sets the partition the chart
+// renders in this pass.
+func (r *OpenBaoClusterReconciler) reconcileRollout(ctx context.Context, p *pass) error {
+	if !p.status.Initialized {
+		return nil // one bootstrapping server; its template is the first
+	}
+	o, err := r.observeRollout(ctx, p)
+	if err != nil {
+		return err
+	}
+	d := upgrade.Decide(o)
+	if d.StepDown != "" {
+		if err := r.stepDown(ctx, p, d.StepDown, "rollout"); err != nil {
+			ctrl.LoggerFrom(ctx).Info("step-down failed; retrying", "pod", d.StepDown, "reason", err.Error())
+			d.Upgrade.Step, d.Upgrade.LastStepDownTime = "", nil // ask again next pass
+		}
+	}
+	p.status.Upgrade = d.Upgrade
+	if d.Upgrading != nil {
+		p.setCondition(v1alpha1.ConditionUpgrading, d.Upgrading.Status, d.Upgrading.Reason, d.Upgrading.Message)
+	}
+	if d.Problem != nil {
+		p.degrade(d.Problem.Reason, d.Problem.Message)
+	}
+	for _, e := range d.Events {
+		p.record(kindOf(e.Warning), e.Reason, "Rollout", e.Message)
+	}
+	p.requeueAfter(d.Requeue)
+	recordRollout(p.cluster, o, d, p.now)
+	return nil
+}
+
+// observeRollout gathers what upgrade.Decide looks at; OpenBao is asked
+// only while a rollout runs or is due.
+func (r *OpenBaoClusterReconciler) observeRollout(ctx context.Context, p *pass) (upgrade.Observed, error) {
+	c := p.cluster
+	sts, err := r.statefulSet(ctx, c)
+	if err != nil {
+		return upgrade.Observed{}, err
+	}
+	in := p.input()
+	o := upgrade.Observed{
+		Now: p.now, Settings: upgrade.SettingsFor(c.Spec.Upgrade), SpecVersion: c.Spec.Version,
+		CurrentVersion: p.status.CurrentVersion, SealType: c.Spec.Unseal.Type, Replicas: in.Replicas,
+		Name: c.StatefulSetName(), Upgrade: p.status.Upgrade, Pods: rolloutPods(p.servers, nil),
+	}
+	if sts != nil {
+		o.StatefulSetObserved = sts.Status.ObservedGeneration >= sts.Generation
+		o.UpdateRevision = sts.Status.UpdateRevision
+	}
+	if !o.RolloutPending() {
+		return o, nil
+	}
+	v := r.view(ctx, p)
+	o.Pods, o.Raft, o.RaftProblem, o.Health = rolloutPods(p.servers, v), v.raft, v.problem, v.health
+	if o.Settings.PreUpgradeSnapshot && o.Upgrade == nil {
+		o.SnapshotDone, o.SnapshotProblem, err = r.preUpgradeSnapshot(ctx, c, o.UpdateRevision)
+	}
+	return o, err
+}
+
+func (r *OpenBaoClusterReconciler) preUpgradeSnapshot(ctx context.Context, c *v1alpha1.OpenBaoCluster, revision string) (bool, string, error) {
+	if r.PreUpgradeSnapshot == nil {
+		return false, "backups are not available in this operator; unset spec.upgrade.preUpgradeSnapshot or configure spec.backup", nil
+	}
+	return r.PreUpgradeSnapshot.PreUpgradeSnapshot(ctx, c, revision)
+}
+
+// stepDown asks the server of pod to give up leadership, with the upgrade
+// role's token, and leaves an audit line.
+func (r *OpenBaoClusterReconciler) stepDown(ctx context.Context, p *pass, pod, why string) error {
+	tok, err := r.upgradeToken(ctx, p)
+	if err != nil {
+		return err
+	}
+	bao, err := r.podClient(p.cluster, ordinalOf(p, pod), p.tls, tok)
+	if err != nil {
+		return err
+	}
+	err = bao.StepDown(ctx)
+	if errors.Is(err, openbao.ErrPermissionDenied) {
+		r.forgetUpgradeToken(p.cluster)
+	}
+	if err != nil {
+		return fmt.Errorf("step down %s: %w", pod, err)
+	}
+	upgradeStepDowns.WithLabelValues(p.cluster.Namespace, p.cluster.Name).Inc()
+	ctrl.LoggerFrom(ctx).Info("asked the active server to step down", "audit", true,
+		"event_type", "openbao.raft.step_down", "pod", pod, "reason", why)
+	return nil
+}
+
+func ordinalOf(p *pass, pod string) int {
+	if s, ok := p.servers.Get(pod); ok && s.Ordinal >= 0 {
+		return s.Ordinal
+	}
+	return 0
+}
+
+func kindOf(warning bool) string {
+	if warning {
+		return "Warning"
+	}
+	return "Normal"
+}

@@ -1,0 +1,176 @@
+// Package identity decides the operator's own identity inside an OpenBao
+// cluster, so that rollouts and backups never need the root token: a JWT
+// auth method that verifies the Kubernetes cluster's service-account
+// tokens, one narrow policy and one role per task, each role bound to one
+// ServiceAccount of the cluster and to an audience only this cluster
+// accepts. The operator sets it up once, with the root token at sys/init
+// or as self-init requests. It is pure: the issuer's keys are passed in.
+package identity
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/baoconfig"
+)
+
+// Names in OpenBao. The mount is the default of spec.upgrade.jwtAuthPath.
+const (
+	Mount         = "openbao-operator"
+	UpgradeRole   = "upgrade"
+	BackupRole    = "backup"
+	UpgradePolicy = "openbao-operator-upgrade"
+	BackupPolicy  = "openbao-operator-backup"
+	// TokenTTL bounds the OpenBao tokens the roles issue: long enough for
+	// one rollout step or one snapshot, short enough that a leaked one
+	// expires soon.
+	TokenTTL = 15 * time.Minute
+	// TokenMaxTTL is the most a token of these roles can be renewed to.
+	TokenMaxTTL = time.Hour
+)
+
+// upgradePolicy allows what rollouts, peer removal and autopilot need, and
+// nothing else: no secret, no auth or policy change, no snapshot.
+const upgradePolicy = `path "sys/step-down" { capabilities = ["update", "sudo"] }
+path "sys/storage/raft/configuration" { capabilities = ["read"] }
+path "sys/storage/raft/autopilot/state" { capabilities = ["read"] }
+path "sys/storage/raft/autopilot/configuration" { capabilities = ["read", "update"] }
+path "sys/storage/raft/remove-peer" { capabilities = ["update"] }
+`
+
+// backupPolicy allows reading a Raft snapshot, and nothing else.
+const backupPolicy = `path "sys/storage/raft/snapshot" { capabilities = ["read"] }
+`
+
+// Issuer is what OpenBao needs to verify the Kubernetes cluster's
+// service-account tokens: their iss claim and the keys that sign them.
+type Issuer struct {
+	URL           string
+	PublicKeysPEM []string
+}
+
+// ErrNoKeys says a JWKS held no usable signing key.
+var ErrNoKeys = errors.New("the service-account issuer publishes no usable public key")
+
+// IssuerFromDiscovery reads the issuer URL from an OIDC discovery document
+// and the public keys from a JWKS, as the Kubernetes API serves them at
+// /.well-known/openid-configuration and /openid/v1/jwks.
+func IssuerFromDiscovery(discovery, jwks []byte) (Issuer, error) {
+	var doc struct {
+		Issuer string `json:"issuer"`
+	}
+	if err := json.Unmarshal(discovery, &doc); err != nil || doc.Issuer == "" {
+		return Issuer{}, fmt.Errorf("read the service-account issuer's discovery document: no issuer")
+	}
+	var set jose.JSONWebKeySet
+	if err := json.Unmarshal(jwks, &set); err != nil {
+		return Issuer{}, fmt.Errorf("read the service-account issuer's keys: %w", err)
+	}
+	var keys []string
+	for _, k := range set.Keys {
+		if !k.Valid() || !k.IsPublic() || (k.Use != "" && k.Use != "sig") {
+			continue
+		}
+		der, err := x509.MarshalPKIXPublicKey(k.Key)
+		if err != nil {
+			continue // a key type OpenBao could not use either
+		}
+		keys = append(keys, string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})))
+	}
+	if len(keys) == 0 {
+		return Issuer{}, ErrNoKeys
+	}
+	sort.Strings(keys)
+	return Issuer{URL: doc.Issuer, PublicKeysPEM: keys}, nil
+}
+
+// Requests returns the requests that set up the identity, in order: the
+// auth method, its configuration, the policies, the roles. The same list
+// is sent through the API with the root token after sys/init and rendered
+// as self-init requests.
+func Requests(c *v1alpha1.OpenBaoCluster, iss Issuer) []baoconfig.InitRequest {
+	return append([]baoconfig.InitRequest{EnableRequest()}, SetupRequests(c, iss)...)
+}
+
+// EnableRequest enables the JWT auth method. It fails on a cluster where
+// the mount exists, so the API path checks first.
+func EnableRequest() baoconfig.InitRequest {
+	return baoconfig.InitRequest{Name: "operator-auth-enable", Operation: "update", Path: "sys/auth/" + Mount,
+		Data: map[string]any{"type": "jwt", "description": "the OpenBao operator's own identity (rollouts, backups)"}}
+}
+
+// SetupRequests configure the mount, the policies and the roles; each is an
+// idempotent update.
+func SetupRequests(c *v1alpha1.OpenBaoCluster, iss Issuer) []baoconfig.InitRequest {
+	keys := make([]any, len(iss.PublicKeysPEM))
+	for i, k := range iss.PublicKeysPEM {
+		keys[i] = k
+	}
+	return []baoconfig.InitRequest{
+		{Name: "operator-auth-config", Operation: "update", Path: "auth/" + Mount + "/config",
+			Data: map[string]any{"bound_issuer": iss.URL, "jwt_validation_pubkeys": keys}},
+		policyRequest("operator-upgrade-policy", UpgradePolicy, upgradePolicy),
+		policyRequest("operator-backup-policy", BackupPolicy, backupPolicy),
+		roleRequest("operator-upgrade-role", UpgradeRole, c, c.UpgradeServiceAccountName(), UpgradePolicy),
+		roleRequest("operator-backup-role", BackupRole, c, c.BackupServiceAccountName(), BackupPolicy),
+	}
+}
+
+func policyRequest(name, policy, rules string) baoconfig.InitRequest {
+	return baoconfig.InitRequest{Name: name, Operation: "update", Path: "sys/policies/acl/" + policy,
+		Data: map[string]any{"policy": rules}}
+}
+
+func roleRequest(name, role string, c *v1alpha1.OpenBaoCluster, serviceAccount, policy string) baoconfig.InitRequest {
+	return baoconfig.InitRequest{Name: name, Operation: "update", Path: "auth/" + Mount + "/role/" + role,
+		Data: map[string]any{
+			"role_type":       "jwt",
+			"user_claim":      "sub",
+			"bound_subject":   "system:serviceaccount:" + c.Namespace + ":" + serviceAccount,
+			"bound_audiences": []any{c.OperatorTokenAudience()},
+			"token_policies":  []any{policy},
+			"token_ttl":       fmt.Sprintf("%ds", int64(TokenTTL/time.Second)),
+			"token_max_ttl":   fmt.Sprintf("%ds", int64(TokenMaxTTL/time.Second)),
+			"token_type":      "service",
+		}}
+}
+
+// Writer is what Apply needs of an OpenBao client holding the root token.
+type Writer interface {
+	AuthMethods(ctx context.Context) (map[string]string, error)
+	Write(ctx context.Context, path string, data map[string]any) error
+}
+
+// Apply sets the identity up through the API: the auth method unless it
+// exists, then every setup request. Each request is an idempotent update,
+// so an Apply cut short is finished by the next.
+func Apply(ctx context.Context, w Writer, c *v1alpha1.OpenBaoCluster, iss Issuer) error {
+	mounts, err := w.AuthMethods(ctx)
+	if err != nil {
+		return fmt.Errorf("list auth methods: %w", err)
+	}
+	reqs := SetupRequests(c, iss)
+	if typ, ok := mounts[Mount]; !ok {
+		reqs = Requests(c, iss)
+	} else if typ != "jwt" {
+		return fmt.Errorf("auth method %s exists with type %s, not jwt: %w", Mount, typ, ErrMountTaken)
+	}
+	for _, r := range reqs {
+		if err := w.Write(ctx, r.Path, r.Data); err != nil {
+			return fmt.Errorf("set up the operator's identity (%s): %w", r.Name, err)
+		}
+	}
+	return nil
+}
+
+// ErrMountTaken says the operator's mount path holds another auth method.
+var ErrMountTaken = errors.New("the operator's auth mount path is taken")

@@ -1,0 +1,114 @@
+// Package membership decides how many servers the StatefulSet runs once a
+// cluster is initialized, and takes departing servers out of the Raft
+// configuration before their pods go: a scale-down removes one peer at a
+// time, the highest ordinal first, stepping it down first if it leads,
+// and never while the servers that stay could not keep quorum. A
+// scale-up, being safe, is rendered at once; a change of spec.replicas
+// during a rollout waits for it. It is pure.
+package membership
+
+import (
+	"fmt"
+	"time"
+)
+
+// Server is one Raft server as the leader's autopilot state reports it.
+type Server struct {
+	Voter   bool
+	Healthy bool
+}
+
+// Observed is what Decide looks at.
+type Observed struct {
+	// Spec is spec.replicas; Current is the StatefulSet's replica count as
+	// applied, 0 before it exists.
+	Spec    int32
+	Current int32
+	// Name is the StatefulSet's name; pods are <name>-<ordinal>, and so
+	// are their Raft node ids.
+	Name string
+	// RolloutRunning says status.upgrade is set.
+	RolloutRunning bool
+	// Servers is the Raft membership by node id; nil when OpenBao could
+	// not be asked, and Problem says why.
+	Servers map[string]Server
+	Problem string
+	// ActivePod is the pod of the active server, "" when none is known.
+	ActivePod string
+}
+
+// Decision is what the reconciler carries out.
+type Decision struct {
+	// Replicas is what the StatefulSet runs after this pass.
+	Replicas int32
+	// StepDown names the departing pod whose server must step down first.
+	StepDown string
+	// RemovePeer is the node id to remove from the Raft configuration; the
+	// reconciler renders Replicas only once the removal succeeded, and
+	// keeps Current otherwise.
+	RemovePeer string
+	// Message says what holds a change of spec.replicas, "" when nothing
+	// does; Blocked says it needs a person.
+	Message string
+	Blocked bool
+	Requeue time.Duration
+}
+
+// Requeue while a scale-down proceeds.
+const retry = 2 * time.Second
+
+// Decide returns the replica count and the membership change of this pass.
+func Decide(o Observed) Decision {
+	switch {
+	case o.Current == 0 || o.Spec == o.Current:
+		return Decision{Replicas: o.Spec}
+	case o.RolloutRunning:
+		return Decision{Replicas: o.Current, Message: fmt.Sprintf(
+			"spec.replicas %d waits until the rollout under way is complete; the StatefulSet keeps %d", o.Spec, o.Current)}
+	case o.Spec > o.Current:
+		return Decision{Replicas: o.Spec}
+	}
+	return scaleDown(o)
+}
+
+func scaleDown(o Observed) Decision {
+	hold := Decision{Replicas: o.Current, Requeue: retry}
+	departing := fmt.Sprintf("%s-%d", o.Name, o.Current-1)
+	if o.Servers == nil {
+		hold.Message = fmt.Sprintf("scaling down to %d: %s cannot leave the Raft configuration yet: %s", o.Spec, departing, o.Problem)
+		hold.Blocked = true
+		return hold
+	}
+	if _, member := o.Servers[departing]; !member {
+		return Decision{Replicas: o.Current - 1, Requeue: retry}
+	}
+	if o.ActivePod == departing {
+		hold.StepDown = departing
+		hold.Message = fmt.Sprintf("scaling down to %d: %s leads, so it steps down before it leaves the Raft configuration", o.Spec, departing)
+		return hold
+	}
+	if healthy, need := stayingQuorum(o, departing); healthy < need {
+		hold.Message = fmt.Sprintf("scaling down to %d: removing %s would leave %d healthy voters where quorum needs %d; "+
+			"it waits for the others to be healthy", o.Spec, departing, healthy, need)
+		hold.Blocked = true
+		return hold
+	}
+	return Decision{Replicas: o.Current - 1, RemovePeer: departing, Requeue: retry,
+		Message: fmt.Sprintf("scaling down to %d: %s leaves the Raft configuration, then its pod goes", o.Spec, departing)}
+}
+
+// stayingQuorum counts the healthy voters that stay and the quorum their
+// configuration needs.
+func stayingQuorum(o Observed, departing string) (healthy, need int) {
+	voters := 0
+	for id, s := range o.Servers {
+		if id == departing || !s.Voter {
+			continue
+		}
+		voters++
+		if s.Healthy {
+			healthy++
+		}
+	}
+	return healthy, voters/2 + 1
+}

@@ -1,0 +1,153 @@
+package openbao
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Leader is the answer of sys/leader, which needs no token.
+type Leader struct {
+	// IsSelf says the server asked is the active one.
+	IsSelf bool
+	// LeaderAddress is the active server's API address.
+	LeaderAddress string
+	// RaftCommittedIndex is the leader's last committed Raft index, as the
+	// server asked knows it.
+	RaftCommittedIndex uint64
+	RaftAppliedIndex   uint64
+}
+
+// AutopilotState is the answer of sys/storage/raft/autopilot/state: the
+// leader's view of every server.
+type AutopilotState struct {
+	Healthy          bool
+	FailureTolerance int
+	// Leader is the node id of the Raft leader.
+	Leader  string
+	Voters  []string
+	Servers map[string]AutopilotServer
+}
+
+// AutopilotServer is one server in the autopilot state.
+type AutopilotServer struct {
+	ID        string
+	Name      string
+	Address   string
+	Status    string // leader, voter, non-voter
+	Healthy   bool
+	LastIndex uint64
+	LastTerm  uint64
+	// LastContact is how long ago the leader last heard from it.
+	LastContact time.Duration
+}
+
+func (c *client) Leader(ctx context.Context) (Leader, error) {
+	l, err := c.api.Sys().LeaderWithContext(ctx)
+	if err != nil {
+		return Leader{}, wrap("sys/leader", err, true)
+	}
+	return Leader{IsSelf: l.IsSelf, LeaderAddress: l.LeaderAddress,
+		RaftCommittedIndex: l.RaftCommittedIndex, RaftAppliedIndex: l.RaftAppliedIndex}, nil
+}
+
+func (c *client) AutopilotState(ctx context.Context) (AutopilotState, error) {
+	const op = "sys/storage/raft/autopilot/state"
+	s, err := c.api.Sys().RaftAutopilotStateWithContext(ctx)
+	if err != nil {
+		return AutopilotState{}, wrap(op, err, true)
+	}
+	if s == nil {
+		return AutopilotState{}, fmt.Errorf("openbao %s: %w: no state (not Raft storage?)", op, ErrUnreadableResponse)
+	}
+	out := AutopilotState{Healthy: s.Healthy, FailureTolerance: s.FailureTolerance, Leader: s.Leader,
+		Voters: s.Voters, Servers: map[string]AutopilotServer{}}
+	for id, srv := range s.Servers {
+		if srv == nil {
+			continue
+		}
+		contact, _ := time.ParseDuration(srv.LastContact) // "0s" on the leader, "" when unknown
+		out.Servers[id] = AutopilotServer{ID: srv.ID, Name: srv.Name, Address: srv.Address, Status: srv.Status,
+			Healthy: srv.Healthy, LastIndex: srv.LastIndex, LastTerm: srv.LastTerm, LastContact: contact}
+	}
+	return out, nil
+}
+
+func (c *client) RemovePeer(ctx context.Context, nodeID string) error {
+	const op = "sys/storage/raft/remove-peer"
+	if _, err := c.api.Logical().WriteWithContext(ctx, op, map[string]any{"server_id": nodeID}); err != nil {
+		return wrap(op, err, true)
+	}
+	return nil
+}
+
+// AuthMethods lists the enabled auth methods: mount path (without the
+// trailing slash) to type.
+func (c *client) AuthMethods(ctx context.Context) (map[string]string, error) {
+	mounts, err := c.api.Sys().ListAuthWithContext(ctx)
+	if err != nil {
+		return nil, wrap("sys/auth", err, true)
+	}
+	out := make(map[string]string, len(mounts))
+	for path, m := range mounts {
+		if m != nil {
+			out[strings.TrimSuffix(path, "/")] = m.Type
+		}
+	}
+	return out, nil
+}
+
+// Write sends an update to path, for the operator's own setup requests (an
+// auth method, its roles, policies). Their data holds no secret.
+func (c *client) Write(ctx context.Context, path string, data map[string]any) error {
+	if _, err := c.api.Logical().WriteWithContext(ctx, path, data); err != nil {
+		return wrap(path, err, true)
+	}
+	return nil
+}
+
+type loginAnswer struct {
+	Auth *struct {
+		ClientToken   string `json:"client_token"`
+		LeaseDuration int64  `json:"lease_duration"`
+	} `json:"auth"`
+}
+
+// Login logs in with a JWT at auth/<mount>/login. The JWT goes only into
+// the request body, and neither it nor the answer reaches an error.
+func (c *client) Login(ctx context.Context, mount, role string, jwt Token) (Token, time.Duration, error) {
+	op := "auth/" + mount + "/login"
+	r := c.api.NewRequest(http.MethodPost, "/v1/"+op)
+	if err := r.SetJSONBody(map[string]string{"role": role, "jwt": jwt.Reveal()}); err != nil {
+		return Token{}, 0, fmt.Errorf("openbao %s: encode request: %w", op, err)
+	}
+	resp, err := c.api.RawRequestWithContext(ctx, r)
+	if resp != nil && resp.Body != nil {
+		defer resp.Body.Close()
+	}
+	if err != nil {
+		return Token{}, 0, redactFrom(wrap(op, err, true), jwt.Reveal())
+	}
+	var answer loginAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil || answer.Auth == nil || answer.Auth.ClientToken == "" {
+		return Token{}, 0, fmt.Errorf("openbao %s: %w", op, ErrUnreadableResponse)
+	}
+	return NewToken(answer.Auth.ClientToken), time.Duration(answer.Auth.LeaseDuration) * time.Second, nil
+}
+
+// redactFrom removes secret from the messages of a *StatusError: an auth
+// method may quote what it refused.
+func redactFrom(err error, secret string) error {
+	var se *StatusError
+	if secret == "" || !errors.As(err, &se) {
+		return err
+	}
+	for i, m := range se.Messages {
+		se.Messages[i] = strings.ReplaceAll(m, secret, redacted)
+	}
+	return err
+}

@@ -1,0 +1,194 @@
+package upgrade
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openbao/operator/api/v1alpha1"
+)
+
+// Steps of a rollout, as status.upgrade.step names them.
+const (
+	StepStepDown    = "StepDown"
+	StepPodReady    = "PodReady"
+	StepHealthCheck = "HealthCheck"
+	StepRaftSync    = "RaftSync"
+)
+
+// Requeue intervals while a rollout waits. Pod events wake the reconciler
+// sooner; OpenBao's health and Raft state are polled.
+const (
+	pollInterval     = 2 * time.Second
+	stepDownInterval = time.Second
+	preflightRetry   = 10 * time.Second
+)
+
+// Condition is a condition's status, reason and message.
+type Condition struct {
+	Status  bool
+	Reason  string
+	Message string
+}
+
+// Event is a Kubernetes event to emit.
+type Event struct {
+	Warning bool
+	Reason  string
+	Message string
+}
+
+// Decision is what the reconciler carries out.
+type Decision struct {
+	// Partition is the StatefulSet partition to render.
+	Partition int32
+	// Upgrade is status.upgrade after this pass; nil when no rollout runs.
+	Upgrade *v1alpha1.UpgradeStatus
+	// StepDown names the pod whose server is asked to step down now.
+	StepDown string
+	// TakeSnapshot asks for the pre-upgrade snapshot of this rollout.
+	TakeSnapshot bool
+	// Upgrading is the Upgrading condition; nil leaves it as it is.
+	Upgrading *Condition
+	// Problem makes the cluster Degraded with its reason and message.
+	Problem *Condition
+	Events  []Event
+	Requeue time.Duration
+	// Started and Completed mark the rollout's ends, for metrics.
+	Started, Completed bool
+}
+
+func (d *Decision) upgrading(status bool, reason, msg string) {
+	d.Upgrading = &Condition{Status: status, Reason: reason, Message: msg}
+}
+
+func (d *Decision) event(warning bool, reason, msg string) {
+	d.Events = append(d.Events, Event{Warning: warning, Reason: reason, Message: msg})
+}
+
+func (d *Decision) wait(after time.Duration) {
+	if d.Requeue == 0 || after < d.Requeue {
+		d.Requeue = after
+	}
+}
+
+// Decide returns the next step of the rollout for what was observed.
+func Decide(o Observed) Decision {
+	d := Decision{Partition: o.Replicas}
+	up := o.Upgrade.DeepCopy()
+	if up != nil && o.StatefulSetObserved && up.TargetRevision != o.UpdateRevision {
+		d.event(false, "UpgradeRestarted", fmt.Sprintf(
+			"the pod template changed during the rollout to %s; the rollout starts over with the new template (spec.version %s)",
+			up.TargetVersion, o.SpecVersion))
+		up = nil
+	}
+	if up == nil {
+		up = preflight(o, &d)
+		if up == nil {
+			return d
+		}
+	}
+	roll(o, up, &d)
+	return d
+}
+
+// preflight starts a rollout when one is due and safe, and says what holds
+// it otherwise; it returns the new status.upgrade, or nil.
+func preflight(o Observed, d *Decision) *v1alpha1.UpgradeStatus {
+	if !o.StatefulSetObserved {
+		d.wait(pollInterval)
+		return nil
+	}
+	if len(o.Behind()) == 0 {
+		d.upgrading(false, v1alpha1.ReasonUpToDate, "every server runs the current pod template")
+		return nil
+	}
+	if reason, msg := hold(o); reason != "" {
+		d.Problem = &Condition{Status: true, Reason: reason, Message: msg}
+		d.upgrading(false, reason, msg)
+		d.wait(preflightRetry)
+		return nil
+	}
+	if o.Settings.PreUpgradeSnapshot && !o.SnapshotDone {
+		d.TakeSnapshot = true
+		d.upgrading(true, v1alpha1.ReasonUpgradeInProgress, "taking the pre-upgrade snapshot before the first pod is rolled")
+		d.wait(pollInterval)
+		return nil
+	}
+	d.Started = true
+	d.event(false, "UpgradeStarted", fmt.Sprintf("rolling %d servers to the new pod template (version %s, from %s)",
+		o.Replicas, o.SpecVersion, orUnknown(o.CurrentVersion)))
+	return &v1alpha1.UpgradeStatus{
+		TargetVersion: o.SpecVersion, FromVersion: o.CurrentVersion, TargetRevision: o.UpdateRevision,
+		StartedAt: metav1.NewTime(o.Now), CurrentPartition: o.Replicas, ResumeRequest: o.Settings.ResumeRequest,
+	}
+}
+
+// hold says why a due rollout may not start; each message says what to do.
+func hold(o Observed) (reason, message string) {
+	if IsDowngrade(o.CurrentVersion, o.SpecVersion) && !o.Settings.AllowDowngrade {
+		return v1alpha1.ReasonDowngradeBlocked, fmt.Sprintf("spec.version %s is older than the running %s, and Raft data written by a "+
+			"newer release may not be readable by an older one. Set spec.version back to %s, or restore a backup taken on the older "+
+			"release and set spec.upgrade.allowDowngrade", o.SpecVersion, o.CurrentVersion, o.CurrentVersion)
+	}
+	if msg := Incompatible(o.SpecVersion, o.SealType); msg != "" {
+		return v1alpha1.ReasonPreflightFailed, msg
+	}
+	if names := notReady(o.Pods); len(names) > 0 {
+		return v1alpha1.ReasonPreflightFailed, fmt.Sprintf("not every server is Ready (%s): a rollout starts only on a healthy "+
+			"cluster, and starts by itself once they are", strings.Join(names, ", "))
+	}
+	if o.Raft == nil {
+		return v1alpha1.ReasonPreflightFailed, "the Raft state cannot be read, so quorum cannot be checked: " + o.RaftProblem
+	}
+	if !o.Raft.Healthy {
+		return v1alpha1.ReasonPreflightFailed, "autopilot reports the cluster unhealthy; the rollout starts once every server is healthy"
+	}
+	if lagging := laggingVoters(o); len(lagging) > 0 {
+		return v1alpha1.ReasonPreflightFailed, fmt.Sprintf("voters trail the leader by more than %d Raft entries (%s); the rollout "+
+			"starts once they catch up", o.Settings.MaxRaftLag, strings.Join(lagging, ", "))
+	}
+	if o.Settings.PreUpgradeSnapshot && o.SnapshotProblem != "" {
+		return v1alpha1.ReasonPreflightFailed, "spec.upgrade.preUpgradeSnapshot: " + o.SnapshotProblem
+	}
+	return "", ""
+}
+
+func notReady(pods []Pod) []string {
+	var out []string
+	for _, p := range pods {
+		if !p.Ready {
+			out = append(out, p.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func laggingVoters(o Observed) []string {
+	var out []string
+	for id, s := range o.Raft.Servers {
+		if s.Voter && (!s.LagKnown || s.Lag > o.Settings.MaxRaftLag) {
+			out = append(out, fmt.Sprintf("%s by %s", id, lagText(s)))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func lagText(s Server) string {
+	if !s.LagKnown {
+		return "an unknown count"
+	}
+	return fmt.Sprintf("%d", s.Lag)
+}
+
+func orUnknown(v string) string {
+	if v == "" {
+		return "an unknown version"
+	}
+	return v
+}

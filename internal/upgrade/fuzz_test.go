@@ -1,0 +1,76 @@
+package upgrade_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/openbao/operator/internal/upgrade"
+)
+
+// FuzzNoReleasePastAnUnverifiedOrActivePod feeds Decide arbitrary
+// sequences of observations (pods rolled or not, ready or not, active or
+// not; health and Raft lag good or bad; time passing) and holds two
+// invariants whenever a pass lowers the partition:
+//   - every pod above the new partition is, in that very observation,
+//     Ready on the new template, unsealed and caught up;
+//   - the pod just released is not the active server, unless it is the
+//     only one.
+func FuzzNoReleasePastAnUnverifiedOrActivePod(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	f.Add([]byte{255, 0, 255, 0, 7, 7, 7, 7, 1, 2, 4, 8, 16, 32, 64, 128})
+	f.Add([]byte{3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3})
+	f.Fuzz(func(t *testing.T, script []byte) {
+		o := cluster()
+		for i, b := range script {
+			o.Now = t0.Add(time.Duration(i) * time.Duration(b%64+1) * time.Second)
+			applyObservation(&o, b, script[(i+1)%len(script)])
+			before := o.Replicas
+			if o.Upgrade != nil {
+				before = o.Upgrade.CurrentPartition
+			}
+			d := upgrade.Decide(o)
+			if d.Partition < before {
+				checkRelease(t, o, d)
+			}
+			o.Upgrade = d.Upgrade
+		}
+	})
+}
+
+// applyObservation changes the world by two script bytes: which pods the
+// StatefulSet controller rolled, readiness, leadership, health and lag.
+func applyObservation(o *upgrade.Observed, b, c byte) {
+	for i := range o.Pods {
+		bit := byte(1) << i
+		if b&bit != 0 && (o.Upgrade == nil || int32(i) >= o.Upgrade.CurrentPartition) {
+			o.Pods[i].Revision = newRev
+		}
+		o.Pods[i].Ready = c&bit == 0
+		name := o.Pods[i].Name
+		o.Health[name] = upgrade.Health{Initialized: true, Sealed: c&(bit<<3) != 0}
+		lag := uint64(b>>4) * 20
+		o.Raft.Servers[name] = upgrade.Server{Voter: true, LagKnown: c&0x40 == 0, Lag: lag}
+	}
+	leader := int(c>>6) % 4 // 3: nobody leads
+	for i := range o.Pods {
+		o.Pods[i].Active = i == leader
+	}
+}
+
+func checkRelease(t *testing.T, o upgrade.Observed, d upgrade.Decision) {
+	t.Helper()
+	for _, p := range o.Pods {
+		if int32(p.Ordinal) <= d.Partition {
+			continue
+		}
+		h, s := o.Health[p.Name], o.Raft.Servers[p.Name]
+		if !p.Ready || p.Revision != newRev || !h.Initialized || h.Sealed || !s.LagKnown || s.Lag > o.Settings.MaxRaftLag {
+			t.Fatalf("partition lowered to %d past %s, which is not Ready, unsealed and caught up on the new template: %+v %+v %+v",
+				d.Partition, p.Name, p, h, s)
+		}
+	}
+	released := o.Pods[d.Partition]
+	if released.Active && released.Revision != newRev && o.Replicas > 1 {
+		t.Fatalf("partition lowered onto %s while it is the active server", released.Name)
+	}
+}

@@ -1,0 +1,164 @@
+// Package upgrade decides a Raft-aware rollout of a cluster's pod template:
+// one pod at a time from the highest ordinal, held by the StatefulSet's
+// partition, the active server stepped down before its pod restarts, and
+// each rolled pod Ready, unsealed and caught up with the Raft log before
+// the partition moves again. Decide is pure: the reconciler observes the
+// StatefulSet, the pods and OpenBao, and carries the Decision out. All
+// progress lives in status.upgrade, so a restarted operator resumes.
+//
+// Every template change takes this path (a new version, image, config.hcl,
+// resources, annotations): the partition stays at the replica count while
+// no rollout runs, so a changed template moves no pod until Decide lowers
+// it. A timeout halts the rollout and keeps its state; a person resumes it
+// through spec.upgrade.resumeRequest, never the operator by itself.
+package upgrade
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openbao/operator/api/v1alpha1"
+)
+
+// Settings are spec.upgrade with its defaults applied.
+type Settings struct {
+	StepDownTimeout    time.Duration
+	PodReadyTimeout    time.Duration
+	HealthCheckTimeout time.Duration
+	RaftSyncTimeout    time.Duration
+	MaxRaftLag         uint64
+	AllowDowngrade     bool
+	PreUpgradeSnapshot bool
+	ResumeRequest      string
+}
+
+// Defaults of spec.upgrade, as the design gives them.
+const (
+	DefaultStepDownTimeout    = 30 * time.Second
+	DefaultPodReadyTimeout    = 5 * time.Minute
+	DefaultHealthCheckTimeout = 2 * time.Minute
+	DefaultRaftSyncTimeout    = 2 * time.Minute
+	DefaultMaxRaftLag         = 100
+)
+
+// SettingsFor reads spec.upgrade; unset fields take the defaults.
+func SettingsFor(s v1alpha1.UpgradeSpec) Settings {
+	out := Settings{
+		StepDownTimeout: durationOr(s.StepDownTimeout, DefaultStepDownTimeout), PodReadyTimeout: durationOr(s.PodReadyTimeout, DefaultPodReadyTimeout),
+		HealthCheckTimeout: durationOr(s.HealthCheckTimeout, DefaultHealthCheckTimeout), RaftSyncTimeout: durationOr(s.RaftSyncTimeout, DefaultRaftSyncTimeout),
+		MaxRaftLag: DefaultMaxRaftLag, AllowDowngrade: s.AllowDowngrade, PreUpgradeSnapshot: s.PreUpgradeSnapshot,
+		ResumeRequest: s.ResumeRequest,
+	}
+	if s.MaxRaftLag != nil && *s.MaxRaftLag >= 0 {
+		out.MaxRaftLag = uint64(*s.MaxRaftLag)
+	}
+	return out
+}
+
+// Pod is what a rollout needs of one server pod.
+type Pod struct {
+	Name    string
+	Ordinal int
+	// Revision is the pod's controller-revision-hash label.
+	Revision string
+	Ready    bool
+	// Active says the pod is OpenBao's active server (its
+	// service-registration label, or sys/health when the label is
+	// unknown).
+	Active bool
+}
+
+// Server is what the leader's autopilot state says about one server.
+type Server struct {
+	// Lag is how many entries its Raft log trails the leader's committed
+	// index; LagKnown says the autopilot state listed it.
+	Lag      uint64
+	LagKnown bool
+	Voter    bool
+	// Healthy is autopilot's verdict on the server.
+	Healthy bool
+}
+
+// Health is one server's own sys/health answer.
+type Health struct {
+	Initialized bool
+	Sealed      bool
+}
+
+// Raft is the cluster's Raft state as the leader reports it.
+type Raft struct {
+	// Healthy is autopilot's verdict on the whole cluster.
+	Healthy          bool
+	FailureTolerance int
+	// Servers by node id, which is the pod name.
+	Servers map[string]Server
+}
+
+// Observed is everything Decide looks at.
+type Observed struct {
+	Now      time.Time
+	Settings Settings
+	// SpecVersion is spec.version; CurrentVersion is status.currentVersion,
+	// the version every server reported last.
+	SpecVersion    string
+	CurrentVersion string
+	// SealType is spec.unseal.type; some releases drop seals.
+	SealType v1alpha1.UnsealType
+	// Replicas is what the StatefulSet runs; Name is its name, which
+	// with the ordinal names each pod.
+	Replicas int32
+	Name     string
+	// StatefulSetObserved says the StatefulSet's status describes its
+	// current spec (observedGeneration == generation); UpdateRevision is
+	// then the revision of the current template.
+	StatefulSetObserved bool
+	UpdateRevision      string
+	// Pods of the cluster, any order.
+	Pods []Pod
+	// Upgrade is status.upgrade; nil while no rollout runs.
+	Upgrade *v1alpha1.UpgradeStatus
+	// Raft is nil when OpenBao could not be asked; RaftProblem says why.
+	Raft        *Raft
+	RaftProblem string
+	// Health holds the sys/health answers of the pods that gave one, by
+	// pod name.
+	Health map[string]Health
+	// SnapshotDone says the pre-upgrade snapshot of this rollout
+	// succeeded; SnapshotProblem says why one cannot be taken.
+	SnapshotDone    bool
+	SnapshotProblem string
+}
+
+// Behind returns the pods not on the current template.
+func (o Observed) Behind() []Pod {
+	var out []Pod
+	for _, p := range o.Pods {
+		if o.UpdateRevision != "" && p.Revision != o.UpdateRevision {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// RolloutPending says a rollout runs or is due: OpenBao's Raft state is
+// needed to decide it.
+func (o Observed) RolloutPending() bool {
+	return o.Upgrade != nil || (o.StatefulSetObserved && len(o.Behind()) > 0)
+}
+
+func (o Observed) pod(ordinal int) (Pod, bool) {
+	for _, p := range o.Pods {
+		if p.Ordinal == ordinal {
+			return p, true
+		}
+	}
+	return Pod{}, false
+}
+
+func durationOr(d *metav1.Duration, def time.Duration) time.Duration {
+	if d == nil || d.Duration <= 0 {
+		return def
+	}
+	return d.Duration
+}

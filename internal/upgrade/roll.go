@@ -1,0 +1,254 @@
+package upgrade
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openbao/operator/api/v1alpha1"
+)
+
+// roll advances a rollout as far as what was observed allows: steps that
+// need no wait follow each other in one pass.
+func roll(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) {
+	d.Upgrade, d.Partition = up, up.CurrentPartition
+	if up.Halted != "" && !resume(o, up, d) {
+		return
+	}
+	// Each pod takes at most four advances (verify, health, sync, release).
+	for i := 0; i < 4*int(o.Replicas)+4; i++ {
+		if !advance(o, up, d) {
+			break
+		}
+	}
+	d.Partition = up.CurrentPartition
+	if d.Upgrade != nil && d.Upgrading == nil && up.Halted == "" {
+		d.upgrading(true, v1alpha1.ReasonUpgradeInProgress, progress(o, up))
+	}
+}
+
+// resume lifts a halt once spec.upgrade.resumeRequest has a new value;
+// otherwise the halt holds, and stays told.
+func resume(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) bool {
+	if o.Settings.ResumeRequest == up.ResumeRequest {
+		msg := haltMessage(up)
+		d.Problem = &Condition{Status: true, Reason: up.Halted, Message: msg}
+		d.upgrading(true, v1alpha1.ReasonUpgradeHalted, msg)
+		return false
+	}
+	d.event(false, "UpgradeResumed", fmt.Sprintf("spec.upgrade.resumeRequest changed to %q: the rollout to %s resumes after %s",
+		o.Settings.ResumeRequest, up.TargetVersion, up.Halted))
+	up.Halted, up.ResumeRequest = "", o.Settings.ResumeRequest
+	up.StepStartedAt = ptrTime(o.Now)
+	return true
+}
+
+// advance takes one step; false means the rollout waits (or is over).
+func advance(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) bool {
+	if up.CurrentPartition < o.Replicas && up.Step != "" && up.Step != StepStepDown {
+		return verify(o, up, d)
+	}
+	if problem := releasedProblem(o, up); problem != "" {
+		return waitOrHalt(o, up, d, o.Settings.PodReadyTimeout, v1alpha1.ReasonPodReadyTimeout, problem)
+	}
+	if up.CurrentPartition <= 0 {
+		complete(o, up, d)
+		return false
+	}
+	return release(o, up, d)
+}
+
+// verify checks the pod released last: Ready on the new template, then
+// also initialized and unsealed, then also caught up with the Raft log.
+// Each step checks the ones before it again, so the pod is recorded as
+// done only when all hold in one observation.
+func verify(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) bool {
+	name := podName(o, up.CurrentPartition)
+	steps := []struct {
+		step    string
+		timeout time.Duration
+		reason  string
+		problem func() string
+	}{
+		{StepPodReady, o.Settings.PodReadyTimeout, v1alpha1.ReasonPodReadyTimeout, func() string { return notReadyProblem(o, up, name) }},
+		{StepHealthCheck, o.Settings.HealthCheckTimeout, v1alpha1.ReasonHealthCheckTimeout, func() string { return healthProblem(o, name) }},
+		{StepRaftSync, o.Settings.RaftSyncTimeout, v1alpha1.ReasonRaftSyncTimeout, func() string { return syncProblem(o, name) }},
+	}
+	for i, s := range steps {
+		if problem := s.problem(); problem != "" {
+			// A check of an earlier step that fails again waits under the
+			// current step's timeout.
+			cur := steps[min(stepIndex(up.Step), len(steps)-1)]
+			return waitOrHalt(o, up, d, cur.timeout, cur.reason, problem)
+		}
+		if s.step == up.Step {
+			if i+1 < len(steps) {
+				next(o, up, steps[i+1].step)
+				return true
+			}
+			break
+		}
+	}
+	up.CompletedPods = append(up.CompletedPods, name)
+	next(o, up, "")
+	d.event(false, "PodRolled", fmt.Sprintf("%s runs the new template, is unsealed and caught up (%d of %d)",
+		name, len(up.CompletedPods), o.Replicas))
+	return true
+}
+
+func stepIndex(step string) int {
+	switch step {
+	case StepHealthCheck:
+		return 1
+	case StepRaftSync:
+		return 2
+	}
+	return 0
+}
+
+func notReadyProblem(o Observed, up *v1alpha1.UpgradeStatus, name string) string {
+	if p, ok := o.pod(int(up.CurrentPartition)); ok && p.Revision == up.TargetRevision && p.Ready {
+		return ""
+	}
+	return fmt.Sprintf("%s is not Ready on the new template", name)
+}
+
+func healthProblem(o Observed, name string) string {
+	if h, ok := o.Health[name]; ok && h.Initialized && !h.Sealed {
+		return ""
+	}
+	return fmt.Sprintf("%s does not answer sys/health as initialized and unsealed", name)
+}
+
+func syncProblem(o Observed, name string) string {
+	if o.Raft == nil {
+		return fmt.Sprintf("the Raft state cannot be read to check %s: %s", name, o.RaftProblem)
+	}
+	if s, ok := o.Raft.Servers[name]; !ok || !s.LagKnown || s.Lag > o.Settings.MaxRaftLag {
+		return fmt.Sprintf("%s trails the leader by %s Raft entries (at most %d count as caught up)", name, lagText(s), o.Settings.MaxRaftLag)
+	}
+	return ""
+}
+
+// release lowers the partition onto the next pod, after stepping its
+// server down if it is the active one.
+func release(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) bool {
+	k := up.CurrentPartition - 1
+	pod, _ := o.pod(int(k))
+	name := podName(o, k)
+	stepped := up.Step == StepStepDown
+	if o.Replicas > 1 && pod.Revision != up.TargetRevision {
+		if pod.Active && !stepped {
+			d.StepDown = name
+			up.LastStepDownTime = ptrTime(o.Now)
+			next(o, up, StepStepDown)
+			d.event(false, "StepDown", fmt.Sprintf("%s is the active server: asked it to step down before its pod is rolled", name))
+			d.wait(stepDownInterval)
+			return false
+		}
+		if stepped && (pod.Active || !anotherActive(o, int(k))) {
+			return waitOrHalt(o, up, d, o.Settings.StepDownTimeout, v1alpha1.ReasonStepDownTimeout,
+				fmt.Sprintf("%s stepped down, but no other server has become active", name))
+		}
+	}
+	up.CurrentPartition = k
+	next(o, up, StepPodReady)
+	return true
+}
+
+func complete(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) {
+	took := o.Now.Sub(up.StartedAt.Time).Round(time.Second)
+	d.Upgrade, d.Completed = nil, true
+	up.CurrentPartition = o.Replicas
+	msg := fmt.Sprintf("every server runs the new template (version %s); the rollout took %s", up.TargetVersion, took)
+	d.upgrading(false, v1alpha1.ReasonUpgradeComplete, msg)
+	d.event(false, v1alpha1.ReasonUpgradeComplete, msg)
+}
+
+// releasedProblem finds a pod already rolled that is no longer Ready,
+// healthy and caught up (it crashed, or a restarted operator re-verifies
+// it): releasing another pod then could cost quorum.
+func releasedProblem(o Observed, up *v1alpha1.UpgradeStatus) string {
+	for ord := up.CurrentPartition; ord < o.Replicas; ord++ {
+		name := podName(o, ord)
+		if p, ok := o.pod(int(ord)); !ok || !p.Ready || p.Revision != up.TargetRevision {
+			return fmt.Sprintf("%s, already rolled, is not Ready on the new template", name)
+		}
+		if problem := healthProblem(o, name); problem != "" {
+			return problem
+		}
+		if problem := syncProblem(o, name); problem != "" {
+			return problem
+		}
+	}
+	return ""
+}
+
+func anotherActive(o Observed, except int) bool {
+	for _, p := range o.Pods {
+		if p.Ordinal != except && p.Active {
+			return true
+		}
+	}
+	return false
+}
+
+// waitOrHalt waits for the current step, or halts the rollout once the
+// step's timeout has passed since it began.
+func waitOrHalt(o Observed, up *v1alpha1.UpgradeStatus, d *Decision, timeout time.Duration, reason, what string) bool {
+	if up.StepStartedAt == nil {
+		up.StepStartedAt = ptrTime(o.Now)
+	}
+	if o.Now.Sub(up.StepStartedAt.Time) < timeout {
+		d.upgrading(true, v1alpha1.ReasonUpgradeInProgress, fmt.Sprintf("%s; waiting (%s left)", what,
+			(timeout-o.Now.Sub(up.StepStartedAt.Time)).Round(time.Second)))
+		if up.Step == StepStepDown {
+			d.wait(stepDownInterval)
+		} else {
+			d.wait(pollInterval)
+		}
+		return false
+	}
+	up.Halted = reason
+	msg := haltMessage(up) + ": " + what + " after " + timeout.String()
+	d.Problem = &Condition{Status: true, Reason: reason, Message: msg}
+	d.upgrading(true, v1alpha1.ReasonUpgradeHalted, msg)
+	d.event(true, reason, msg)
+	return false
+}
+
+func haltMessage(up *v1alpha1.UpgradeStatus) string {
+	return fmt.Sprintf("the rollout to %s halted at partition %d (%s); the pods already rolled keep running. "+
+		"Fix the cause, then set spec.upgrade.resumeRequest to a new value to resume",
+		up.TargetVersion, up.CurrentPartition, up.Halted)
+}
+
+func progress(o Observed, up *v1alpha1.UpgradeStatus) string {
+	return fmt.Sprintf("rolling to %s: %d of %d servers done, partition %d, step %s",
+		up.TargetVersion, len(up.CompletedPods), o.Replicas, up.CurrentPartition, orNone(up.Step))
+}
+
+func next(o Observed, up *v1alpha1.UpgradeStatus, step string) {
+	up.Step = step
+	up.StepStartedAt = ptrTime(o.Now)
+}
+
+func podName(o Observed, ordinal int32) string {
+	if p, ok := o.pod(int(ordinal)); ok {
+		return p.Name
+	}
+	return fmt.Sprintf("%s-%d", o.Name, ordinal)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func ptrTime(t time.Time) *metav1.Time {
+	mt := metav1.NewTime(t)
+	return &mt
+}

@@ -1,0 +1,313 @@
+package envtest_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/openbao/openbaofake"
+	"github.com/openbao/operator/internal/podstate"
+)
+
+// rollout drives the reconciler directly against the real API server and
+// plays what envtest lacks: the StatefulSet controller (revisions, pods
+// recreated at or above the partition) and OpenBao's service registration
+// (the active label), with a fake OpenBao behind the client.
+type rollout struct {
+	t   *testing.T
+	ns  string
+	c   *v1alpha1.OpenBaoCluster
+	r   reconciler
+	bao *openbaofake.Client
+	rec *events.FakeRecorder
+}
+
+type reconciler interface {
+	Reconcile(context.Context, ctrl.Request) (ctrl.Result, error)
+}
+
+func newRollout(t *testing.T, ns string, replicas int) *rollout {
+	t.Helper()
+	ctx := context.Background()
+	createNamespace(t, ns)
+	c := newCluster(t, ns, fmt.Sprintf(`
+metadata: {name: bao}
+spec: {version: 2.4.0, replicas: %d}
+`, replicas))
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	c.Status = v1alpha1.OpenBaoClusterStatus{Initialized: true, IdentityConfigured: true, CurrentVersion: "2.4.0"}
+	if err := k8s.Status().Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	bao := &openbaofake.Client{
+		HealthAnswer: openbao.Health{Initialized: true}, LoginToken: openbao.NewToken("s.upgrade-role-token"), LoginTTL: 15 * 60e9,
+		LeaderAnswer:         openbao.Leader{RaftCommittedIndex: 100},
+		AutopilotStateAnswer: openbao.AutopilotState{Healthy: true, FailureTolerance: 1, Servers: map[string]openbao.AutopilotServer{}},
+	}
+	for i := range replicas {
+		name := fmt.Sprintf("bao-%d", i)
+		bao.AutopilotStateAnswer.Servers[name] = openbao.AutopilotServer{ID: name, Status: "voter", Healthy: true, LastIndex: 98}
+	}
+	rec := events.NewFakeRecorder(200)
+	r, err := newReconciler(k8s, k8s, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.OpenBao = func(openbao.Options) (openbao.Client, error) { return bao, nil }
+	ro := &rollout{t: t, ns: ns, c: c, r: r, bao: bao, rec: rec}
+	ro.pass()
+	for i := range replicas {
+		ro.serverPod(i, "rev-2.4.0", i == 0)
+	}
+	ro.kubeControllerManager()
+	return ro
+}
+
+func (ro *rollout) pass() {
+	ro.t.Helper()
+	if _, err := ro.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(ro.c)}); err != nil {
+		ro.t.Fatalf("reconcile: %v", err)
+	}
+}
+
+// serverPod creates a Ready server pod of the given template revision.
+func (ro *rollout) serverPod(i int, revision string, active bool) {
+	ro.t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bao-%d", i), Namespace: ro.ns, Labels: map[string]string{
+			v1alpha1.LabelAppName: v1alpha1.AppName, v1alpha1.LabelAppInstance: "bao", v1alpha1.LabelCluster: "bao",
+			appsv1.ControllerRevisionHashLabelKey: revision, podstate.LabelActive: fmt.Sprint(active),
+			podstate.LabelVersion: strings.TrimPrefix(revision, "rev-"),
+		}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: podstate.ContainerName, Image: "openbao"}}},
+	}
+	if err := k8s.Create(ctx, pod); err != nil {
+		ro.t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := k8s.Status().Update(ctx, pod); err != nil {
+		ro.t.Fatal(err)
+	}
+}
+
+// kubeControllerManager plays the StatefulSet controller: the update
+// revision follows the template's image tag, and pods at or above the
+// partition are recreated on it.
+func (ro *rollout) kubeControllerManager() {
+	ro.t.Helper()
+	ctx := context.Background()
+	sts := ro.statefulSet()
+	tag := sts.Spec.Template.Spec.Containers[0].Image[strings.LastIndex(sts.Spec.Template.Spec.Containers[0].Image, ":")+1:]
+	revision := "rev-" + tag
+	sts.Status.ObservedGeneration, sts.Status.UpdateRevision, sts.Status.Replicas = sts.Generation, revision, *sts.Spec.Replicas
+	if err := k8s.Status().Update(ctx, sts); err != nil {
+		ro.t.Fatal(err)
+	}
+	partition := *sts.Spec.UpdateStrategy.RollingUpdate.Partition
+	for i := int(partition); i < int(*sts.Spec.Replicas); i++ {
+		pod := ro.pod(i)
+		if pod.Labels[appsv1.ControllerRevisionHashLabelKey] == revision {
+			continue
+		}
+		active := pod.Labels[podstate.LabelActive] == "true"
+		if err := k8s.Delete(ctx, pod); err != nil {
+			ro.t.Fatal(err)
+		}
+		ro.serverPod(i, revision, active)
+	}
+}
+
+func (ro *rollout) statefulSet() *appsv1.StatefulSet {
+	ro.t.Helper()
+	sts := &appsv1.StatefulSet{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ro.ns, Name: "bao"}, sts); err != nil {
+		ro.t.Fatal(err)
+	}
+	return sts
+}
+
+func (ro *rollout) pod(i int) *corev1.Pod {
+	ro.t.Helper()
+	pod := &corev1.Pod{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ro.ns, Name: fmt.Sprintf("bao-%d", i)}, pod); err != nil {
+		ro.t.Fatal(err)
+	}
+	return pod
+}
+
+func (ro *rollout) partition() int32 {
+	return *ro.statefulSet().Spec.UpdateStrategy.RollingUpdate.Partition
+}
+
+func (ro *rollout) cluster() *v1alpha1.OpenBaoCluster {
+	ro.t.Helper()
+	c := &v1alpha1.OpenBaoCluster{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ro.c), c); err != nil {
+		ro.t.Fatal(err)
+	}
+	return c
+}
+
+func (ro *rollout) setVersion(v string) {
+	ro.t.Helper()
+	c := ro.cluster()
+	c.Spec.Version = v
+	if err := k8s.Update(context.Background(), c); err != nil {
+		ro.t.Fatal(err)
+	}
+}
+
+// moveLeader plays a step-down: the active label moves to another pod.
+func (ro *rollout) moveLeader(from, to int) {
+	ro.t.Helper()
+	for i, v := range map[int]string{from: "false", to: "true"} {
+		pod := ro.pod(i)
+		pod.Labels[podstate.LabelActive] = v
+		if err := k8s.Update(context.Background(), pod); err != nil {
+			ro.t.Fatal(err)
+		}
+	}
+}
+
+func (ro *rollout) expect(what string, partition int32, step string) {
+	ro.t.Helper()
+	c := ro.cluster()
+	got := "-"
+	if c.Status.Upgrade != nil {
+		got = c.Status.Upgrade.Step
+	}
+	if p := ro.partition(); p != partition || got != step {
+		ro.t.Fatalf("%s: partition %d, step %q; want %d, %q (status %+v)", what, p, got, partition, step, c.Status.Upgrade)
+	}
+}
+
+// TestAVersionChangeRollsPodByPodWithAStepDownBeforeTheActiveServer: the
+// partition holds a changed template until the rollout lowers it pod by
+// pod, the active server steps down before its pod rolls, and the
+// rollout ends with the partition locked again and currentVersion set.
+func TestAVersionChangeRollsPodByPodWithAStepDownBeforeTheActiveServer(t *testing.T) {
+	ro := newRollout(t, "rollout", 3)
+	ro.pass()
+	ro.expect("settled", 3, "-")
+
+	ro.setVersion("2.4.1")
+	ro.pass() // the new template is applied; the StatefulSet has not seen it
+	ro.expect("template applied, not yet observed", 3, "-")
+	ro.kubeControllerManager()
+	ro.pass() // preflight passes: bao-2 is released at once
+	ro.expect("rollout started", 2, "PodReady")
+
+	ro.kubeControllerManager() // bao-2 recreated on the new revision
+	ro.pass()                  // bao-2 verified; bao-1 is not active: released
+	ro.expect("bao-2 done", 1, "PodReady")
+
+	ro.kubeControllerManager()
+	ro.pass() // bao-1 verified; bao-0 leads: it is asked to step down first
+	ro.expect("bao-0 asked to step down", 1, "StepDown")
+	if n := ro.bao.CallCount("StepDown"); n != 1 {
+		t.Fatalf("%d step-downs, want 1", n)
+	}
+	ro.pass()
+	ro.expect("bao-0 still active", 1, "StepDown")
+	ro.moveLeader(0, 2)
+	ro.pass()
+	ro.expect("bao-0 released after another server leads", 0, "PodReady")
+
+	ro.kubeControllerManager()
+	ro.pass()
+	ro.expect("complete", 3, "-")
+	c := ro.cluster()
+	cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionUpgrading)
+	if cond == nil || cond.Reason != v1alpha1.ReasonUpgradeComplete || c.Status.CurrentVersion != "2.4.1" {
+		t.Fatalf("Upgrading %+v, currentVersion %q", cond, c.Status.CurrentVersion)
+	}
+	if d := findDegraded(c); d == nil || d.Status != metav1.ConditionFalse {
+		t.Errorf("Degraded %+v after a clean rollout", d)
+	}
+	if n := ro.bao.CallCount("StepDown"); n != 1 {
+		t.Errorf("%d step-downs in all, want 1", n)
+	}
+	if len(ro.bao.Logins) == 0 || ro.bao.Logins[0] != "openbao-operator/upgrade" {
+		t.Errorf("logins %v, want the upgrade role of the operator's mount (after a real TokenRequest)", ro.bao.Logins)
+	}
+	assertEvents(t, ro.rec, "UpgradeStarted", "PodRolled", "StepDown", "UpgradeComplete")
+
+	// An older version is refused before any pod moves.
+	ro.setVersion("2.4.0")
+	ro.pass()
+	ro.kubeControllerManager()
+	ro.pass()
+	ro.expect("downgrade refused", 3, "-")
+	if d := findDegraded(ro.cluster()); d == nil || d.Reason != v1alpha1.ReasonDowngradeBlocked {
+		t.Errorf("Degraded %+v, want DowngradeBlocked", d)
+	}
+}
+
+func assertEvents(t *testing.T, rec *events.FakeRecorder, reasons ...string) {
+	t.Helper()
+	var seen []string
+	for {
+		select {
+		case e := <-rec.Events:
+			seen = append(seen, e)
+			continue
+		default:
+		}
+		break
+	}
+	all := strings.Join(seen, "\n")
+	for _, r := range reasons {
+		if !strings.Contains(all, " "+r+" ") {
+			t.Errorf("no %s event among:\n%s", r, all)
+		}
+	}
+}
+
+// TestAScaleDownRemovesEachPeerBeforeItsPod: 5 → 3 takes bao-4, then
+// bao-3, out of the Raft configuration before the StatefulSet drops its
+// pod, stepping bao-4 down first because it leads.
+func TestAScaleDownRemovesEachPeerBeforeItsPod(t *testing.T) {
+	ro := newRollout(t, "scaledown", 5)
+	ro.moveLeader(0, 4)
+	ro.pass()
+	c := ro.cluster()
+	c.Spec.Replicas = 3
+	if err := k8s.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	replicas := func() int32 { return *ro.statefulSet().Spec.Replicas }
+	ro.pass()
+	if n, got := ro.bao.CallCount("StepDown"), replicas(); n != 1 || got != 5 || len(ro.bao.RemovedPeers) != 0 {
+		t.Fatalf("departing leader: %d step-downs, %d replicas, removed %v; want 1, 5, none", n, got, ro.bao.RemovedPeers)
+	}
+	ro.moveLeader(4, 0)
+	ro.pass()
+	if got := replicas(); got != 4 || len(ro.bao.RemovedPeers) != 1 || ro.bao.RemovedPeers[0] != "bao-4" {
+		t.Fatalf("after the step-down: %d replicas, removed %v; want 4, [bao-4]", got, ro.bao.RemovedPeers)
+	}
+	delete(ro.bao.AutopilotStateAnswer.Servers, "bao-4")
+	ro.pass()
+	if got := replicas(); got != 3 || len(ro.bao.RemovedPeers) != 2 || ro.bao.RemovedPeers[1] != "bao-3" {
+		t.Fatalf("second step: %d replicas, removed %v; want 3, [bao-4 bao-3]", got, ro.bao.RemovedPeers)
+	}
+	delete(ro.bao.AutopilotStateAnswer.Servers, "bao-3")
+	ro.pass()
+	if got := replicas(); got != 3 || len(ro.bao.RemovedPeers) != 2 {
+		t.Fatalf("settled: %d replicas, removed %v", got, ro.bao.RemovedPeers)
+	}
+}
