@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -83,6 +84,9 @@ func (r *OpenBaoClusterReconciler) observeRollout(ctx context.Context, p *pass) 
 		Now: p.now, Settings: upgrade.SettingsFor(c.Spec.Upgrade), SpecVersion: c.Spec.Version,
 		CurrentVersion: p.status.CurrentVersion, SealType: c.Spec.Unseal.Type, Replicas: in.Replicas,
 		Name: c.StatefulSetName(), Upgrade: p.status.Upgrade, Pods: rolloutPods(p.servers, nil),
+	}
+	if cond := meta.FindStatusCondition(p.status.Conditions, v1alpha1.ConditionUpgrading); cond != nil {
+		o.UpgradingReason = cond.Reason
 	}
 	if sts != nil {
 		o.StatefulSetObserved = sts.Status.ObservedGeneration >= sts.Generation

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/identity"
 	"github.com/openbao/operator/internal/render"
 	"github.com/openbao/operator/internal/values"
 	"github.com/openbao/operator/test/fixtures"
@@ -18,14 +19,24 @@ import (
 // testOperator is the operator context every golden render uses.
 var testOperator = values.Operator{Namespace: "openbao-operator-system", Image: "registry.example.com/openbao-operator:v0.1.0"}
 
+// testIssuer stands for the Kubernetes service-account issuer, whose key
+// the operator's identity requests carry into self-init.
+var testIssuer = identity.Issuer{URL: "https://kubernetes.default.svc.cluster.local", PublicKeysPEM: []string{`-----BEGIN PUBLIC KEY-----
+MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEfgmQYctP/zoqvrqIK9TTBPC4bm2a
+xs0cHU2aas8CPNTu8V7HKZyVV4ItoQo0DslsBpmcgAgxN3zoxKWDRVaFnQ==
+-----END PUBLIC KEY-----
+`}}
+
 // renderFixture runs the whole pure pipeline: CR → config → values → objects.
 func renderFixture(t testing.TB, r *render.Renderer, c *v1alpha1.OpenBaoCluster) (values.Config, map[string]any, []*unstructured.Unstructured) {
 	t.Helper()
-	cfg, err := values.ConfigFor(values.InputFor(c, &c.Status))
+	in := values.InputFor(c, &c.Status)
+	in.Issuer = &testIssuer
+	cfg, err := values.ConfigFor(in)
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	vals, err := values.Compute(values.InputFor(c, &c.Status), testOperator, cfg)
+	vals, err := values.Compute(in, testOperator, cfg)
 	if err != nil {
 		t.Fatalf("values: %v", err)
 	}

@@ -103,7 +103,9 @@ func preflight(o Observed, d *Decision) *v1alpha1.UpgradeStatus {
 		return nil
 	}
 	if len(o.Behind()) == 0 {
-		d.upgrading(false, v1alpha1.ReasonUpToDate, "every server runs the current pod template")
+		if o.UpgradingReason != v1alpha1.ReasonUpgradeComplete {
+			d.upgrading(false, v1alpha1.ReasonUpToDate, "every server runs the current pod template")
+		}
 		return nil
 	}
 	if reason, msg := hold(o); reason != "" {

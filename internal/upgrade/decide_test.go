@@ -70,6 +70,9 @@ func inProgress(partition int32, step string, since time.Duration, done ...strin
 	}
 }
 
+// keep says a test expects the Upgrading condition left as it is.
+const keep = "(left as it is)"
+
 func reasonOf(c *upgrade.Condition) string {
 	if c == nil {
 		return ""
@@ -89,6 +92,9 @@ func TestDecide(t *testing.T) {
 	}{
 		{name: "every pod on the current template: nothing to roll, partition locked at the replica count",
 			obs: cluster(rolled(0), rolled(1), rolled(2)), partition: 3, step: "-", upgrading: v1alpha1.ReasonUpToDate},
+		{name: "the outcome of the last rollout stays told",
+			obs:       cluster(rolled(0), rolled(1), rolled(2), func(o *upgrade.Observed) { o.UpgradingReason = v1alpha1.ReasonUpgradeComplete }),
+			partition: 3, step: "-", upgrading: keep},
 		{name: "a StatefulSet status that lags its spec decides nothing",
 			obs: cluster(func(o *upgrade.Observed) { o.StatefulSetObserved = false }), partition: 3, step: "-"},
 		{name: "a changed template on a healthy cluster starts and releases the highest ordinal in the same pass",
@@ -185,7 +191,9 @@ func TestDecide(t *testing.T) {
 				t.Errorf("partition %d, step %q, step-down %q, problem %q; want %d, %q, %q, %q",
 					d.Partition, step, d.StepDown, reasonOf(d.Problem), tc.partition, tc.step, tc.stepDown, tc.problem)
 			}
-			if tc.upgrading != "" && reasonOf(d.Upgrading) != tc.upgrading {
+			if tc.upgrading == keep && d.Upgrading != nil {
+				t.Errorf("Upgrading %+v, want it left as it is", d.Upgrading)
+			} else if tc.upgrading != "" && tc.upgrading != keep && reasonOf(d.Upgrading) != tc.upgrading {
 				t.Errorf("Upgrading %+v, want reason %s", d.Upgrading, tc.upgrading)
 			}
 			if d.Problem != nil && !strings.Contains(d.Problem.Message, " ") {

@@ -118,6 +118,9 @@ type Observed struct {
 	Pods []Pod
 	// Upgrade is status.upgrade; nil while no rollout runs.
 	Upgrade *v1alpha1.UpgradeStatus
+	// UpgradingReason is the Upgrading condition's reason as read: the
+	// outcome of the last rollout stays told until the next one.
+	UpgradingReason string
 	// Raft is nil when OpenBao could not be asked; RaftProblem says why.
 	Raft        *Raft
 	RaftProblem string

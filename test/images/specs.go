@@ -40,14 +40,22 @@ func Operator(managerBin, wrapperBin string) Spec {
 	}
 }
 
+// OpenBaoNextVersion is the release bao-next is stamped as: the same
+// source as OpenBaoVersion, for rollouts between two versions.
+const OpenBaoNextVersion = "2.4.1"
+
 // OpenBao is the OpenBao server image: bao at /bin/bao and the directories
 // the pod spec mounts volumes on, owned by the non-root user so the image
 // also works with a writable root filesystem.
-func OpenBao(baoBin string) Spec {
+func OpenBao(baoBin string) Spec { return OpenBaoAt(baoBin, OpenBaoVersion) }
+
+// OpenBaoAt is the OpenBao image of a bao binary stamped as version; the
+// tag starts with it.
+func OpenBaoAt(baoBin, version string) Spec {
 	owned := func(p string, mode int64) Dir { return Dir{Path: p, Mode: mode, UID: NonRootUID, GID: NonRootUID} }
 	return Spec{
 		Repository: OpenBaoRepository,
-		TagPrefix:  OpenBaoVersion + "-",
+		TagPrefix:  version + "-",
 		Files:      []File{{Path: "/bin/bao", Source: baoBin, Mode: 0o755}},
 		Dirs: []Dir{
 			owned("/openbao/config", 0o755),

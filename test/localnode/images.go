@@ -15,8 +15,10 @@ import (
 const (
 	ImageOperator = "operator"
 	ImageOpenBao  = "openbao"
-	ImagePause    = "pause"
-	ImageCoreDNS  = "coredns"
+	// ImageOpenBaoNext is the same OpenBao stamped as the next release.
+	ImageOpenBaoNext = "openbao-next"
+	ImagePause       = "pause"
+	ImageCoreDNS     = "coredns"
 )
 
 // BuildImages compiles the operator and the sandbox binary (a relink when
@@ -55,6 +57,8 @@ func imageSpec(c Config, role, binDir string) (images.Spec, error) {
 		return images.Pause(bin), images.GoBuild(c.RepoRoot, "./test/images/pause", bin)
 	case ImageOpenBao:
 		return images.OpenBao(resolved(c.bin("bao"))), nil
+	case ImageOpenBaoNext:
+		return images.OpenBaoAt(resolved(c.bin("bao-next")), images.OpenBaoNextVersion), nil
 	case ImageCoreDNS:
 		return images.CoreDNS(resolved(c.bin("coredns"))), nil
 	}

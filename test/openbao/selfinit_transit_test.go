@@ -12,6 +12,7 @@ import (
 	"github.com/openbao/operator/internal/autopilot"
 	"github.com/openbao/operator/internal/baoconfig"
 	"github.com/openbao/operator/internal/bootstrap"
+	"github.com/openbao/operator/internal/identity"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/test/baotest"
 )
@@ -59,8 +60,12 @@ func TestSelfInitWithTheAutopilotRequestFormsThreeVoters(t *testing.T) {
 	}
 	certs := newTestCerts(t)
 	key := newUnsealKey(t)
+	c, iss := testCluster(), newIssuer(t)
+	// The operator's own identity comes as self-init requests too, after
+	// the user's and the autopilot one, as values.SelfInitFor renders them.
+	requests := append(selfInitRequests(t, request), identity.Requests(c, iss.identity(t))...)
 	start := time.Now()
-	node0 := startNode(t, certs, key, "node-0", nodeConfig{selfInit: selfInitRequests(t, request)}, "BAO_READER_PASSWORD="+password)
+	node0 := startNode(t, certs, key, "node-0", nodeConfig{selfInit: requests}, "BAO_READER_PASSWORD="+password)
 
 	// Detection without a token: sys/health, as the labels would say it.
 	c0 := baoClient(t, node0, certs.CA, openbao.Token{})
@@ -79,6 +84,16 @@ func TestSelfInitWithTheAutopilotRequestFormsThreeVoters(t *testing.T) {
 	want := autopilot.For(3, autopilot.Overrides{}, autopilot.PhaseSteady)
 	if autopilot.NeedsUpdate(got, want) {
 		t.Errorf("autopilot after self-init %+v, want %+v", got, want)
+	}
+	// The operator logs in with its upgrade role on a cluster it never
+	// held a root token for.
+	tok, _, err := c0.Login(context.Background(), identity.Mount, identity.UpgradeRole,
+		iss.token(t, "system:serviceaccount:team-a:bao-upgrade-serviceaccount", c.OperatorTokenAudience()))
+	if err != nil {
+		t.Fatalf("login as the operator's upgrade role on a self-initialized cluster: %v", err)
+	}
+	if _, err := baoClient(t, node0, certs.CA, tok).AutopilotState(context.Background()); err != nil {
+		t.Errorf("the upgrade role reads the autopilot state: %v", err)
 	}
 
 	// The joiners carry no initialize stanzas (only pod-0 does).

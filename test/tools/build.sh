@@ -33,6 +33,9 @@ recipes() {
 	echo "etcd|etcd|go.etcd.io/etcd/server/v3|v3.5.21|-s -w|"
 	echo "bao|openbao|.|2.4.0|-s -w -X github.com/openbao/openbao/version.fullVersion=2.4.0|"
 	echo "bao-config-check|openbao|./cmd/config-check|2.4.0|-s -w|"
+	# The same source stamped as another release: the only way to roll a
+	# cluster between two versions here (only 2.4.0 is on the module proxy).
+	echo "bao-next|openbao|.|2.4.1|-s -w -X github.com/openbao/openbao/version.fullVersion=2.4.1|"
 	echo "coredns|coredns|.|v1.15.0|-s -w|"
 	echo "minio|minio|github.com/minio/minio|20260212201848|-s -w|"
 	echo "controller-gen|controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|v0.23.0|-s -w|"

@@ -30,3 +30,79 @@ initialize "operator-autopilot" {
     }
   }
 }
+
+initialize "operator-auth-enable" {
+  request "operator-auth-enable" {
+    operation = "update"
+    path      = "sys/auth/openbao-operator"
+    data {
+      description = "the OpenBao operator's own identity (rollouts, backups)"
+      type        = "jwt"
+    }
+  }
+}
+
+initialize "operator-auth-config" {
+  request "operator-auth-config" {
+    operation = "update"
+    path      = "auth/openbao-operator/config"
+    data {
+      bound_issuer           = "https://kubernetes.default.svc.cluster.local"
+      jwt_validation_pubkeys = ["-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEfgmQYctP/zoqvrqIK9TTBPC4bm2a\nxs0cHU2aas8CPNTu8V7HKZyVV4ItoQo0DslsBpmcgAgxN3zoxKWDRVaFnQ==\n-----END PUBLIC KEY-----\n"]
+    }
+  }
+}
+
+initialize "operator-upgrade-policy" {
+  request "operator-upgrade-policy" {
+    operation = "update"
+    path      = "sys/policies/acl/openbao-operator-upgrade"
+    data {
+      policy = "path \"sys/step-down\" { capabilities = [\"update\", \"sudo\"] }\npath \"sys/storage/raft/configuration\" { capabilities = [\"read\"] }\npath \"sys/storage/raft/autopilot/state\" { capabilities = [\"read\"] }\npath \"sys/storage/raft/autopilot/configuration\" { capabilities = [\"read\", \"update\"] }\npath \"sys/storage/raft/remove-peer\" { capabilities = [\"update\"] }\n"
+    }
+  }
+}
+
+initialize "operator-backup-policy" {
+  request "operator-backup-policy" {
+    operation = "update"
+    path      = "sys/policies/acl/openbao-operator-backup"
+    data {
+      policy = "path \"sys/storage/raft/snapshot\" { capabilities = [\"read\"] }\n"
+    }
+  }
+}
+
+initialize "operator-upgrade-role" {
+  request "operator-upgrade-role" {
+    operation = "update"
+    path      = "auth/openbao-operator/role/upgrade"
+    data {
+      bound_audiences = ["openbao-operator:openbao-test/openbao-selfinit"]
+      bound_subject   = "system:serviceaccount:openbao-test:openbao-selfinit-upgrade-serviceaccount"
+      role_type       = "jwt"
+      token_max_ttl   = "3600s"
+      token_policies  = ["openbao-operator-upgrade"]
+      token_ttl       = "900s"
+      token_type      = "service"
+      user_claim      = "sub"
+    }
+  }
+}
+
+initialize "operator-backup-role" {
+  request "operator-backup-role" {
+    operation = "update"
+    path      = "auth/openbao-operator/role/backup"
+    data {
+      bound_audiences = ["openbao-operator:openbao-test/openbao-selfinit"]
+      bound_subject   = "system:serviceaccount:openbao-test:openbao-selfinit-backup-serviceaccount"
+      role_type       = "jwt"
+      token_max_ttl   = "3600s"
+      token_policies  = ["openbao-operator-backup"]
+      token_ttl       = "900s"
+      token_type      = "service"
+      user_claim      = "sub"
+    }
+  }
+}

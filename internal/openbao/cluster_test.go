@@ -1,0 +1,76 @@
+package openbao_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openbao/operator/internal/openbao"
+)
+
+const serviceAccountJWT = "eyJhbGciOiJSUzI1NiJ9.service-account-claims.signature"
+
+func TestLoginSendsTheJWTInTheBodyAndNeverInAnError(t *testing.T) {
+	var sent map[string]string
+	ok := server(t, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &sent)
+		if r.URL.Path != "/v1/auth/openbao-operator/login" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"auth": map[string]any{"client_token": "s.issued", "lease_duration": 900}})
+	})
+	tok, ttl, err := ok.Login(context.Background(), "openbao-operator", "upgrade", openbao.NewToken(serviceAccountJWT))
+	if err != nil || tok.Reveal() != "s.issued" || ttl != 15*time.Minute {
+		t.Fatalf("login: %v %v", err, ttl)
+	}
+	if sent["role"] != "upgrade" || sent["jwt"] != serviceAccountJWT {
+		t.Errorf("body %v", sent)
+	}
+
+	echo := server(t, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]any{"errors": []string{"error validating token: " + string(body)}})
+	})
+	_, _, err = echo.Login(context.Background(), "openbao-operator", "upgrade", openbao.NewToken(serviceAccountJWT))
+	if !errors.Is(err, openbao.ErrInvalidRequest) {
+		t.Fatalf("error %v, want ErrInvalidRequest", err)
+	}
+	if strings.Contains(err.Error(), serviceAccountJWT) {
+		t.Fatalf("the JWT reaches the error: %v", err)
+	}
+}
+
+func TestLeaderAndAutopilotStateAreRead(t *testing.T) {
+	c := server(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/sys/leader":
+			_ = json.NewEncoder(w).Encode(map[string]any{"ha_enabled": true, "is_self": true, "raft_committed_index": 120})
+		case "/v1/sys/storage/raft/autopilot/state":
+			_ = json.NewEncoder(w).Encode(map[string]any{"data": map[string]any{
+				"healthy": true, "failure_tolerance": 1, "leader": "bao-0", "voters": []string{"bao-0", "bao-1"},
+				"servers": map[string]any{
+					"bao-0": map[string]any{"id": "bao-0", "status": "leader", "healthy": true, "last_index": 120, "last_contact": "0s"},
+					"bao-1": map[string]any{"id": "bao-1", "status": "voter", "healthy": true, "last_index": 117, "last_contact": "150ms"},
+				}}})
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	})
+	l, err := c.Leader(context.Background())
+	if err != nil || !l.IsSelf || l.RaftCommittedIndex != 120 {
+		t.Fatalf("leader %+v %v", l, err)
+	}
+	s, err := c.AutopilotState(context.Background())
+	if err != nil || !s.Healthy || s.FailureTolerance != 1 || s.Servers["bao-1"].LastIndex != 117 ||
+		s.Servers["bao-1"].LastContact != 150*time.Millisecond || s.Servers["bao-0"].Status != "leader" {
+		t.Fatalf("state %+v %v", s, err)
+	}
+}

@@ -1,0 +1,289 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/test/images"
+	"github.com/openbao/operator/test/localnode"
+)
+
+// TestRolloutsKeepWritesFlowing forms a 3-voter cluster and, while a
+// client writes through the client Service with a bounded retry, rolls it
+// from 2.4.0 to the same source stamped 2.4.1, then rolls a config change
+// with the operator killed three times mid-way. Not one write may fail
+// after its retries, and every acknowledged write must read back. A
+// downgrade is then refused without a pod moving, and a scale 3 -> 5 -> 3
+// leaves 3 Raft peers.
+func TestRolloutsKeepWritesFlowing(t *testing.T) {
+	cl := installOperator(t)
+	ctx := context.Background()
+	next := importNextOpenBao(t)
+	ns := createNamespace(ctx, t, cl, "e2e-rollout")
+	createCluster(ctx, t, cl, ns, "bao")
+	token, caPEM := waitRunning(ctx, t, cl, ns, replicas)
+	w := startWriter(ctx, t, cl, ns, token, caPEM)
+	from := clusterStatus(ctx, t, cl, ns, "bao")["currentVersion"]
+
+	m := rollTo(ctx, t, cl, ns, map[string]any{"version": next}, 0)
+	logf("rollout %s -> %s: %s, sum of the pod restarts %s (%.2fx); %d writes acked so far, longest gap %s",
+		from, images.OpenBaoNextVersion, m.total, m.restarts, m.ratio(), m.acked(w), m.gap(w))
+	if st := clusterStatus(ctx, t, cl, ns, "bao"); st["currentVersion"] != images.OpenBaoNextVersion {
+		t.Fatalf("currentVersion %v after the rollout, want %s", st["currentVersion"], images.OpenBaoNextVersion)
+	}
+
+	m = rollTo(ctx, t, cl, ns, map[string]any{"config": map[string]any{"default_lease_ttl": "768h"}}, 3)
+	logf("config change rolled with the operator killed 3 times: %s, sum of the pod restarts %s", m.total, m.restarts)
+
+	refuseDowngrade(ctx, t, cl, ns)
+	scaleTo(ctx, t, cl, ns, token, caPEM, 5)
+	scaleTo(ctx, t, cl, ns, token, caPEM, 3)
+
+	acked, failed, longest := w.finish(t)
+	logf("writer: %d writes acknowledged and read back, %d failed after %s of retries, longest gap between acks %s",
+		acked, failed, writeRetryFor, longest.Round(10*time.Millisecond))
+	if failed > 0 {
+		t.Errorf("%d writes failed after retrying for %s", failed, writeRetryFor)
+	}
+	assertTokenInNoLog(ctx, t, cl, ns, token)
+}
+
+// importNextOpenBao builds the image of bao stamped as the next release,
+// imports it into the node and returns its tag, the version a cluster
+// names to roll to it.
+func importNextOpenBao(t *testing.T) string {
+	t.Helper()
+	built, err := localnode.BuildImages(node, localnode.ImageOpenBaoNext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := localnode.ImportImages(node, built, logf); err != nil {
+		t.Fatal(err)
+	}
+	_, tag, _ := strings.Cut(built[localnode.ImageOpenBaoNext].Ref, ":")
+	return tag
+}
+
+// waitRunning waits for Running with n ready servers and n voters, and
+// returns the root token and the CA.
+func waitRunning(ctx context.Context, t *testing.T, cl client.Client, ns string, n int) (string, []byte) {
+	t.Helper()
+	waitFor(ctx, t, 5*time.Minute, fmt.Sprintf("phase Running with %d ready servers", n), func() (bool, string) {
+		st := clusterStatus(ctx, t, cl, ns, "bao")
+		return st["phase"] == "Running" && fmt.Sprint(st["readyReplicas"]) == fmt.Sprint(n), fmt.Sprint(st)
+	})
+	token := string(secretData(ctx, t, cl, ns, "bao-root-token", "token"))
+	caPEM := secretData(ctx, t, cl, ns, "bao-tls-ca", "ca.crt")
+	waitVotersN(ctx, t, cl, ns, token, caPEM, n, n)
+	return token, caPEM
+}
+
+// waitVotersN waits until the Raft configuration holds servers members, all
+// voters, read through pod-0.
+func waitVotersN(ctx context.Context, t *testing.T, cl client.Client, ns, token string, caPEM []byte, members, voters int) {
+	t.Helper()
+	waitFor(ctx, t, 3*time.Minute, fmt.Sprintf("%d Raft servers, %d voting", members, voters), func() (bool, string) {
+		pod := serverPods(ctx, t, cl, ns, 1)[0]
+		s, v, err := raftMembers(pod, ns, caPEM, token)
+		return err == nil && len(s) == members && len(v) == voters, fmt.Sprintf("servers %v voters %v (%v)", s, v, err)
+	})
+}
+
+func patchSpec(ctx context.Context, t *testing.T, cl client.Client, ns string, spec map[string]any) {
+	t.Helper()
+	patch, _ := json.Marshal(map[string]any{"spec": spec})
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("openbao.org/v1alpha1")
+	u.SetKind("OpenBaoCluster")
+	u.SetNamespace(ns)
+	u.SetName("bao")
+	if err := cl.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatalf("patch spec %s: %v", patch, err)
+	}
+}
+
+// rolloutFigures times one rollout: from the spec change to
+// UpgradeComplete, and each pod from its deletion to its successor Ready.
+type rolloutFigures struct {
+	total, restarts time.Duration
+	ackedBefore     int
+}
+
+func (m rolloutFigures) ratio() float64 { return m.total.Seconds() / m.restarts.Seconds() }
+func (m rolloutFigures) acked(w *writer) int {
+	n, _ := w.mark()
+	return n
+}
+func (m rolloutFigures) gap(w *writer) time.Duration {
+	_, g := w.mark()
+	return g.Round(10 * time.Millisecond)
+}
+
+// rollTo changes the spec and waits for the rollout to complete, killing
+// the manager kills times as the partition moves.
+func rollTo(ctx context.Context, t *testing.T, cl client.Client, ns string, spec map[string]any, kills int) rolloutFigures {
+	t.Helper()
+	tracker := trackRestarts(ctx, t, cl, ns)
+	start := time.Now()
+	patchSpec(ctx, t, cl, ns, spec)
+	killed, lastPartition, lastStep := 0, "", ""
+	waitFor(ctx, t, 8*time.Minute, "the rollout to complete", func() (bool, string) {
+		st := clusterStatus(ctx, t, cl, ns, "bao")
+		up, _ := st["upgrade"].(map[string]any)
+		if step := fmt.Sprintf("partition %v, step %v", up["currentPartition"], up["step"]); up != nil && step != lastStep {
+			logf("  %5.1fs %s", time.Since(start).Seconds(), step)
+			lastStep = step
+		}
+		if up != nil && killed < kills && fmt.Sprint(up["currentPartition"]) != lastPartition {
+			lastPartition = fmt.Sprint(up["currentPartition"])
+			killManager(ctx, t, cl)
+			killed++
+			logf("  %5.1fs operator killed", time.Since(start).Seconds())
+		}
+		done := up == nil && hasConditionReason(st, "UpgradeComplete") && st["phase"] == "Running"
+		return done, fmt.Sprintf("phase %v upgrade %v", st["phase"], up)
+	})
+	total := time.Since(start)
+	restarts := tracker.stop()
+	if len(restarts) != replicas {
+		t.Fatalf("%d pods were restarted by the rollout, want %d: %v", len(restarts), replicas, restarts)
+	}
+	var sum time.Duration
+	for _, d := range restarts {
+		sum += d
+	}
+	if killed < kills {
+		t.Errorf("the operator was killed %d times, want %d", killed, kills)
+	}
+	return rolloutFigures{total: total.Round(100 * time.Millisecond), restarts: sum.Round(100 * time.Millisecond)}
+}
+
+// restartTracker times, per server pod, from the moment it is deleted to
+// the moment its successor is Ready.
+type restartTracker struct {
+	mu      sync.Mutex
+	gone    map[string]time.Time
+	took    map[string]time.Duration
+	stopped chan struct{}
+	done    chan struct{}
+}
+
+func trackRestarts(ctx context.Context, t *testing.T, cl client.Client, ns string) *restartTracker {
+	t.Helper()
+	tr := &restartTracker{gone: map[string]time.Time{}, took: map[string]time.Duration{},
+		stopped: make(chan struct{}), done: make(chan struct{})}
+	uids := map[string]types.UID{}
+	for _, p := range serverPods(ctx, t, cl, ns, replicas) {
+		uids[p.Name] = p.UID
+	}
+	go func() {
+		defer close(tr.done)
+		for {
+			select {
+			case <-tr.stopped:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			tr.observe(ctx, cl, ns, uids)
+		}
+	}()
+	return tr
+}
+
+func (tr *restartTracker) observe(ctx context.Context, cl client.Client, ns string, uids map[string]types.UID) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for name, uid := range uids {
+		p := &corev1.Pod{}
+		err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p)
+		now := time.Now()
+		if _, seen := tr.gone[name]; !seen && (err != nil || p.UID != uid || p.DeletionTimestamp != nil) {
+			tr.gone[name] = now
+		}
+		if _, doneAlready := tr.took[name]; err == nil && p.UID != uid && podReady(p) && !doneAlready {
+			tr.took[name] = now.Sub(tr.gone[name])
+		}
+	}
+}
+
+func (tr *restartTracker) stop() map[string]time.Duration {
+	close(tr.stopped)
+	<-tr.done
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.took
+}
+
+// refuseDowngrade names the previous release: the cluster turns Degraded
+// with DowngradeBlocked and no pod restarts; naming the current one again
+// clears it.
+func refuseDowngrade(ctx context.Context, t *testing.T, cl client.Client, ns string) {
+	t.Helper()
+	before := serverPods(ctx, t, cl, ns, replicas)
+	current, _, _ := unstructured.NestedString(clusterObjectNow(ctx, t, cl, ns).Object, "spec", "version")
+	built, err := localnode.BuildImages(node, localnode.ImageOpenBao)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, older, _ := strings.Cut(built[localnode.ImageOpenBao].Ref, ":")
+	patchSpec(ctx, t, cl, ns, map[string]any{"version": older})
+	waitFor(ctx, t, time.Minute, "DowngradeBlocked", func() (bool, string) {
+		st := clusterStatus(ctx, t, cl, ns, "bao")
+		return hasConditionReason(st, "DowngradeBlocked") && st["phase"] == "Degraded", fmt.Sprint(st["conditions"])
+	})
+	for _, p := range serverPods(ctx, t, cl, ns, replicas) {
+		if prev := podByName(before, p.Name); p.UID != prev.UID {
+			t.Errorf("%s was restarted by a refused downgrade", p.Name)
+		}
+	}
+	patchSpec(ctx, t, cl, ns, map[string]any{"version": current})
+	waitFor(ctx, t, time.Minute, "Running again", func() (bool, string) {
+		st := clusterStatus(ctx, t, cl, ns, "bao")
+		return st["phase"] == "Running", fmt.Sprint(st["phase"])
+	})
+	logf("downgrade to %s refused with DowngradeBlocked; no pod restarted", older)
+}
+
+func clusterObjectNow(ctx context.Context, t *testing.T, cl client.Client, ns string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("openbao.org/v1alpha1")
+	u.SetKind("OpenBaoCluster")
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, u); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// scaleTo changes spec.replicas and waits for n pods, n Raft servers and n
+// voters.
+func scaleTo(ctx context.Context, t *testing.T, cl client.Client, ns, token string, caPEM []byte, n int) {
+	t.Helper()
+	start := time.Now()
+	patchSpec(ctx, t, cl, ns, map[string]any{"replicas": n})
+	waitFor(ctx, t, 4*time.Minute, fmt.Sprintf("%d ready servers", n), func() (bool, string) {
+		pods := &corev1.PodList{}
+		if err := cl.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": "bao"}); err != nil {
+			return false, err.Error()
+		}
+		ready := 0
+		for i := range pods.Items {
+			if podReady(&pods.Items[i]) && pods.Items[i].DeletionTimestamp == nil {
+				ready++
+			}
+		}
+		return ready == n && len(pods.Items) == n, fmt.Sprintf("%d pods, %d ready", len(pods.Items), ready)
+	})
+	waitVotersN(ctx, t, cl, ns, token, caPEM, n, n)
+	logf("scaled to %d servers, all voting, in %s", n, time.Since(start).Round(100*time.Millisecond))
+}
