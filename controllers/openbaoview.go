@@ -11,8 +11,8 @@ import (
 
 // openbaoView is what OpenBao says about the cluster, read at most once a
 // pass and only by the steps that need it (a rollout or a scale-down):
-// each server's sys/health, and the leader's Raft state read with the
-// upgrade role's token.
+// each server's sys/health and Raft lag (both need no token), and the
+// leader's autopilot state read with the upgrade role's token.
 type openbaoView struct {
 	// raft is nil when it could not be read; problem says why.
 	raft    *upgrade.Raft

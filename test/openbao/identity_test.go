@@ -169,7 +169,7 @@ func TestRolloutPrimitivesWithTheUpgradeRole(t *testing.T) {
 		clients[i] = baoClient(t, n, f.certs.CA, tok)
 	}
 	leaderIdx := activeNode(t, clients)
-	lag := raftLag(t, clients[leaderIdx])
+	lag := raftLag(t, clients)
 	for id, l := range lag {
 		t.Logf("%s trails the leader by %d entries", id, l)
 		if l > 100 {
@@ -229,27 +229,18 @@ func activeNodeOrNone(clients []openbao.Client) int {
 }
 
 // raftLag reads, as the controller does, how far each server trails the
-// leader: the committed index from sys/leader, each server's last index
-// from the autopilot state.
-func raftLag(t *testing.T, leader openbao.Client) map[string]uint64 {
+// leader (openbao.RaftLag), keyed by node id.
+func raftLag(t *testing.T, clients []openbao.Client) map[string]uint64 {
 	t.Helper()
-	l, err := leader.Leader(context.Background())
+	servers := map[string]openbao.Client{}
+	for i, c := range clients {
+		servers["node-"+itoa(i)] = c
+	}
+	lag, err := openbao.RaftLag(context.Background(), servers)
 	if err != nil {
 		t.Fatal(err)
 	}
-	state, err := leader.AutopilotState(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]uint64{}
-	for id, s := range state.Servers {
-		if s.LastIndex >= l.RaftCommittedIndex {
-			out[id] = 0
-		} else {
-			out[id] = l.RaftCommittedIndex - s.LastIndex
-		}
-	}
-	return out
+	return lag
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
