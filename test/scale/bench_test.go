@@ -32,7 +32,7 @@ func loadSettings(b *testing.B) settings {
 	b.Helper()
 	s := settings{
 		clusters: 200, idle: 3 * time.Minute, proxy: os.Getenv("SCALE_PROXY") != "0",
-		convergeMax: 10 * time.Minute, settleQuiet: 20 * time.Second, settleMax: 2 * time.Minute,
+		convergeMax: 10 * time.Minute, settleQuiet: 20 * time.Second, settleMax: time.Minute,
 		logDir: os.Getenv("SCALE_LOGDIR"), mdPath: os.Getenv("BENCH_SCALE_OUT"),
 	}
 	if v := os.Getenv("SCALE_CLUSTERS"); v != "" {
@@ -128,7 +128,7 @@ func setUp(b *testing.B, s settings) *harness {
 	h.kcm = startControllerManager(b, s.logDir, adminUser(b, env, "kube-controller-manager"))
 	opCfg := adminUser(b, env, "openbao-operator")
 	if s.proxy {
-		h.proxy = startProxy(b, opCfg)
+		h.proxy = startProxy(b, opCfg, filepath.Join(s.logDir, "proxy.log"))
 		opCfg = &rest.Config{Host: h.proxy.url}
 	}
 	kubeconfig := writeKubeconfig(b, filepath.Join(s.logDir, "operator.kubeconfig"), opCfg)

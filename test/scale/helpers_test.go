@@ -1,11 +1,13 @@
 package scale_test
 
 import (
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The harness's own pure parts are tested here; they run in `go test`
@@ -53,4 +55,41 @@ func TestWriteMarkdownKeepsOtherSections(t *testing.T) {
 	if !strings.HasPrefix(text, other) || strings.Count(text, markBegin) != 1 || strings.Count(text, markEnd) != 1 {
 		t.Errorf("unexpected file:\n%s", text)
 	}
+}
+
+func TestDiffReadsTheOperatorMetrics(t *testing.T) {
+	before := mustParse(t, 0, 10, 1, 0)
+	after := mustParse(t, 60, 70, 4, 3)
+	w := diff(before, after)
+	if w.seconds != 60 || w.reconciles != 60 || w.reads != 60 || w.writes != 3 || !w.renderPresent || w.renders != 3 {
+		t.Fatalf("window = %+v", w)
+	}
+	if got := w.perClusterMinute(w.reads, 2); got != 30 {
+		t.Errorf("reads per cluster per minute = %v, want 30", got)
+	}
+	if got := 1000 * w.renderSum / w.renders; got < 1.99 || got > 2.01 {
+		t.Errorf("render ms/pass = %v, want 2", got)
+	}
+}
+
+// mustParse builds a scrape at second at: reconciles and GETs as given,
+// renders 2 ms each, PUTs as given.
+func mustParse(t *testing.T, at, gets, renders, puts int) scrape {
+	t.Helper()
+	text := fmt.Sprintf(`# TYPE controller_runtime_reconcile_total counter
+controller_runtime_reconcile_total{controller="openbaocluster",result="requeue_after"} %d
+controller_runtime_reconcile_total{controller="other",result="success"} 7
+# TYPE rest_client_requests_total counter
+rest_client_requests_total{code="200",host="h",method="GET"} %d
+rest_client_requests_total{code="200",host="h",method="PUT"} %d
+# TYPE openbao_render_duration_seconds histogram
+openbao_render_duration_seconds_bucket{le="+Inf"} %d
+openbao_render_duration_seconds_sum %g
+openbao_render_duration_seconds_count %d
+`, gets, gets, puts, renders, 0.002*float64(renders), renders)
+	s, err := parseMetrics(strings.NewReader(text), time.Unix(int64(at), 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

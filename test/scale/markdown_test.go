@@ -64,11 +64,17 @@ func (r *result) markdown() string {
 	p("| operator RSS at the end | %.1f MiB | | |", r.endRSS/mib)
 	p("| idle reconciles / cluster / min | %.2f | | |", r.idleReconciles())
 	p("| idle API requests / cluster / min | %.2f | ≤ %.0f | %s |", r.idleRequests(), goalIdleRequests, met(r.idleRequests() <= goalIdleRequests))
-	p("| idle reads / cluster / min | %.2f | | |", r.idleReads())
+	p("| idle reads / cluster / min (%s) | %.2f | | |", r.readVerbs(), r.idleReads())
 	p("| idle writes / cluster / min | %.2f | %.0f | %s |", r.idleWrites(), goalIdleWrites, met(r.idle.writes == 0))
 	p("| reconcile time per pass, converging / idle | %.2f ms / %.2f ms | | |", 1000*r.conv.reconcileMean(), 1000*r.idle.reconcileMean())
 	p("| render time per pass, converging / idle | %s / %s | | |", renderMean(r.conv), renderMean(r.idle))
+	p("| idle: workers busy, mean wait in the queue | %.0f %%, %.0f ms | | |", 100*r.busy(), 1000*r.idle.queueWaitMean())
 	p("")
+	if r.saturated() {
+		p("The %d workers were saturated in the idle window: its reconcile and request rates show their", r.workers)
+		p("throughput, not what the operator asked for.")
+		p("")
+	}
 	p("Idle window %s after %s. Idle requests by verb and path, per cluster per minute:",
 		time.Duration(r.idle.seconds*float64(time.Second)).Round(time.Second), settleNote(r))
 	p("")
@@ -97,8 +103,9 @@ func machineFacts() string {
 	if model := procField("/proc/cpuinfo", "model name"); model != "" {
 		facts = append(facts, model)
 	}
-	if mem := procField("/proc/meminfo", "MemTotal"); mem != "" {
-		facts = append(facts, "MemTotal "+mem)
+	var memKB float64
+	if n, _ := fmt.Sscanf(procField("/proc/meminfo", "MemTotal"), "%f kB", &memKB); n == 1 {
+		facts = append(facts, fmt.Sprintf("%.0f GiB", memKB/(1<<20)))
 	}
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
 		facts = append(facts, "load average "+strings.Join(strings.Fields(string(load))[:3], " ")+" at the end")

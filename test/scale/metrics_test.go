@@ -3,6 +3,7 @@ package scale_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"time"
@@ -33,12 +34,20 @@ func scrapeMetrics(ctx context.Context, url string) (scrape, error) {
 	if resp.StatusCode != http.StatusOK {
 		return scrape{}, fmt.Errorf("scrape %s: %s", url, resp.Status)
 	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
+	s, err := parseMetrics(resp.Body, time.Now())
 	if err != nil {
 		return scrape{}, fmt.Errorf("parse metrics of %s: %w", url, err)
 	}
-	return scrape{at: time.Now(), families: fams}, nil
+	return s, nil
+}
+
+func parseMetrics(in io.Reader, at time.Time) (scrape, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(in)
+	if err != nil {
+		return scrape{}, err
+	}
+	return scrape{at: at, families: fams}, nil
 }
 
 // has reports whether the operator exports the named metric at all.
@@ -76,9 +85,9 @@ func (s scrape) histogram(name string, match map[string]string) (sum, count floa
 }
 
 // by sums a metric per value of one label.
-func (s scrape) by(name, label string) map[string]float64 {
+func (s scrape) by(name, label string, match map[string]string) map[string]float64 {
 	out := map[string]float64{}
-	for _, m := range s.series(name, nil) {
+	for _, m := range s.series(name, match) {
 		v := ""
 		for _, l := range m.GetLabel() {
 			if l.GetName() == label {
@@ -127,6 +136,7 @@ const (
 	metricReconcileTime = "controller_runtime_reconcile_time_seconds"
 	metricRender        = "openbao_render_duration_seconds"
 	metricQueueDepth    = "workqueue_depth"
+	metricQueueWait     = "workqueue_queue_duration_seconds"
 )
 
 // window holds the differences of the counters between two scrapes.
@@ -140,13 +150,16 @@ type window struct {
 	renderSum     float64
 	renders       float64
 	renderPresent bool
+	queueWaitSum  float64 // seconds requests waited in the work queue
+	queueWaits    float64
 }
 
 func diff(a, b scrape) window {
-	w := window{seconds: b.at.Sub(a.at).Seconds(), byResult: map[string]float64{}, byMethod: map[string]float64{}}
-	w.reconciles = b.sum(metricReconciles, nil) - a.sum(metricReconciles, nil)
-	w.byResult = subtract(a.by(metricReconciles, "result"), b.by(metricReconciles, "result"))
-	w.byMethod = subtract(a.by(metricRequests, "method"), b.by(metricRequests, "method"))
+	w := window{seconds: b.at.Sub(a.at).Seconds()}
+	ours := map[string]string{"controller": reconcileControllerID}
+	w.reconciles = b.sum(metricReconciles, ours) - a.sum(metricReconciles, ours)
+	w.byResult = subtract(a.by(metricReconciles, "result", ours), b.by(metricReconciles, "result", ours))
+	w.byMethod = subtract(a.by(metricRequests, "method", nil), b.by(metricRequests, "method", nil))
 	for method, n := range w.byMethod {
 		if isRead(method) {
 			w.reads += n
@@ -154,13 +167,17 @@ func diff(a, b scrape) window {
 			w.writes += n
 		}
 	}
-	s0, _ := a.histogram(metricReconcileTime, nil)
-	s1, _ := b.histogram(metricReconcileTime, nil)
+	s0, _ := a.histogram(metricReconcileTime, ours)
+	s1, _ := b.histogram(metricReconcileTime, ours)
 	w.reconcileSum = s1 - s0
 	w.renderPresent = b.has(metricRender)
 	r0, n0 := a.histogram(metricRender, nil)
 	r1, n1 := b.histogram(metricRender, nil)
 	w.renderSum, w.renders = r1-r0, n1-n0
+	queue := map[string]string{"name": reconcileControllerID}
+	q0, c0 := a.histogram(metricQueueWait, queue)
+	q1, c1 := b.histogram(metricQueueWait, queue)
+	w.queueWaitSum, w.queueWaits = q1-q0, c1-c0
 	return w
 }
 
@@ -198,6 +215,14 @@ func (w window) reconcileMean() float64 {
 		return 0
 	}
 	return w.reconcileSum / w.reconciles
+}
+
+// queueWaitMean is how long a request waited for a worker, in seconds.
+func (w window) queueWaitMean() float64 {
+	if w.queueWaits == 0 {
+		return 0
+	}
+	return w.queueWaitSum / w.queueWaits
 }
 
 // sortedKeys lists a map's keys in order, for stable output.

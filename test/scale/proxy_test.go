@@ -1,10 +1,14 @@
 package scale_test
 
 import (
+	"context"
+	"errors"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -27,7 +31,7 @@ type countingProxy struct {
 	url    string
 }
 
-func startProxy(b *testing.B, upstream *rest.Config) *countingProxy {
+func startProxy(b *testing.B, upstream *rest.Config, logPath string) *countingProxy {
 	b.Helper()
 	target, err := url.Parse(upstream.Host)
 	if err != nil {
@@ -37,19 +41,32 @@ func startProxy(b *testing.B, upstream *rest.Config) *countingProxy {
 	if err != nil {
 		b.Fatalf("proxy transport: %v", err)
 	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = logFile.Close() })
+	errLog := log.New(logFile, "", log.LstdFlags)
 	p := &countingProxy{counts: map[string]float64{}}
 	rp := &httputil.ReverseProxy{
 		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target) },
 		Transport: transport,
 		// Watches stream: pass every event on at once.
 		FlushInterval: -1,
+		// The operator ends its watches when it stops: not worth a line.
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if !errors.Is(err, context.Canceled) {
+				errLog.Printf("%s %s: %v", r.Method, r.URL, err)
+			}
+			w.WriteHeader(http.StatusBadGateway)
+		},
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
 	p.url = "http://" + l.Addr().String()
-	p.server = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p.server = &http.Server{ErrorLog: errLog, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.count(r)
 		rp.ServeHTTP(w, r)
 	})}

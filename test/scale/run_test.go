@@ -74,11 +74,12 @@ func (h *harness) measureIdle(b *testing.B, r *result) {
 func (h *harness) settle(b *testing.B) (bool, time.Duration) {
 	b.Helper()
 	start := time.Now()
-	last := h.mustScrape(b).sum(metricReconciles, nil)
+	ours := map[string]string{"controller": reconcileControllerID}
+	last := h.mustScrape(b).sum(metricReconciles, ours)
 	lastChange := start
 	for time.Since(start) < h.s.settleMax {
 		time.Sleep(2 * time.Second)
-		n := h.mustScrape(b).sum(metricReconciles, nil)
+		n := h.mustScrape(b).sum(metricReconciles, ours)
 		if n != last {
 			last, lastChange = n, time.Now()
 		}
