@@ -93,3 +93,11 @@ openbao_render_duration_seconds_count %d
 	}
 	return s
 }
+
+func TestParseStat(t *testing.T) {
+	line := "4242 (kube-apiserver) S 17 4242 17 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 12 0 100 0 0"
+	name, ppid, cpu, ok := parseStat(line)
+	if !ok || name != "kube-apiserver" || ppid != 17 || cpu != 3 {
+		t.Errorf("parseStat = %q %d %v %v, want kube-apiserver 17 3 true", name, ppid, cpu, ok)
+	}
+}

@@ -69,6 +69,8 @@ func (r *result) markdown() string {
 	p("| reconcile time per pass, converging / idle | %.2f ms / %.2f ms | | |", 1000*r.conv.reconcileMean(), 1000*r.idle.reconcileMean())
 	p("| render time per pass, converging / idle | %s / %s | | |", renderMean(r.conv), renderMean(r.idle))
 	p("| idle: workers busy, mean wait in the queue | %.0f %%, %.0f ms | | |", 100*r.busy(), 1000*r.idle.queueWaitMean())
+	p("| CPU cores used while converging | %s | | |", r.convCPU)
+	p("| CPU cores used while idle | %s | | |", r.idleCPU)
 	p("")
 	if r.saturated() {
 		p("The %d workers were saturated in the idle window: its reconcile and request rates show their", r.workers)

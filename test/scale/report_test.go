@@ -121,6 +121,7 @@ func (r *result) print(out io.Writer) {
 	p("converge: all applied after %s (p50 %s)                 goal <= %s: %s",
 		r.converge.Round(100*time.Millisecond), r.p50.Round(100*time.Millisecond), goalConverge, met(r.converge <= goalConverge))
 	r.printPhase(p, "converging", r.conv)
+	p("  CPU cores used while converging: %s", r.convCPU)
 	p("RSS: peak (VmHWM) %.1f MiB, after convergence %.1f MiB, at end %.1f MiB   goal peak <= %.0f MiB: %s",
 		r.peakRSS/mib, r.convergeRSS/mib, r.endRSS/mib, goalRSSMiB, met(r.peakRSS/mib <= goalRSSMiB))
 	if r.settled {
@@ -135,6 +136,7 @@ func (r *result) print(out io.Writer) {
 	p("    writes %.2f   goal %.0f: %s", r.idleWrites(), goalIdleWrites, met(r.idle.writes == 0))
 	p("    by method (requests in the window): %s", formatCounts(r.idle.byMethod))
 	r.printPhase(p, "idle", r.idle)
+	p("  CPU cores used: %s", r.idleCPU)
 	p("  workers busy %.1f%%, mean queue wait %.0f ms, queue depth at end %.0f", 100*r.busy(), 1000*r.idle.queueWaitMean(), r.queueDepth)
 	if r.saturated() {
 		p("  SATURATED: the %d workers had no slack, so the idle rates show their throughput, not the demand", r.workers)

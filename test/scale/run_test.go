@@ -20,6 +20,7 @@ type result struct {
 	queueDepth                   float64
 	idleByPath                   []keyCount // nil without the proxy
 	convByPath                   []keyCount
+	convCPU, idleCPU             string // cores used per process
 }
 
 // run creates the clusters, waits for them to be applied, waits for the
@@ -29,7 +30,7 @@ func (h *harness) run(b *testing.B) *result {
 	ctx := context.Background()
 	r := &result{s: h.s, workers: h.op.workers, build: h.build}
 	m0 := h.mustScrape(b)
-	p0 := h.proxyCounts()
+	p0, cpu0 := h.proxyCounts(), cpuTimes()
 	cv := &convergence{start: time.Now(), at: map[string]time.Duration{}}
 	if err := createClusters(ctx, h.k8s, h.s.clusters); err != nil {
 		h.fatal(b, err)
@@ -45,6 +46,7 @@ func (h *harness) run(b *testing.B) *result {
 	m1 := h.mustScrape(b)
 	r.conv = diff(m0, m1)
 	r.convByPath = diffCounts(p0, h.proxyCounts())
+	r.convCPU = cpuShare(cpu0, cpuTimes(), m1.at.Sub(m0.at))
 	_, r.convergeRSS = h.mustRSS(b)
 	b.Logf("all %d applied after %s; waiting up to %s for %s without a reconcile", h.s.clusters,
 		r.converge.Round(time.Millisecond), h.s.settleMax, h.s.settleQuiet)
@@ -57,10 +59,11 @@ func (h *harness) run(b *testing.B) *result {
 func (h *harness) measureIdle(b *testing.B, r *result) {
 	b.Helper()
 	b.Logf("measuring an idle window of %s", h.s.idle)
-	m2, p2 := h.mustScrape(b), h.proxyCounts()
+	m2, p2, cpu2 := h.mustScrape(b), h.proxyCounts(), cpuTimes()
 	time.Sleep(h.s.idle)
-	m3, p3 := h.mustScrape(b), h.proxyCounts()
+	m3, p3, cpu3 := h.mustScrape(b), h.proxyCounts(), cpuTimes()
 	r.idle = diff(m2, m3)
+	r.idleCPU = cpuShare(cpu2, cpu3, m3.at.Sub(m2.at))
 	if h.proxy != nil {
 		r.idleByPath = diffCounts(p2, p3)
 	}
