@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
@@ -21,7 +20,7 @@ type settings struct {
 	clusters       int           // SCALE_CLUSTERS, default 200
 	idle           time.Duration // SCALE_IDLE, default 3m
 	workers        int           // SCALE_WORKERS: maxConcurrentReconciles; 0 keeps watches.yaml's
-	proxy          bool          // SCALE_PROXY=0 lets the operator reach the API server directly
+	audit          bool          // SCALE_AUDIT=0 turns off the API server's audit log and the split by path
 	convergeMax    time.Duration // SCALE_CONVERGE_TIMEOUT, default 10m
 	settleQuiet    time.Duration // no reconcile for this long counts as idle
 	settleMax      time.Duration // give up waiting for quiet after this long
@@ -31,7 +30,7 @@ type settings struct {
 func loadSettings(b *testing.B) settings {
 	b.Helper()
 	s := settings{
-		clusters: 200, idle: 3 * time.Minute, proxy: os.Getenv("SCALE_PROXY") != "0",
+		clusters: 200, idle: 3 * time.Minute, audit: os.Getenv("SCALE_AUDIT") != "0",
 		convergeMax: 10 * time.Minute, settleQuiet: 20 * time.Second, settleMax: time.Minute,
 		logDir: os.Getenv("SCALE_LOGDIR"), mdPath: os.Getenv("BENCH_SCALE_OUT"),
 	}
@@ -77,7 +76,7 @@ type harness struct {
 	k8s   client.Client
 	op    *operator
 	kcm   *process
-	proxy *countingProxy // nil when SCALE_PROXY=0
+	audit string // the API server's audit log; "" with SCALE_AUDIT=0
 	build time.Duration
 }
 
@@ -106,8 +105,7 @@ func BenchmarkIdleAtScale(b *testing.B) {
 }
 
 // setUp builds the operator and starts the API server, the controller
-// manager, the proxy and the operator, in that order; cleanups stop them
-// in reverse.
+// manager and the operator, in that order; cleanups stop them in reverse.
 func setUp(b *testing.B, s settings) *harness {
 	b.Helper()
 	root, err := testbin.RepoRoot()
@@ -118,7 +116,13 @@ func setUp(b *testing.B, s settings) *harness {
 	t0 := time.Now()
 	bin := buildOperator(b, root, s.logDir)
 	h.build = time.Since(t0)
-	env := startEnvtest(b, root)
+	env := newEnvtest(root)
+	if s.audit {
+		if h.audit, err = enableAudit(env, s.logDir); err != nil {
+			b.Fatal(err)
+		}
+	}
+	startEnvtest(b, env)
 	if h.k8s, err = newClient(env.Config); err != nil {
 		b.Fatal(err)
 	}
@@ -126,11 +130,7 @@ func setUp(b *testing.B, s settings) *harness {
 		b.Fatal(err)
 	}
 	h.kcm = startControllerManager(b, s.logDir, adminUser(b, env, "kube-controller-manager"))
-	opCfg := adminUser(b, env, "openbao-operator")
-	if s.proxy {
-		h.proxy = startProxy(b, opCfg, filepath.Join(s.logDir, "proxy.log"))
-		opCfg = &rest.Config{Host: h.proxy.url}
-	}
+	opCfg := adminUser(b, env, operatorUser)
 	kubeconfig := writeKubeconfig(b, filepath.Join(s.logDir, "operator.kubeconfig"), opCfg)
 	watches, workers := benchWatches(b, root, s.logDir, s.workers)
 	h.op = startOperator(b, bin, s.logDir, kubeconfig, watches)

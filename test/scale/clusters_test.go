@@ -28,9 +28,9 @@ const (
 	createWorkers     = 16
 )
 
-// newClient is the harness's own client: its requests reach the API server
-// directly, never through the operator's proxy or metrics. No client-side
-// rate limit, so that creating the clusters is not throttled here.
+// newClient is the harness's own client, as another user: its requests are
+// in neither the operator's metrics nor its audit entries. Its rate limit
+// is high, so that creating the clusters is not throttled here.
 func newClient(cfg *rest.Config) (client.Client, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

@@ -2,7 +2,6 @@ package scale_test
 
 import (
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,25 +12,49 @@ import (
 // The harness's own pure parts are tested here; they run in `go test`
 // without starting anything.
 
-func TestRequestKey(t *testing.T) {
-	for _, tc := range []struct{ method, url, want string }{
-		{"GET", "/api/v1/namespaces/scale-03/secrets/bao-003-tls-ca", "get /api/v1/namespaces/{ns}/secrets/{cluster}-tls-ca"},
-		{"GET", "/api/v1/namespaces/scale-03/pods?labelSelector=x", "list /api/v1/namespaces/{ns}/pods"},
-		{"GET", "/api/v1/pods?watch=true&resourceVersion=1", "watch /api/v1/pods"},
-		{"PUT", "/apis/openbao.org/v1alpha1/namespaces/scale-01/openbaoclusters/bao-021/status", "update /apis/openbao.org/v1alpha1/namespaces/{ns}/openbaoclusters/{cluster}/status"},
-		{"PATCH", "/apis/apps/v1/namespaces/scale-01/statefulsets/bao-021", "patch /apis/apps/v1/namespaces/{ns}/statefulsets/{cluster}"},
-		{"POST", "/apis/events.k8s.io/v1/namespaces/scale-01/events", "create /apis/events.k8s.io/v1/namespaces/{ns}/events"},
-		{"GET", "/api/v1/namespaces/openbao-operator-system/pods/manager-1", "get /api/v1/namespaces/{ns}/pods/{name}"},
-		{"GET", "/api/v1/namespaces/scale-01", "get /api/v1/namespaces/{name}"},
-		{"GET", "/apis", "get /apis"},
+func TestNormalPath(t *testing.T) {
+	for path, want := range map[string]string{
+		"/api/v1/namespaces/scale-03/secrets/bao-003-tls-ca": "/api/v1/namespaces/{ns}/secrets/{cluster}-tls-ca",
+		"/api/v1/namespaces/scale-03/pods":                   "/api/v1/namespaces/{ns}/pods",
+		"/api/v1/pods":                                       "/api/v1/pods",
+		"/apis/openbao.org/v1alpha1/namespaces/scale-01/openbaoclusters/bao-021/status": "/apis/openbao.org/v1alpha1/namespaces/{ns}/openbaoclusters/{cluster}/status",
+		"/api/v1/namespaces/openbao-operator-system/pods/manager-1":                     "/api/v1/namespaces/{ns}/pods/{name}",
+		"/api/v1/namespaces/scale-01":                                                   "/api/v1/namespaces/{name}",
+		"/apis/monitoring.coreos.com/v1":                                                "/apis/monitoring.coreos.com/v1",
+		"/apis":                                                                         "/apis",
 	} {
-		u, err := url.Parse(tc.url)
-		if err != nil {
-			t.Fatal(err)
+		if got := normalPath(path); got != want {
+			t.Errorf("normalPath(%s) = %q, want %q", path, got, want)
 		}
-		if got := requestKey(tc.method, u); got != tc.want {
-			t.Errorf("requestKey(%s %s) = %q, want %q", tc.method, tc.url, got, tc.want)
-		}
+	}
+}
+
+// TestCountAudit: a watch counts once, when its response starts; other
+// users and other stages are left out; the span bounds are [from, to).
+func TestCountAudit(t *testing.T) {
+	event := func(stage, verb, uri, user string, at int) string {
+		return fmt.Sprintf(`{"stage":%q,"verb":%q,"requestURI":%q,"user":{"username":%q},"requestReceivedTimestamp":%q}`,
+			stage, verb, uri, user, time.Unix(int64(at), 0).UTC().Format(time.RFC3339Nano))
+	}
+	lines := []string{
+		event("ResponseComplete", "get", "/api/v1/namespaces/scale-01/secrets/bao-001-root-token", operatorUser, 10),
+		event("ResponseComplete", "get", "/api/v1/namespaces/scale-02/secrets/bao-002-root-token", operatorUser, 11),
+		event("ResponseStarted", "watch", "/api/v1/pods?watch=true", operatorUser, 12),
+		event("ResponseComplete", "watch", "/api/v1/pods?watch=true", operatorUser, 12),
+		event("ResponseComplete", "get", "/api/v1/namespaces/scale-01/pods/bao-001-0", "someone-else", 13),
+		event("ResponseComplete", "list", "/api/v1/namespaces/scale-01/secrets?labelSelector=x", operatorUser, 20),
+	}
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	counts, err := countAudit(path, span{time.Unix(10, 0), time.Unix(20, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"get /api/v1/namespaces/{ns}/secrets/{cluster}-root-token": 2, "watch /api/v1/pods": 1}
+	if fmt.Sprint(counts[0]) != fmt.Sprint(want) {
+		t.Errorf("counts = %v, want %v", counts[0], want)
 	}
 }
 

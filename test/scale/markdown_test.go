@@ -49,7 +49,7 @@ func (r *result) markdown() string {
 	p("`reconcilePeriod` is 1m, the smallest allowed: the worst case of the periodic resync, so the idle")
 	p("window holds resync passes; %d reconcile workers. Requests are counted at the operator's client", r.workers)
 	p("(`rest_client_requests_total`): reads are GETs (get, list, watch), writes POST, PUT, PATCH, DELETE;")
-	p("a proxy in front of the API server splits them by verb and path.")
+	p("the API server's audit log (Metadata level, the operator's user only) splits them by verb and path.")
 	p("")
 	p("```sh")
 	p("make bench-scale   # SCALE_CLUSTERS (default 200), SCALE_IDLE (default 3m)")

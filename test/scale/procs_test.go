@@ -157,26 +157,28 @@ func buildOperator(b *testing.B, root, dir string) string {
 	return out
 }
 
-// startEnvtest starts kube-apiserver and etcd from bin/ with the CRD.
-func startEnvtest(b *testing.B, root string) *envtest.Environment {
-	b.Helper()
-	toolPath(b, "kube-apiserver")
-	toolPath(b, "etcd")
+// newEnvtest describes kube-apiserver and etcd from bin/ with the CRD.
+func newEnvtest(root string) *envtest.Environment {
 	binDir, _ := testbin.Dir()
-	env := &envtest.Environment{
+	return &envtest.Environment{
 		BinaryAssetsDirectory: binDir,
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
+}
+
+func startEnvtest(b *testing.B, env *envtest.Environment) {
+	b.Helper()
+	toolPath(b, "kube-apiserver")
+	toolPath(b, "etcd")
 	if _, err := env.Start(); err != nil {
-		b.Fatalf("start envtest from %s: %v", binDir, err)
+		b.Fatalf("start envtest from %s: %v", env.BinaryAssetsDirectory, err)
 	}
 	b.Cleanup(func() {
 		if err := env.Stop(); err != nil {
 			b.Logf("stop envtest: %v", err)
 		}
 	})
-	return env
 }
 
 // adminUser adds a user in system:masters, as a cluster admin would run the
@@ -190,8 +192,8 @@ func adminUser(b *testing.B, env *envtest.Environment, name string) *rest.Config
 	return u.Config()
 }
 
-// writeKubeconfig writes cfg as a kubeconfig file. Only what envtest users
-// and the plain-HTTP proxy need: server, CA and client certificate.
+// writeKubeconfig writes cfg as a kubeconfig file: server, CA and client
+// certificate are all an envtest user has.
 func writeKubeconfig(b *testing.B, path string, cfg *rest.Config) string {
 	b.Helper()
 	kc := clientcmdapi.NewConfig()

@@ -45,10 +45,10 @@ func (r *result) busy() float64 {
 func (r *result) saturated() bool { return r.busy() >= 0.9 }
 
 // readVerbs splits the idle reads into get, list and watch per cluster per
-// minute; client-go's metric sees only GETs, so this needs the proxy.
+// minute; client-go's metric sees only GETs, so this needs the breakdown.
 func (r *result) readVerbs() string {
-	if r.idleByPath == nil {
-		return "n/a (SCALE_PROXY=0)"
+	if !r.s.audit {
+		return "n/a: SCALE_AUDIT=0"
 	}
 	verbs := map[string]float64{}
 	for _, c := range byVerb(r.idleByPath) {
@@ -150,21 +150,21 @@ func (r *result) printPhase(p func(string, ...any), name string, w window) {
 		int(w.reads), int(w.writes))
 }
 
-// printPaths shows which requests make up the idle traffic, from the proxy.
+// printPaths shows which requests make up the idle traffic.
 func (r *result) printPaths(p func(string, ...any)) {
-	if r.idleByPath == nil {
-		p("  (no per-path breakdown: SCALE_PROXY=0)")
+	if !r.s.audit {
+		p("  (no split by verb and path: SCALE_AUDIT=0)")
 		return
 	}
-	p("  idle requests by verb and path (proxy), top %d:", topPaths)
+	p("  idle requests by verb and path (audit log), top %d:", topPaths)
 	for i, c := range r.idleByPath {
 		if i == topPaths {
 			break
 		}
 		p("    %8d  %6s/cluster/min  %s", int(c.n), r.rate(c.n), c.key)
 	}
-	p("  requests while converging by verb (proxy): %s", formatKeyCounts(byVerb(r.convByPath)))
-	p("  requests while converging by verb and path (proxy), top %d:", topPaths)
+	p("  requests while converging by verb (audit log): %s", formatKeyCounts(byVerb(r.convByPath)))
+	p("  requests while converging by verb and path (audit log), top %d:", topPaths)
 	for i, c := range r.convByPath {
 		if i == topPaths {
 			break

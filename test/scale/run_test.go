@@ -18,7 +18,7 @@ type result struct {
 	settled                      bool
 	settleWait                   time.Duration
 	queueDepth                   float64
-	idleByPath                   []keyCount // nil without the proxy
+	idleByPath                   []keyCount // nil with SCALE_AUDIT=0
 	convByPath                   []keyCount
 	convCPU, idleCPU             string // cores used per process
 }
@@ -30,7 +30,7 @@ func (h *harness) run(b *testing.B) *result {
 	ctx := context.Background()
 	r := &result{s: h.s, workers: h.op.workers, build: h.build}
 	m0 := h.mustScrape(b)
-	p0, cpu0 := h.proxyCounts(), cpuTimes()
+	cpu0 := cpuTimes()
 	cv := &convergence{start: time.Now(), at: map[string]time.Duration{}}
 	if err := createClusters(ctx, h.k8s, h.s.clusters); err != nil {
 		h.fatal(b, err)
@@ -45,31 +45,48 @@ func (h *harness) run(b *testing.B) *result {
 	r.p50 = cv.percentile(0.5)
 	m1 := h.mustScrape(b)
 	r.conv = diff(m0, m1)
-	r.convByPath = diffCounts(p0, h.proxyCounts())
 	r.convCPU = cpuShare(cpu0, cpuTimes(), m1.at.Sub(m0.at))
 	_, r.convergeRSS = h.mustRSS(b)
 	b.Logf("all %d applied after %s; waiting up to %s for %s without a reconcile", h.s.clusters,
 		r.converge.Round(time.Millisecond), h.s.settleMax, h.s.settleQuiet)
 	r.settled, r.settleWait = h.settle(b)
-	h.measureIdle(b, r)
+	m2, m3 := h.measureIdle(b, r)
+	if h.audit != "" {
+		h.readAudit(b, r, span{m0.at, m1.at}, span{m2.at, m3.at})
+	}
 	return r
 }
 
 // measureIdle scrapes the operator before and after the idle window.
-func (h *harness) measureIdle(b *testing.B, r *result) {
+func (h *harness) measureIdle(b *testing.B, r *result) (m2, m3 scrape) {
 	b.Helper()
 	b.Logf("measuring an idle window of %s", h.s.idle)
-	m2, p2, cpu2 := h.mustScrape(b), h.proxyCounts(), cpuTimes()
+	cpu2 := cpuTimes()
+	m2 = h.mustScrape(b)
 	time.Sleep(h.s.idle)
-	m3, p3, cpu3 := h.mustScrape(b), h.proxyCounts(), cpuTimes()
+	m3 = h.mustScrape(b)
+	cpu3 := cpuTimes()
 	r.idle = diff(m2, m3)
 	r.idleCPU = cpuShare(cpu2, cpu3, m3.at.Sub(m2.at))
-	if h.proxy != nil {
-		r.idleByPath = diffCounts(p2, p3)
-	}
 	r.queueDepth = m3.sum(metricQueueDepth, map[string]string{"name": reconcileControllerID})
 	r.peakRSS, r.endRSS = h.mustRSS(b)
+	return m2, m3
 }
+
+// readAudit splits the operator's requests by verb and path from the API
+// server's audit log, once its batches are written.
+func (h *harness) readAudit(b *testing.B, r *result, converging, idle span) {
+	b.Helper()
+	time.Sleep(auditFlush)
+	counts, err := countAudit(h.audit, converging, idle)
+	if err != nil {
+		h.fatal(b, err)
+	}
+	r.convByPath, r.idleByPath = diffCounts(nil, counts[0]), diffCounts(nil, counts[1])
+}
+
+// auditFlush is ample for the log backend's batches (buffered, not timed).
+const auditFlush = 2 * time.Second
 
 // settle waits until the reconcile counter stays still for settleQuiet,
 // or settleMax passes: an operator that polls never goes quiet, and the
@@ -114,11 +131,4 @@ func (h *harness) mustRSS(b *testing.B) (hwm, rss float64) {
 		h.fatal(b, err)
 	}
 	return hwm, rss
-}
-
-func (h *harness) proxyCounts() map[string]float64 {
-	if h.proxy == nil {
-		return nil
-	}
-	return h.proxy.snapshot()
 }
