@@ -159,6 +159,27 @@ func (cv *convergence) waitConverged(ctx context.Context, c client.Client, n int
 	}
 }
 
+// clusterStates counts the clusters by phase and the reason of their
+// OpenBaoInitialized condition, e.g. "Pending [OpenBaoInitialized=False
+// PodStarting]": it says what
+// the clusters are waiting for while the operator is measured idle.
+func clusterStates(ctx context.Context, c client.Client) (map[string]float64, error) {
+	list := &v1alpha1.OpenBaoClusterList{}
+	if err := c.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("list clusters: %w", err)
+	}
+	out := map[string]float64{}
+	for i := range list.Items {
+		cl := &list.Items[i]
+		state := "no OpenBaoInitialized condition"
+		if cond := meta.FindStatusCondition(cl.Status.Conditions, v1alpha1.ConditionOpenBaoInitialized); cond != nil {
+			state = fmt.Sprintf("OpenBaoInitialized=%s %s", cond.Status, cond.Reason)
+		}
+		out[fmt.Sprintf("%s [%s]", cl.Status.Phase, state)]++
+	}
+	return out, nil
+}
+
 // percentile returns the p-th percentile (0..1) of the convergence times.
 func (cv *convergence) percentile(p float64) time.Duration {
 	ds := make([]time.Duration, 0, len(cv.at))

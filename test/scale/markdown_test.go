@@ -77,8 +77,10 @@ func (r *result) markdown() string {
 		p("throughput, not what the operator asked for.")
 		p("")
 	}
-	p("Idle window %s after %s. Idle requests by verb and path, per cluster per minute:",
-		time.Duration(r.idle.seconds*float64(time.Second)).Round(time.Second), settleNote(r))
+	p("Idle window %s after %s. Clusters at its end: %s.", time.Duration(r.idle.seconds*float64(time.Second)).Round(time.Second),
+		settleNote(r), formatCounts(r.states))
+	p("")
+	p("Idle requests by verb and path, per cluster per minute:")
 	p("")
 	p("| verb and path | per cluster / min |")
 	p("|---|---|")

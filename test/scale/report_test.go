@@ -130,6 +130,7 @@ func (r *result) print(out io.Writer) {
 		p("settle: NOT quiet: reconciles never stopped for %s within %s; measuring anyway", r.s.settleQuiet, r.s.settleMax)
 	}
 	p("idle window %s:", time.Duration(r.idle.seconds*float64(time.Second)).Round(time.Second))
+	p("  clusters at its end: %s", formatCounts(r.states))
 	p("  reconciles/cluster/min %.2f (%s)", r.idleReconciles(), formatCounts(r.idle.byResult))
 	p("  requests/cluster/min   %.2f   goal <= %.0f: %s", r.idleRequests(), goalIdleRequests, met(r.idleRequests() <= goalIdleRequests))
 	p("    reads  %.2f (%s)", r.idleReads(), r.readVerbs())

@@ -20,7 +20,8 @@ type result struct {
 	queueDepth                   float64
 	idleByPath                   []keyCount // nil with SCALE_AUDIT=0
 	convByPath                   []keyCount
-	convCPU, idleCPU             string // cores used per process
+	convCPU, idleCPU             string             // cores used per process
+	states                       map[string]float64 // clusters by phase and bootstrap reason, after the window
 }
 
 // run creates the clusters, waits for them to be applied, waits for the
@@ -70,6 +71,10 @@ func (h *harness) measureIdle(b *testing.B, r *result) (m2, m3 scrape) {
 	r.idleCPU = cpuShare(cpu2, cpu3, m3.at.Sub(m2.at))
 	r.queueDepth = m3.sum(metricQueueDepth, map[string]string{"name": reconcileControllerID})
 	r.peakRSS, r.endRSS = h.mustRSS(b)
+	var err error
+	if r.states, err = clusterStates(context.Background(), h.k8s); err != nil {
+		h.fatal(b, err)
+	}
 	return m2, m3
 }
 
