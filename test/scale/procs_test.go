@@ -35,7 +35,9 @@ type process struct {
 
 // start runs bin with args, its output in dir/<name>.log. The benchmark
 // stops it by PID in a cleanup; Pdeathsig also ends it should the test
-// binary itself die (a -timeout panic runs no cleanups).
+// binary itself die (a -timeout panic runs no cleanups). The signal follows
+// the OS thread that started the child, which Go keeps for the process's
+// life unless a goroutine locked it, and none here does.
 func start(b *testing.B, dir, name string, env []string, bin string, args ...string) *process {
 	b.Helper()
 	logPath := filepath.Join(dir, name+".log")
