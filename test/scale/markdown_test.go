@@ -1,0 +1,136 @@
+package scale_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+)
+
+const (
+	markBegin = "<!-- bench-scale:begin -->"
+	markEnd   = "<!-- bench-scale:end -->"
+)
+
+// writeMarkdown rewrites the bench-scale section of path, between its
+// markers, so that other benchmarks can keep sections of their own in the
+// same file. A file without the markers gets the section appended.
+func writeMarkdown(path string, r *result) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	section := markBegin + "\n" + r.markdown() + markEnd
+	text := string(old)
+	if text == "" {
+		text = "# Benchmarks\n\nFigures measured on this project's machines; each section is rewritten by the make target it names.\n"
+	}
+	begin, end := strings.Index(text, markBegin), strings.Index(text, markEnd)
+	if begin >= 0 && end > begin {
+		text = text[:begin] + section + text[end+len(markEnd):]
+	} else {
+		text = strings.TrimRight(text, "\n") + "\n\n" + section + "\n"
+	}
+	return os.WriteFile(path, []byte(text), 0o644)
+}
+
+func (r *result) markdown() string {
+	var sb strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&sb, format+"\n", args...) }
+	p("## Many clusters, one operator (`make bench-scale`)")
+	p("")
+	p("%d OpenBaoClusters (only `spec.version` set) are created at once, from %d goroutines, in %d namespaces", r.s.clusters, createWorkers, namespaceCount)
+	p("against one operator binary, on envtest (kube-apiserver and etcd from `make tools`) with the real")
+	p("kube-controller-manager (StatefulSet and garbage-collector controllers). There is no scheduler or")
+	p("kubelet: pods stay Pending, and each cluster waits in its bootstrap step. A cluster is applied when its")
+	p("status has `Degraded=False` (reason `Reconciled`) for its generation and its StatefulSet exists.")
+	p("`reconcilePeriod` is 1m, the smallest allowed: the worst case of the periodic resync, so the idle")
+	p("window holds resync passes; %d reconcile workers. Requests are counted at the operator's client", r.workers)
+	p("(`rest_client_requests_total`): reads are GETs (get, list, watch), writes POST, PUT, PATCH, DELETE;")
+	p("the API server's audit log (Metadata level, the operator's user only) splits them by verb and path.")
+	p("")
+	p("```sh")
+	p("make bench-scale   # SCALE_CLUSTERS (default 200), SCALE_IDLE (default 3m)")
+	p("```")
+	p("")
+	p("Measured %s on %s.", time.Now().Format("2006-01-02 15:04 MST"), machineFacts())
+	p("")
+	p("| figure | measured | goal | |")
+	p("|---|---|---|---|")
+	p("| all clusters applied after creation began | %.1f s (p50 %.1f s) | ≤ %.0f s | %s |", r.converge.Seconds(), r.p50.Seconds(), goalConverge.Seconds(), met(r.converge <= goalConverge))
+	p("| operator peak RSS (VmHWM) | %.1f MiB | ≤ %.0f MiB | %s |", r.peakRSS/mib, goalRSSMiB, met(r.peakRSS/mib <= goalRSSMiB))
+	p("| operator RSS at the end | %.1f MiB | | |", r.endRSS/mib)
+	p("| idle reconciles / cluster / min | %.2f | | |", r.idleReconciles())
+	p("| idle API requests / cluster / min | %.2f | ≤ %.0f | %s |", r.idleRequests(), goalIdleRequests, met(r.idleRequests() <= goalIdleRequests))
+	p("| idle reads / cluster / min (%s) | %.2f | | |", r.readVerbs(), r.idleReads())
+	p("| idle writes / cluster / min | %.2f | %.0f | %s |", r.idleWrites(), goalIdleWrites, met(r.idle.writes == 0))
+	p("| reconcile time per pass, converging / idle | %.2f ms / %.2f ms | | |", 1000*r.conv.reconcileMean(), 1000*r.idle.reconcileMean())
+	p("| render time per pass, converging / idle | %s / %s | | |", renderMean(r.conv), renderMean(r.idle))
+	p("| idle: workers busy, mean wait in the queue | %.0f %%, %.0f ms | | |", 100*r.busy(), 1000*r.idle.queueWaitMean())
+	p("| CPU cores used while converging | %s | | |", r.convCPU)
+	p("| CPU cores used while idle | %s | | |", r.idleCPU)
+	p("")
+	if r.saturated() {
+		p("The %d workers were saturated in the idle window: its reconcile and request rates show their", r.workers)
+		p("throughput, not what the operator asked for.")
+		p("")
+	}
+	p("Idle window %s after %s. Clusters at its end: %s.", time.Duration(r.idle.seconds*float64(time.Second)).Round(time.Second),
+		settleNote(r), formatCounts(r.states))
+	p("")
+	p("Idle requests by verb and path, per cluster per minute:")
+	p("")
+	p("| verb and path | per cluster / min |")
+	p("|---|---|")
+	for i, c := range r.idleByPath {
+		if i == markdownPaths {
+			break
+		}
+		p("| `%s` | %.2f |", c.key, r.idle.perClusterMinute(c.n, r.s.clusters))
+	}
+	return sb.String()
+}
+
+func settleNote(r *result) string {
+	if r.settled {
+		return fmt.Sprintf("%s without a reconcile", r.s.settleQuiet)
+	}
+	return fmt.Sprintf("%s in which reconciles never stopped for %s", r.s.settleMax, r.s.settleQuiet)
+}
+
+// machineFacts describes where the figures come from: CPUs, memory, load
+// (other builds may share the machine), Go and the commit measured.
+func machineFacts() string {
+	facts := []string{fmt.Sprintf("%d CPUs (`nproc`)", runtime.NumCPU())}
+	if model := procField("/proc/cpuinfo", "model name"); model != "" {
+		facts = append(facts, model)
+	}
+	var memKB float64
+	if n, _ := fmt.Sscanf(procField("/proc/meminfo", "MemTotal"), "%f kB", &memKB); n == 1 {
+		facts = append(facts, fmt.Sprintf("%.0f GiB", memKB/(1<<20)))
+	}
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		facts = append(facts, "load average "+strings.Join(strings.Fields(string(load))[:3], " ")+" at the end")
+	}
+	facts = append(facts, runtime.Version())
+	if out, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
+		facts = append(facts, "commit "+strings.TrimSpace(string(out)))
+	}
+	return strings.Join(facts, ", ")
+}
+
+// procField returns the value of the first "key: value" line of a /proc file.
+func procField(path, key string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == key {
+			return strings.Join(strings.Fields(v), " ")
+		}
+	}
+	return ""
+}

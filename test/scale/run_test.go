@@ -1,0 +1,139 @@
+package scale_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// result is what one run measured.
+type result struct {
+	s                            settings
+	workers                      int
+	build, create, converge, p50 time.Duration
+	total                        time.Duration
+	peakRSS, convergeRSS, endRSS float64 // bytes
+	conv, idle                   window
+	settled                      bool
+	settleWait                   time.Duration
+	queueDepth                   float64
+	idleByPath                   []keyCount // nil with SCALE_AUDIT=0
+	convByPath                   []keyCount
+	convCPU, idleCPU             string             // cores used per process
+	states                       map[string]float64 // clusters by phase and bootstrap reason, after the window
+}
+
+// run creates the clusters, waits for them to be applied, waits for the
+// operator to go quiet, and measures an idle window.
+func (h *harness) run(b *testing.B) *result {
+	b.Helper()
+	ctx := context.Background()
+	r := &result{s: h.s, workers: h.op.workers, build: h.build}
+	m0 := h.mustScrape(b)
+	cpu0 := cpuTimes()
+	cv := &convergence{start: time.Now(), at: map[string]time.Duration{}}
+	if err := createClusters(ctx, h.k8s, h.s.clusters); err != nil {
+		h.fatal(b, err)
+	}
+	r.create = time.Since(cv.start)
+	b.Logf("created %d clusters in %s; waiting for them to be applied", h.s.clusters, r.create.Round(time.Millisecond))
+	var err error
+	if r.converge, err = cv.waitConverged(ctx, h.k8s, h.s.clusters, h.s.convergeMax); err != nil {
+		h.describeStragglers(b, cv)
+		h.fatal(b, fmt.Errorf("convergence: %w", err))
+	}
+	r.p50 = cv.percentile(0.5)
+	m1 := h.mustScrape(b)
+	r.conv = diff(m0, m1)
+	r.convCPU = cpuShare(cpu0, cpuTimes(), m1.at.Sub(m0.at))
+	_, r.convergeRSS = h.mustRSS(b)
+	b.Logf("all %d applied after %s; waiting up to %s for %s without a reconcile", h.s.clusters,
+		r.converge.Round(time.Millisecond), h.s.settleMax, h.s.settleQuiet)
+	r.settled, r.settleWait = h.settle(b)
+	m2, m3 := h.measureIdle(b, r)
+	if h.audit != "" {
+		h.readAudit(b, r, span{m0.at, m1.at}, span{m2.at, m3.at})
+	}
+	return r
+}
+
+// measureIdle scrapes the operator before and after the idle window.
+func (h *harness) measureIdle(b *testing.B, r *result) (m2, m3 scrape) {
+	b.Helper()
+	b.Logf("measuring an idle window of %s", h.s.idle)
+	cpu2 := cpuTimes()
+	m2 = h.mustScrape(b)
+	time.Sleep(h.s.idle)
+	m3 = h.mustScrape(b)
+	cpu3 := cpuTimes()
+	r.idle = diff(m2, m3)
+	r.idleCPU = cpuShare(cpu2, cpu3, m3.at.Sub(m2.at))
+	r.queueDepth = m3.sum(metricQueueDepth, map[string]string{"name": reconcileControllerID})
+	r.peakRSS, r.endRSS = h.mustRSS(b)
+	var err error
+	if r.states, err = clusterStates(context.Background(), h.k8s); err != nil {
+		h.fatal(b, err)
+	}
+	return m2, m3
+}
+
+// readAudit splits the operator's requests by verb and path from the API
+// server's audit log, once its batches are written.
+func (h *harness) readAudit(b *testing.B, r *result, converging, idle span) {
+	b.Helper()
+	time.Sleep(auditFlush)
+	counts, err := countAudit(h.audit, converging, idle)
+	if err != nil {
+		h.fatal(b, err)
+	}
+	r.convByPath, r.idleByPath = diffCounts(nil, counts[0]), diffCounts(nil, counts[1])
+}
+
+// auditFlush is ample for the log backend's batches (buffered, not timed).
+const auditFlush = 2 * time.Second
+
+// settle waits until the reconcile counter stays still for settleQuiet,
+// or settleMax passes: an operator that polls never goes quiet, and the
+// window then measures it as it is.
+func (h *harness) settle(b *testing.B) (bool, time.Duration) {
+	b.Helper()
+	start := time.Now()
+	ours := map[string]string{"controller": reconcileControllerID}
+	last := h.mustScrape(b).sum(metricReconciles, ours)
+	lastChange := start
+	for time.Since(start) < h.s.settleMax {
+		time.Sleep(2 * time.Second)
+		n := h.mustScrape(b).sum(metricReconciles, ours)
+		if n != last {
+			last, lastChange = n, time.Now()
+		}
+		if time.Since(lastChange) >= h.s.settleQuiet {
+			return true, time.Since(start)
+		}
+	}
+	return false, time.Since(start)
+}
+
+func (h *harness) mustScrape(b *testing.B) scrape {
+	b.Helper()
+	if h.op.exited() {
+		h.fatal(b, fmt.Errorf("the operator exited"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := scrapeMetrics(ctx, h.op.metricsURL)
+	if err != nil {
+		h.fatal(b, err)
+	}
+	return s
+}
+
+func (h *harness) mustRSS(b *testing.B) (hwm, rss float64) {
+	b.Helper()
+	hwm, rss, err := procStatus(h.op.cmd.Process.Pid)
+	if err != nil {
+		h.fatal(b, err)
+	}
+	return hwm, rss
+}
