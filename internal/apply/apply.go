@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,6 +35,9 @@ type Applier struct {
 
 	mu     sync.Mutex
 	owners map[types.NamespacedName]*ownerState
+	// notServed records when pruning found a kind the cluster does not
+	// serve.
+	notServed map[schema.GroupVersionKind]time.Time
 }
 
 // ownerState is what the Applier remembers of one owner.
@@ -78,7 +82,7 @@ type Options struct {
 func New(o Options) *Applier {
 	return &Applier{
 		client: o.Client, cache: o.Cache, cached: o.Cached, live: o.Live, fieldManager: o.FieldManager,
-		owners: map[types.NamespacedName]*ownerState{},
+		owners: map[types.NamespacedName]*ownerState{}, notServed: map[schema.GroupVersionKind]time.Time{},
 	}
 }
 

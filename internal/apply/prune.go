@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -64,10 +65,14 @@ func (a *Applier) prune(ctx context.Context, owner client.Object, kinds []schema
 	selector client.MatchingLabels, keep []*unstructured.Unstructured) ([]string, error) {
 	var pruned []string
 	for _, gvk := range kinds {
+		if a.knownNotServed(gvk) {
+			continue
+		}
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		err := a.live.List(ctx, list, client.InNamespace(owner.GetNamespace()), selector)
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			a.markNotServed(gvk)
 			continue
 		}
 		if err != nil {
@@ -109,4 +114,22 @@ func keySet(objs []*unstructured.Unstructured) string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, "\n")
+}
+
+// notServedFor is how long a kind the cluster does not serve (an optional
+// CRD) is skipped by pruning without asking discovery again: every owner's
+// prune would otherwise look it up anew.
+const notServedFor = time.Minute
+
+func (a *Applier) knownNotServed(gvk schema.GroupVersionKind) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	at, ok := a.notServed[gvk]
+	return ok && time.Since(at) < notServedFor
+}
+
+func (a *Applier) markNotServed(gvk schema.GroupVersionKind) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.notServed[gvk] = time.Now()
 }

@@ -153,37 +153,36 @@ func redactFrom(err error, secret string) error {
 }
 
 // RaftLag reads how many Raft entries each server trails the leader by:
-// every server's own applied index from its sys/leader, then the leader's
-// committed index, read last, so a lag is never understated. The autopilot
-// state's last_index is too coarse for this under load: a follower reports
-// it only every few seconds. Servers that do not answer are left out; err
-// says when no server says it leads.
+// for each server, its own applied index from its sys/leader, then at once
+// the leader's committed index, so the time between the two reads (one
+// request) is all a lag can be overstated by, and it is never understated.
+// The autopilot state's last_index is too coarse for this under load: a
+// follower reports it only every few seconds. Servers that do not answer
+// are left out; err says when no server says it leads.
 func RaftLag(ctx context.Context, servers map[string]Client) (map[string]uint64, error) {
-	applied := map[string]uint64{}
 	leader := ""
 	for name, c := range servers {
-		l, err := c.Leader(ctx)
-		if err != nil {
-			continue
-		}
-		applied[name] = l.RaftAppliedIndex
-		if l.IsSelf {
+		if l, err := c.Leader(ctx); err == nil && l.IsSelf {
 			leader = name
+			break
 		}
 	}
 	if leader == "" {
 		return nil, errors.New("no server says it is the active one")
 	}
-	l, err := servers[leader].Leader(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read sys/leader of %s: %w", leader, err)
-	}
-	lag := make(map[string]uint64, len(applied))
-	for name, a := range applied {
-		if l.RaftCommittedIndex > a {
-			lag[name] = l.RaftCommittedIndex - a
-		} else {
-			lag[name] = 0
+	lag := map[string]uint64{}
+	for name, c := range servers {
+		f, err := c.Leader(ctx)
+		if err != nil {
+			continue
+		}
+		l, err := servers[leader].Leader(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read sys/leader of %s: %w", leader, err)
+		}
+		lag[name] = 0
+		if l.RaftCommittedIndex > f.RaftAppliedIndex {
+			lag[name] = l.RaftCommittedIndex - f.RaftAppliedIndex
 		}
 	}
 	return lag, nil
