@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -153,12 +154,13 @@ func redactFrom(err error, secret string) error {
 }
 
 // RaftLag reads how many Raft entries each server trails the leader by:
-// for each server, its own applied index from its sys/leader, then at once
-// the leader's committed index, so the time between the two reads (one
-// request) is all a lag can be overstated by, and it is never understated.
-// The autopilot state's last_index is too coarse for this under load: a
-// follower reports it only every few seconds. Servers that do not answer
-// are left out; err says when no server says it leads.
+// each server's applied index and the leader's committed index, both from
+// sys/leader, read at the same moment (two requests sent together), the
+// best of lagSamples tries. The reading is then off by at most the writes
+// during one request, however slowly the operator itself is scheduled. The
+// autopilot state's last_index is far too coarse for this: a follower
+// reports it only every few seconds. Servers that do not answer are left
+// out; err says when no server says it leads.
 func RaftLag(ctx context.Context, servers map[string]Client) (map[string]uint64, error) {
 	leader := ""
 	for name, c := range servers {
@@ -172,18 +174,38 @@ func RaftLag(ctx context.Context, servers map[string]Client) (map[string]uint64,
 	}
 	lag := map[string]uint64{}
 	for name, c := range servers {
-		f, err := c.Leader(ctx)
-		if err != nil {
-			continue
-		}
-		l, err := servers[leader].Leader(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("read sys/leader of %s: %w", leader, err)
-		}
-		lag[name] = 0
-		if l.RaftCommittedIndex > f.RaftAppliedIndex {
-			lag[name] = l.RaftCommittedIndex - f.RaftAppliedIndex
+		if l, ok := pairLag(ctx, c, servers[leader]); ok {
+			lag[name] = l
 		}
 	}
 	return lag, nil
+}
+
+// lagSamples is how many paired reads RaftLag takes per server.
+const lagSamples = 2
+
+// pairLag reads a server and the leader together and returns the smallest
+// lag of lagSamples readings.
+func pairLag(ctx context.Context, server, leader Client) (uint64, bool) {
+	best, ok := uint64(0), false
+	for range lagSamples {
+		var s, l Leader
+		var serr, lerr error
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); s, serr = server.Leader(ctx) }()
+		go func() { defer wg.Done(); l, lerr = leader.Leader(ctx) }()
+		wg.Wait()
+		if serr != nil || lerr != nil {
+			continue
+		}
+		var lag uint64
+		if l.RaftCommittedIndex > s.RaftAppliedIndex {
+			lag = l.RaftCommittedIndex - s.RaftAppliedIndex
+		}
+		if !ok || lag < best {
+			best, ok = lag, true
+		}
+	}
+	return best, ok
 }
