@@ -88,6 +88,7 @@ func (r *OpenBaoClusterReconciler) steps() []step {
 		{"pause", r.reconcilePause},
 		{"tls", r.reconcileTLS},
 		{"seal", r.reconcileSealMaterial},
+		{"data-secrets", r.disownDataSecrets},
 		{"bootstrap", r.reconcileBootstrap},
 		{"identity", r.reconcileIdentity},
 		{"membership", r.reconcileMembership},
@@ -110,7 +111,10 @@ func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, err
 	}
 	if !cluster.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil // children go with their owner references
+		return r.finalize(ctx, cluster)
+	}
+	if err := r.ensureFinalizer(ctx, cluster); err != nil {
+		return ctrl.Result{}, err
 	}
 	p, err := r.newPass(ctx, cluster)
 	if err != nil {
@@ -273,4 +277,36 @@ func NewApplier(c client.Client, cache, live client.Reader) *apply.Applier {
 		}
 	}
 	return apply.New(apply.Options{Client: c, Cache: cache, Cached: cached, Live: live, FieldManager: v1alpha1.FieldManager})
+}
+
+// Options configure the OpenBaoCluster controller.
+type Options struct {
+	Operator     values.Operator
+	ResyncPeriod time.Duration
+	// OpenBao makes clients of the servers; nil leaves initialization to
+	// whoever holds the cluster (tests of other steps).
+	OpenBao openbao.Factory
+	Clock   clock.PassiveClock
+	// Issuer reads the service-account issuer; nil leaves the operator's
+	// identity in OpenBao unset.
+	Issuer IssuerSource
+}
+
+// NewReconciler builds the reconciler on the manager's cached client and
+// API reader, exactly as the operator runs it: main and the envtest suite
+// both use it, with CacheOptions, so tests see what production sees.
+func NewReconciler(mgr ctrl.Manager, o Options) (*OpenBaoClusterReconciler, error) {
+	renderer, err := render.New()
+	if err != nil {
+		return nil, err
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return &OpenBaoClusterReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Renderer: renderer,
+		Applier:  NewApplier(mgr.GetClient(), mgr.GetClient(), mgr.GetAPIReader()),
+		Operator: o.Operator, Recorder: mgr.GetEventRecorder("openbao-operator"), Clock: o.Clock,
+		ResyncPeriod: o.ResyncPeriod, OpenBao: o.OpenBao, Issuer: o.Issuer,
+	}, nil
 }

@@ -30,8 +30,10 @@ func byClusterLabel(_ context.Context, obj client.Object) []reconcile.Request {
 }
 
 // podStateChanged passes creations, deletions and the updates the
-// reconciler acts on. It drops the rest, among them the operator's own
-// certificate-hash annotations, which would otherwise start a pass each.
+// reconciler acts on: every update of what is not a pod (a Secret), and of
+// a pod only a change of what the reconciler reads. It drops the rest,
+// among them the operator's own certificate-hash annotations, which would
+// otherwise start a pass each.
 var podStateChanged = predicate.Funcs{
 	UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
 		before, ok1 := e.ObjectOld.(*corev1.Pod)

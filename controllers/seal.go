@@ -22,17 +22,21 @@ func (r *OpenBaoClusterReconciler) reconcileSealMaterial(ctx context.Context, p 
 			fmt.Sprintf("servers unseal through %s", c.Spec.Unseal.Type))
 		return nil
 	}
-	existing, err := r.readSecret(ctx, r.Client, c.Namespace, c.UnsealKeySecretName())
+	existing, err := r.readOwnSecret(ctx, c, c.UnsealKeySecretName())
 	if err != nil {
 		return err
 	}
-	switch action, problem := sealkey.Decide(existing != nil, dataOf(existing)); action {
-	case sealkey.Degraded:
-		p.setCondition(v1alpha1.ConditionSealReady, false, v1alpha1.ReasonStaticKeyInvalid,
-			fmt.Sprintf("Secret %s: %v. The operator never replaces an existing key: restore the original",
-				c.UnsealKeySecretName(), problem))
-		return nil
-	case sealkey.Create:
+	switch action, problem := sealkey.Decide(existing != nil, dataOf(existing)); {
+	case action == sealkey.Degraded:
+		return r.sealKeyProblem(p, v1alpha1.ReasonStaticKeyInvalid, fmt.Sprintf(
+			"Secret %s: %v. The operator never uses or replaces a key of the wrong form: restore the original",
+			c.UnsealKeySecretName(), problem))
+	case existing != nil && !writtenByOperator(existing, c):
+		return r.sealKeyProblem(p, v1alpha1.ReasonStaticKeyNotAdopted, fmt.Sprintf(
+			"Secret %s exists but was not written by the operator; it is neither used nor replaced. To use it "+
+				"(an existing cluster's key), label it %s=%s; to let the operator create a key, delete it",
+			c.UnsealKeySecretName(), v1alpha1.LabelCluster, c.Name))
+	case action == sealkey.Create:
 		if err := r.createStaticKey(ctx, c); err != nil {
 			return err
 		}
@@ -42,6 +46,15 @@ func (r *OpenBaoClusterReconciler) reconcileSealMaterial(ctx context.Context, p 
 	p.setCondition(v1alpha1.ConditionSealReady, true, v1alpha1.ReasonStaticKeyReady,
 		fmt.Sprintf("static seal key in Secret %s", c.UnsealKeySecretName()))
 	return nil
+}
+
+// sealKeyProblem reports a key the operator must not use: the pass stops
+// before the chart is applied, so no pod mounts it.
+func (r *OpenBaoClusterReconciler) sealKeyProblem(p *pass, reason, msg string) error {
+	p.setCondition(v1alpha1.ConditionSealReady, false, reason, msg)
+	p.degrade(reason, msg)
+	p.record("Warning", reason, "CheckSealKey", msg)
+	return errStop
 }
 
 func (r *OpenBaoClusterReconciler) createStaticKey(ctx context.Context, c *v1alpha1.OpenBaoCluster) error {

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/secrets"
 )
 
@@ -22,6 +23,17 @@ func (r *OpenBaoClusterReconciler) readSecret(ctx context.Context, reader client
 		return nil, fmt.Errorf("read Secret %s: %w", name, err)
 	}
 	return s, nil
+}
+
+// readOwnSecret reads a Secret of a name the operator writes: from the
+// cache, which holds only Secrets with the operator's label, and exactly
+// when the cache has none, since a person may have created one by hand.
+func (r *OpenBaoClusterReconciler) readOwnSecret(ctx context.Context, c *v1alpha1.OpenBaoCluster, name string) (*corev1.Secret, error) {
+	s, err := r.readSecret(ctx, r.Client, c.Namespace, name)
+	if err != nil || s != nil {
+		return s, err
+	}
+	return r.readSecret(ctx, r.APIReader, c.Namespace, name)
 }
 
 // createSecret creates a Secret built by package secrets. Its error names

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/secrets"
 	"github.com/openbao/operator/internal/values"
 )
@@ -45,9 +46,16 @@ func (r *OpenBaoClusterReconciler) reconcileSelfInitSecret(ctx context.Context, 
 		if !apierrors.IsAlreadyExists(err) {
 			return err
 		}
-		// Created a moment ago, and not in the cache yet.
+		// Created a moment ago and not in the cache yet, or made by hand.
 		if existing, err = r.readSecret(ctx, r.APIReader, c.Namespace, c.SelfInitSecretName()); err != nil || existing == nil {
 			return err
+		}
+		if !writtenByOperator(existing, c) {
+			msg := fmt.Sprintf("Secret %s exists but was not written by the operator: OpenBao would read its requests at "+
+				"its first start, so the operator neither overwrites it nor starts the servers. Delete it", existing.Name)
+			p.degrade(v1alpha1.ReasonSelfInitSecretNotOwned, msg)
+			p.record("Warning", v1alpha1.ReasonSelfInitSecretNotOwned, "WriteSelfInit", msg)
+			return errStop
 		}
 	}
 	if maps.EqualFunc(existing.Data, data, bytes.Equal) {

@@ -135,23 +135,24 @@ func (r *OpenBaoClusterReconciler) carryOutTLSPlan(ctx context.Context, c *v1alp
 	if err != nil {
 		return obs, fmt.Errorf("issue TLS material: %w", err)
 	}
-	if err := r.writeTLSSecret(ctx, c, caSecret, c.TLSCASecretName(), pki.CASecretData(next.CA)); err != nil {
+	// The CA goes with the data its clients reach, and a retained cluster
+	// keeps it; the server certificate can always be issued again.
+	if err := r.writeTLSSecret(ctx, c, caSecret, c.TLSCASecretName(), pki.CASecretData(next.CA), secrets.WithData); err != nil {
 		return obs, err
 	}
-	if err := r.writeTLSSecret(ctx, c, serverSecret, c.TLSServerSecretName(), pki.ServerSecretData(next.Server)); err != nil {
+	if err := r.writeTLSSecret(ctx, c, serverSecret, c.TLSServerSecretName(), pki.ServerSecretData(next.Server), secrets.WithCluster); err != nil {
 		return obs, err
 	}
 	return next, nil
 }
 
-// writeTLSSecret creates a TLS Secret or replaces its data; the operator
-// can issue TLS material again, so it goes with the cluster.
+// writeTLSSecret creates a TLS Secret or replaces its data.
 func (r *OpenBaoClusterReconciler) writeTLSSecret(ctx context.Context, c *v1alpha1.OpenBaoCluster,
-	existing *corev1.Secret, name string, data map[string][]byte) error {
+	existing *corev1.Secret, name string, data map[string][]byte, life secrets.Lifetime) error {
 	if existing != nil {
 		return r.replaceSecretData(ctx, existing, data)
 	}
-	return r.createSecret(ctx, secrets.New(c, secrets.Spec{Name: name, Type: corev1.SecretTypeTLS, Data: data}))
+	return r.createSecret(ctx, secrets.New(c, secrets.Spec{Name: name, Type: corev1.SecretTypeTLS, Data: data, Lifetime: life}))
 }
 
 func tlsEvent(plan pki.Plan) event {

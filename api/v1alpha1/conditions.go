@@ -42,9 +42,12 @@ const (
 	ReasonExternalSecretsReady      = "ExternalSecretsReady"
 	ReasonACMEByOpenBao             = "ACMEByOpenBao"
 
-	ReasonStaticKeyReady   = "StaticKeyReady"
-	ReasonStaticKeyInvalid = "StaticKeyInvalid"
-	ReasonExternalSeal     = "ExternalSeal"
+	ReasonStaticKeyReady      = "StaticKeyReady"
+	ReasonStaticKeyInvalid    = "StaticKeyInvalid"
+	ReasonStaticKeyNotAdopted = "StaticKeyNotAdopted"
+
+	ReasonSelfInitSecretNotOwned = "SelfInitSecretNotOwned"
+	ReasonExternalSeal           = "ExternalSeal"
 
 	ReasonActiveServerReady = "ActiveServerReady"
 	ReasonNoActiveServer    = "NoActiveServer"

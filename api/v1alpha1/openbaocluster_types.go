@@ -130,10 +130,15 @@ type OpenBaoClusterSpec struct {
 	// +optional
 	Values *apiextensionsv1.JSON `json:"values,omitempty"`
 
-	// DeletionPolicy decides what outlives the OpenBaoCluster: Retain keeps
-	// the Raft volumes; Delete removes them with the StatefulSet.
+	// DeletionPolicy decides what outlives the OpenBaoCluster when it is
+	// deleted; the policy at the time of deletion applies to everything.
+	// Retain keeps the Raft volumes, the static seal key, the root token
+	// and the CA, so that a cluster of the same name adopts them;
+	// DeletePVCs also deletes the volumes and the CA; DeleteAll also the
+	// seal key and the root token. The servers stop before anything goes,
+	// and backups in object storage are never deleted.
 	// +kubebuilder:default=Retain
-	// +kubebuilder:validation:Enum=Retain;Delete
+	// +kubebuilder:validation:Enum=Retain;DeletePVCs;DeleteAll
 	// +optional
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
@@ -143,9 +148,19 @@ type DeletionPolicy string
 
 // Deletion policies.
 const (
-	DeletionPolicyRetain DeletionPolicy = "Retain"
-	DeletionPolicyDelete DeletionPolicy = "Delete"
+	DeletionPolicyRetain     DeletionPolicy = "Retain"
+	DeletionPolicyDeletePVCs DeletionPolicy = "DeletePVCs"
+	DeletionPolicyDeleteAll  DeletionPolicy = "DeleteAll"
 )
+
+// DeletesVolumes says the policy deletes the Raft volumes.
+func (p DeletionPolicy) DeletesVolumes() bool {
+	return p == DeletionPolicyDeletePVCs || p == DeletionPolicyDeleteAll
+}
+
+// Finalizer holds an OpenBaoCluster until the operator has carried out its
+// deletion policy in order.
+const Finalizer = "openbao.org/deletion-policy"
 
 // TLSMode is who provides the servers' certificates.
 type TLSMode string

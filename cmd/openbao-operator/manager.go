@@ -21,7 +21,6 @@ import (
 	"github.com/openbao/operator/controllers"
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/openbao"
-	"github.com/openbao/operator/internal/render"
 	"github.com/openbao/operator/internal/values"
 )
 
@@ -92,27 +91,18 @@ func runManager(args []string) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	renderer, err := render.New()
-	if err != nil {
-		return err
-	}
 	issuer, err := controllers.NewIssuerSource(cfg, clock.RealClock{})
 	if err != nil {
 		return err
 	}
-	reconciler := &controllers.OpenBaoClusterReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Renderer:  renderer,
-		Applier:   controllers.NewApplier(mgr.GetClient(), mgr.GetClient(), mgr.GetAPIReader()),
+	reconciler, err := controllers.NewReconciler(mgr, controllers.Options{
 		Operator: values.Operator{
 			Namespace: f.namespace, Image: f.image, OpenShift: openshift, OverrideValues: settings.OverrideValues,
 		},
-		Recorder:     mgr.GetEventRecorder("openbao-operator"),
-		Clock:        clock.RealClock{},
-		ResyncPeriod: settings.ReconcilePeriod,
-		OpenBao:      openbao.New,
-		Issuer:       issuer,
+		ResyncPeriod: settings.ReconcilePeriod, OpenBao: openbao.New, Issuer: issuer,
+	})
+	if err != nil {
+		return err
 	}
 	if err := reconciler.SetupWithManager(mgr, settings.MaxConcurrentReconciles); err != nil {
 		return fmt.Errorf("set up OpenBaoCluster controller: %w", err)

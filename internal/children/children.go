@@ -32,8 +32,9 @@ const (
 	NotWatched Watch = iota
 	// ByOwner: the cluster is the object's controller.
 	ByOwner
-	// ByClusterLabel: another child owns the object (pods, by the
-	// StatefulSet); the openbao.org/cluster label maps it to its cluster.
+	// ByClusterLabel: the cluster does not own the object (pods, which the
+	// StatefulSet owns; Secrets that outlive the cluster); the
+	// openbao.org/cluster label maps it to its cluster.
 	ByClusterLabel
 )
 
@@ -62,8 +63,10 @@ var all = []Kind{
 	{GVK: networkingv1.SchemeGroupVersion.WithKind("Ingress"), New: func() Object { return &networkingv1.Ingress{} }, Rendered: true, Watch: ByOwner},
 	{GVK: schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1alpha2", Kind: "TLSRoute"}, Rendered: true},
 	{GVK: schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"}, Rendered: true},
-	// Written by the reconcile steps, not the chart.
-	{GVK: corev1.SchemeGroupVersion.WithKind("Secret"), New: func() Object { return &corev1.Secret{} }, Watch: ByOwner},
+	// Written by the reconcile steps, not the chart. The ones that go with
+	// the data (seal key, root token, CA) have no owner, so Secrets are
+	// mapped to their cluster by its label.
+	{GVK: corev1.SchemeGroupVersion.WithKind("Secret"), New: func() Object { return &corev1.Secret{} }, Watch: ByClusterLabel},
 	{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), New: func() Object { return &corev1.Pod{} }, Watch: ByClusterLabel},
 }
 

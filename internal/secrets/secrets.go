@@ -24,9 +24,10 @@ const (
 	// WithCluster: garbage-collected with the cluster (TLS material,
 	// self-init requests), which the operator can make again.
 	WithCluster Lifetime = iota
-	// WithData: opens the data on the Raft volumes (seal key, root token),
-	// so it is owned by the cluster only when deletionPolicy deletes the
-	// volumes too; otherwise it outlives the cluster like the data.
+	// WithData: goes with the data on the Raft volumes (the seal key and
+	// root token that open it, the CA its clients trust). It has no owner:
+	// the operator's finalizer deletes it as the deletion policy says when
+	// the cluster is deleted, and a cluster of the same name adopts it.
 	WithData
 )
 
@@ -53,7 +54,7 @@ func New(c *v1alpha1.OpenBaoCluster, s Spec) *corev1.Secret {
 	if s.Immutable {
 		out.Immutable = ptr.To(true)
 	}
-	if s.Lifetime == WithCluster || c.Spec.DeletionPolicy == v1alpha1.DeletionPolicyDelete {
+	if s.Lifetime == WithCluster {
 		out.OwnerReferences = []metav1.OwnerReference{c.ControllerReference()}
 	}
 	return out

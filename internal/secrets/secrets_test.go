@@ -27,10 +27,10 @@ func TestOwnerReferenceFollowsLifetimeAndPolicy(t *testing.T) {
 		policy   v1alpha1.DeletionPolicy
 		owned    bool
 	}{
-		"TLS material goes with the cluster":               {secrets.WithCluster, v1alpha1.DeletionPolicyRetain, true},
-		"the seal key outlives a retained cluster":         {secrets.WithData, v1alpha1.DeletionPolicyRetain, false},
-		"the seal key outlives a cluster without a policy": {secrets.WithData, "", false},
-		"the seal key goes when the volumes go":            {secrets.WithData, v1alpha1.DeletionPolicyDelete, true},
+		"server TLS material goes with the cluster":             {secrets.WithCluster, v1alpha1.DeletionPolicyRetain, true},
+		"the seal key outlives a retained cluster":              {secrets.WithData, v1alpha1.DeletionPolicyRetain, false},
+		"the seal key outlives a cluster without a policy":      {secrets.WithData, "", false},
+		"the seal key is never owned: the finalizer deletes it": {secrets.WithData, v1alpha1.DeletionPolicyDeleteAll, false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -26,19 +26,15 @@ func ownedValues(in Input, op Operator, cfg Config) (map[string]any, error) {
 		"config": map[string]any{
 			"hcl": cfg.HCL, "checksum": cfg.Checksum,
 		},
-		"tls":           map[string]any{"mode": string(tlsMode(c))},
-		"seal":          sealValues(c),
-		"storage":       storageValues(c),
-		"scheduling":    scheduling,
-		"service":       serviceValues(c),
-		"ingress":       ingressValues(c),
-		"gateway":       gatewayValues(c),
-		"networkPolicy": network,
-		// A peer removed by a scale-down leaves its volume as the deletion
-		// policy leaves every volume.
-		"persistentVolumeClaimRetentionPolicy": map[string]any{
-			"whenDeleted": string(deletionPolicy(c)), "whenScaled": string(deletionPolicy(c)),
-		},
+		"tls":                                  map[string]any{"mode": string(tlsMode(c))},
+		"seal":                                 sealValues(c),
+		"storage":                              storageValues(c),
+		"scheduling":                           scheduling,
+		"service":                              serviceValues(c),
+		"ingress":                              ingressValues(c),
+		"gateway":                              gatewayValues(c),
+		"networkPolicy":                        network,
+		"persistentVolumeClaimRetentionPolicy": pvcRetention(c),
 	}, nil
 }
 
@@ -191,11 +187,16 @@ func networkPolicyValues(c *v1alpha1.OpenBaoCluster) (map[string]any, error) {
 	return map[string]any{"enabled": enabled, "apiClients": clients}, nil
 }
 
-func deletionPolicy(c *v1alpha1.OpenBaoCluster) v1alpha1.DeletionPolicy {
-	if c.Spec.DeletionPolicy == "" {
-		return v1alpha1.DeletionPolicyRetain
+// pvcRetention keeps the volumes when the StatefulSet goes: the operator's
+// finalizer deletes them in order, after the servers stopped, as the
+// deletion policy at that moment says. A peer removed by a scale-down
+// leaves its volume as the deletion policy leaves every volume.
+func pvcRetention(c *v1alpha1.OpenBaoCluster) map[string]any {
+	scaled := "Retain"
+	if c.Spec.DeletionPolicy.DeletesVolumes() {
+		scaled = "Delete"
 	}
-	return c.Spec.DeletionPolicy
+	return map[string]any{"whenDeleted": "Retain", "whenScaled": scaled}
 }
 
 func stringMap(m map[string]string) map[string]any {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,9 @@ import (
 	"github.com/openbao/operator/internal/sealkey"
 )
 
+// TestStaticSealKeyIsCreatedOnceAndKeptWithTheData: the key has no owner
+// whatever the policy, so that garbage collection never takes it; the
+// finalizer deletes it when the policy in force at deletion says so.
 func TestStaticSealKeyIsCreatedOnceAndKeptWithTheData(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -21,7 +25,8 @@ func TestStaticSealKeyIsCreatedOnceAndKeptWithTheData(t *testing.T) {
 		owned        bool
 	}{
 		{"sealkey-retain", "Retain", false},
-		{"sealkey-delete", "Delete", true},
+		{"sealkey-deletepvcs", "DeletePVCs", false},
+		{"sealkey-deleteall", "DeleteAll", false},
 	} {
 		t.Run(tc.policy, func(t *testing.T) {
 			c := newCluster(t, managedNamespace, fmt.Sprintf(`
@@ -108,5 +113,59 @@ spec:
 	err := k8s.Get(ctx, client.ObjectKey{Namespace: managedNamespace, Name: c.UnsealKeySecretName()}, &corev1.Secret{})
 	if !apierrors.IsNotFound(err) {
 		t.Fatalf("a KMS-sealed cluster got a static key Secret (%v)", err)
+	}
+}
+
+// TestAKeyTheOperatorDidNotWriteIsAdoptedOnlyWhenLabelled: a well-formed key
+// a person created is neither used nor replaced until it carries the
+// cluster label, the documented way to hand the operator an existing key.
+func TestAKeyTheOperatorDidNotWriteIsAdoptedOnlyWhenLabelled(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, managedNamespace, `
+metadata: {name: ownkey}
+spec: {version: 2.4.0}
+`)
+	mine := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: c.UnsealKeySecretName(), Namespace: managedNamespace},
+		Data:       map[string][]byte{sealkey.DataKey: []byte("0123456789abcdef0123456789abcdef")},
+	}
+	if err := k8s.Create(ctx, mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	sealReason := func(want string) func() error {
+		return func() error {
+			cond, err := condition(ctx, c, v1alpha1.ConditionSealReady)
+			if err != nil {
+				return err
+			}
+			if cond.Reason != want {
+				return fmt.Errorf("SealReady %s/%s", cond.Status, cond.Reason)
+			}
+			return nil
+		}
+	}
+	eventually(t, wait, "SealReady=False StaticKeyNotAdopted", sealReason(v1alpha1.ReasonStaticKeyNotAdopted))
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: managedNamespace, Name: c.StatefulSetName()}, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the StatefulSet was applied with a key nobody adopted (%v)", err)
+	}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(mine), mine); err != nil {
+		t.Fatal(err)
+	}
+	mine.Labels = map[string]string{v1alpha1.LabelCluster: c.Name, v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}
+	if err := k8s.Update(ctx, mine); err != nil {
+		t.Fatal(err)
+	}
+	// The label brings the Secret into the operator's cache, and its
+	// arrival starts a pass.
+	eventually(t, wait, "SealReady=True StaticKeyReady", sealReason(v1alpha1.ReasonStaticKeyReady))
+	got := &corev1.Secret{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(mine), got); err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Data[sealkey.DataKey]) != "0123456789abcdef0123456789abcdef" {
+		t.Fatal("the operator replaced the key it adopted")
 	}
 }

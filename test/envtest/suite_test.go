@@ -95,17 +95,22 @@ func zapLevel() int8 {
 }
 
 // startManager runs the OpenBaoCluster reconciler the way the operator's
-// manager does, scoped to managedNamespace.
+// manager does (the same constructor and cache options, so the same label
+// filters), scoped to managedNamespace.
 func startManager(ctx context.Context) error {
+	cacheOptions := controllers.CacheOptions()
+	cacheOptions.DefaultNamespaces = map[string]cache.Config{managedNamespace: {}}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{managedNamespace: {}}},
+		Cache:   cacheOptions,
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	r, err := newReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("openbao-operator"))
+	r, err := controllers.NewReconciler(mgr, controllers.Options{
+		Operator: values.Operator{Namespace: "openbao-operator-system"}, ResyncPeriod: 10 * time.Minute,
+	})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,163 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/secrets"
+)
+
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;delete
+
+// finalizeRetry paces the wait for the servers to stop.
+const finalizeRetry = 2 * time.Second
+
+// ensureFinalizer puts the deletion-policy finalizer on a cluster that
+// lacks it, so that its deletion waits for the operator.
+func (r *OpenBaoClusterReconciler) ensureFinalizer(ctx context.Context, c *v1alpha1.OpenBaoCluster) error {
+	if controllerutil.ContainsFinalizer(c, v1alpha1.Finalizer) {
+		return nil
+	}
+	patch := client.MergeFrom(c.DeepCopy())
+	controllerutil.AddFinalizer(c, v1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, c, patch); err != nil {
+		return fmt.Errorf("add finalizer %s: %w", v1alpha1.Finalizer, err)
+	}
+	return nil
+}
+
+// finalize carries out the deletion policy in order, then lets the cluster
+// go: the servers stop first; then, as the policy in force says, the Raft
+// volumes and the CA (DeletePVCs, DeleteAll); the seal key and the root
+// token last (DeleteAll). What is left, the owned children, goes with the
+// cluster. Backups in object storage are never touched.
+func (r *OpenBaoClusterReconciler) finalize(ctx context.Context, c *v1alpha1.OpenBaoCluster) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(c, v1alpha1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	stopped, err := r.stopServers(ctx, c)
+	if err != nil || !stopped {
+		return ctrl.Result{RequeueAfter: finalizeRetry}, err
+	}
+	policy := c.Spec.DeletionPolicy
+	if policy.DeletesVolumes() {
+		if err := r.deleteVolumes(ctx, c); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.deleteDataSecrets(ctx, c, c.TLSCASecretName()); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if policy == v1alpha1.DeletionPolicyDeleteAll {
+		if err := r.deleteDataSecrets(ctx, c, c.UnsealKeySecretName(), c.RootTokenSecretName()); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	ctrl.LoggerFrom(ctx).Info("deletion policy carried out", "audit", true, "event_type", "openbao.cluster.deleted",
+		"deletionPolicy", string(policy))
+	patch := client.MergeFrom(c.DeepCopy())
+	controllerutil.RemoveFinalizer(c, v1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, c, patch); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("remove finalizer %s: %w", v1alpha1.Finalizer, err)
+	}
+	r.forget(client.ObjectKeyFromObject(c))
+	return ctrl.Result{}, nil
+}
+
+// stopServers deletes the StatefulSet and reports whether every server pod
+// is gone.
+func (r *OpenBaoClusterReconciler) stopServers(ctx context.Context, c *v1alpha1.OpenBaoCluster) (bool, error) {
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: c.StatefulSetName(), Namespace: c.Namespace}}
+	err := r.Client.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationForeground))
+	if client.IgnoreNotFound(err) != nil {
+		return false, fmt.Errorf("delete StatefulSet %s: %w", sts.Name, err)
+	}
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(c.PodSelectorLabels())); err != nil {
+		return false, fmt.Errorf("list pods of %s: %w", c.Name, err)
+	}
+	return len(pods.Items) == 0, nil
+}
+
+// deleteVolumes deletes the Raft volumes of every server the cluster ever
+// ran: the claims carry its pod selector labels.
+func (r *OpenBaoClusterReconciler) deleteVolumes(ctx context.Context, c *v1alpha1.OpenBaoCluster) error {
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := r.APIReader.List(ctx, claims, client.InNamespace(c.Namespace), client.MatchingLabels(c.PodSelectorLabels())); err != nil {
+		return fmt.Errorf("list the volumes of %s: %w", c.Name, err)
+	}
+	for i := range claims.Items {
+		claim := &claims.Items[i]
+		if err := r.Client.Delete(ctx, claim); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete volume claim %s: %w", claim.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("deleted a Raft volume", "audit", true, "event_type", "openbao.cluster.volume_deleted", "claim", claim.Name)
+	}
+	return nil
+}
+
+// deleteDataSecrets deletes Secrets the operator wrote for the data (read
+// exactly: they may be of an earlier cluster of this name), and only
+// those: a Secret of that name without the operator's label stays.
+func (r *OpenBaoClusterReconciler) deleteDataSecrets(ctx context.Context, c *v1alpha1.OpenBaoCluster, names ...string) error {
+	for _, name := range names {
+		s, err := r.readSecret(ctx, r.APIReader, c.Namespace, name)
+		if err != nil {
+			return err
+		}
+		if s == nil || !writtenByOperator(s, c) {
+			continue
+		}
+		if err := r.deleteSecret(ctx, s); err != nil {
+			return err
+		}
+		ctrl.LoggerFrom(ctx).Info("deleted a Secret the deletion policy removes", "audit", true,
+			"event_type", "openbao.cluster.secret_deleted", "secret", name)
+	}
+	return nil
+}
+
+// writtenByOperator says the Secret carries the labels the operator puts
+// on every Secret it writes for c.
+func writtenByOperator(s *corev1.Secret, c *v1alpha1.OpenBaoCluster) bool {
+	for k, v := range secrets.Labels(c) {
+		if s.Labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// disownDataSecrets removes the cluster's owner reference from the Secrets
+// that go with the data, which earlier versions of the operator owned under
+// a deleting policy: an owner reference would let garbage collection take
+// the seal key of volumes that a later Retain keeps. They are read from
+// the cache, so this costs nothing once done.
+func (r *OpenBaoClusterReconciler) disownDataSecrets(ctx context.Context, p *pass) error {
+	c := p.cluster
+	for _, name := range []string{c.UnsealKeySecretName(), c.RootTokenSecretName(), c.TLSCASecretName()} {
+		s, err := r.readSecret(ctx, r.Client, c.Namespace, name)
+		if err != nil || s == nil || metav1.GetControllerOfNoCopy(s) == nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		patch := client.MergeFrom(s.DeepCopy())
+		s.OwnerReferences = nil
+		if err := r.Client.Patch(ctx, s, patch); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("remove the owner of Secret %s: %w", name, secrets.Redact(err))
+		}
+	}
+	return nil
+}
