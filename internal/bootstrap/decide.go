@@ -95,12 +95,16 @@ func Decide(o Observed) Decision {
 	if !o.Pod0.Started() {
 		return wait(ReasonPodStarting, fmt.Sprintf("waiting for the OpenBao container of %s to run", o.Pod0.Name), WatchedWait)
 	}
+	// sys/health over verified TLS decides; a label saying "not
+	// initialized" may stand in for it, since sys/init refuses an
+	// initialized server anyway. A label saying "initialized" never does:
+	// whoever can patch pods can set a label.
 	initialized, known := o.Pod0.LabelState(podstate.LabelInitialized)
-	if !known && o.Health != nil {
-		initialized, known = o.Health.Initialized, true
-	}
-	if !known {
-		return wait(ReasonHealthUnknown, fmt.Sprintf("cannot tell yet whether %s is initialized", o.Pod0.Name), PollInterval)
+	switch {
+	case o.Health != nil:
+		initialized = o.Health.Initialized
+	case !known || initialized:
+		return wait(ReasonHealthUnknown, fmt.Sprintf("confirming with sys/health whether %s is initialized", o.Pod0.Name), PollInterval)
 	}
 	if initialized {
 		return adopt(o)

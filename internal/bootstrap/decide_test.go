@@ -64,17 +64,20 @@ func TestDecide(t *testing.T) {
 			obs: bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "false")), Now: now}, action: bootstrap.ActionInitialize},
 		{name: "an uninitialized pod-0 by health (501) is initialized when labels are absent",
 			obs: bootstrap.Observed{Pod0: pod0(), Health: health(false), Now: now}, action: bootstrap.ActionInitialize},
-		{name: "the label wins over a stale health answer",
-			obs: bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "true")), Health: health(false)}, action: bootstrap.ActionAdopt, reason: bootstrap.ReasonAdopted},
+		{name: "a label saying initialized is not proof: sys/health decides, and initializes a server it says is not",
+			obs: bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "true")), Health: health(false), Now: now}, action: bootstrap.ActionInitialize},
+		{name: "a label saying initialized waits for sys/health to confirm it",
+			obs:    bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "true"))},
+			action: bootstrap.ActionWait, reason: bootstrap.ReasonHealthUnknown, after: bootstrap.PollInterval},
 		{name: "an unreadable label falls back to health",
 			obs: bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "maybe")), Health: health(true)}, action: bootstrap.ActionAdopt, reason: bootstrap.ReasonAdopted},
 		{name: "an initialized cluster without our Secret is adopted, not initialized again",
 			obs: bootstrap.Observed{Pod0: pod0(), Health: health(true)}, action: bootstrap.ActionAdopt, reason: bootstrap.ReasonAdopted},
 		{name: "an initialized cluster with our Secret is marked initialized (the status write was lost)",
-			obs:    bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "true")), RootTokenSecretExists: true},
+			obs:    bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "true")), Health: health(true), RootTokenSecretExists: true},
 			action: bootstrap.ActionMarkInitialized, reason: bootstrap.ReasonInitialized},
 		{name: "self-init detected through labels is adopted as self-initialized",
-			obs: bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "true")), SelfInit: true}, action: bootstrap.ActionAdopt, reason: bootstrap.ReasonSelfInitialized, self: true},
+			obs: bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "true")), Health: health(true), SelfInit: true}, action: bootstrap.ActionAdopt, reason: bootstrap.ReasonSelfInitialized, self: true},
 		{name: "self-init not finished yet waits and never initializes",
 			obs: bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "false")), SelfInit: true}, action: bootstrap.ActionWait, reason: bootstrap.ReasonAwaitingSelfInit},
 		{name: "a stale root-token Secret on an uninitialized cluster is degraded, not overwritten",
@@ -173,14 +176,14 @@ func TestNeedsHealthOnlyWhenLabelsDoNotTell(t *testing.T) {
 // cluster as one initialized elsewhere, and never initialize again.
 func TestAnInitCutShortIsReportedNotAdopted(t *testing.T) {
 	d := bootstrap.Decide(bootstrap.Observed{
-		Pod0: pod0(label(podstate.LabelInitialized, "true")), InitStarted: true,
+		Pod0: pod0(label(podstate.LabelInitialized, "true")), Health: health(true), InitStarted: true,
 		RootTokenSecretName: "bao-root-token", Now: now,
 	})
 	if d.Action != bootstrap.ActionAdopt || d.Reason != bootstrap.ReasonRootTokenLost {
 		t.Fatalf("got %s/%s, want Adopt/RootTokenLost", d.Action, d.Reason)
 	}
 	withSecret := bootstrap.Decide(bootstrap.Observed{
-		Pod0: pod0(label(podstate.LabelInitialized, "true")), InitStarted: true, RootTokenSecretExists: true, Now: now,
+		Pod0: pod0(label(podstate.LabelInitialized, "true")), Health: health(true), InitStarted: true, RootTokenSecretExists: true, Now: now,
 	})
 	if withSecret.Action != bootstrap.ActionMarkInitialized {
 		t.Fatalf("with the token stored: got %s, want MarkInitialized", withSecret.Action)

@@ -11,7 +11,8 @@ import (
 
 // FuzzDecide holds the invariants of Decide over arbitrary snapshots:
 // no hot loop, no second init, no init in self-init mode, no init over an
-// existing root-token Secret, and every outcome has a reason.
+// existing root-token Secret, no adoption a label alone asserts, and every
+// outcome has a reason.
 func FuzzDecide(f *testing.F) {
 	f.Add(true, true, "false", false, false, false, false, false, "", int32(0), 0, int64(0))
 	f.Add(true, true, "", true, true, false, false, false, "CrashLoopBackOff", int32(5), 2, int64(3))
@@ -44,11 +45,15 @@ func FuzzDecide(f *testing.F) {
 			switch {
 			case statusInit, selfInit, secret:
 				t.Errorf("initialize with status %v, self-init %v, Secret %v", statusInit, selfInit, secret)
-			case known && labelled, !known && (obs.Health == nil || obs.Health.Initialized):
+			case obs.Health != nil && obs.Health.Initialized, obs.Health == nil && !(known && !labelled):
 				t.Errorf("initialize a cluster that is or may be initialized: %+v", obs)
-			case !obs.Pod0.Running:
-				t.Error("initialize a pod that is not running")
+			case !obs.Pod0.Started():
+				t.Error("initialize a pod whose container has not started")
 			}
+		}
+		// Adoption only on proof: sys/health said initialized.
+		if (d.Action == bootstrap.ActionAdopt || d.Action == bootstrap.ActionMarkInitialized) && (obs.Health == nil || !obs.Health.Initialized) {
+			t.Errorf("%s without sys/health confirming initialization: %+v", d.Action, obs)
 		}
 	})
 }

@@ -39,13 +39,14 @@ type Observed struct {
 }
 
 // NeedsHealth says whether Decide wants a sys/health answer: pod-0 runs
-// and its labels do not tell whether it is initialized.
+// and its label does not say it is uninitialized. A label saying it is
+// initialized is confirmed by sys/health before anything is adopted.
 func (o Observed) NeedsHealth() bool {
 	if !o.NeedsRootTokenSecret() {
 		return false
 	}
-	_, known := o.Pod0.LabelState(podstate.LabelInitialized)
-	return !known
+	initialized, known := o.Pod0.LabelState(podstate.LabelInitialized)
+	return !known || initialized
 }
 
 // NeedsRootTokenSecret says whether Decide may look at the root-token

@@ -12,6 +12,9 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/openbao/operator/internal/baoconfig"
+	"github.com/openbao/operator/internal/values"
 )
 
 // Forbidden is one schemaless map field of the spec and its owned keys.
@@ -19,6 +22,9 @@ type Forbidden struct {
 	Field  string   // property of .spec, such as "config"
 	Keys   []string // keys the user may not set
 	Reason string   // appended to each key's description
+	// Nested protects keys inside maps of the field (label maps of
+	// spec.values), each with its reason.
+	Nested []Forbidden
 }
 
 // Protect rewrites the named spec fields of every version in crdYAML.
@@ -67,5 +73,23 @@ func protectField(prop apiextensionsv1.JSONSchemaProps, f Forbidden) apiextensio
 			Not:                    &apiextensionsv1.JSONSchemaProps{},
 		}
 	}
+	for _, n := range f.Nested {
+		prop.Properties[n.Field] = protectField(apiextensionsv1.JSONSchemaProps{}, n)
+	}
 	return prop
+}
+
+// OpenBaoClusterFields are the protected fields of the OpenBaoCluster
+// spec: the keys of spec.config the operator renders, the chart values of
+// spec.values it derives, and the labels it owns in spec.values' label maps.
+func OpenBaoClusterFields() []Forbidden {
+	const labelReason = "a label the operator, OpenBao or the StatefulSet controller owns: the operator selects, prunes and maps pods by it"
+	return []Forbidden{
+		{Field: "config", Keys: baoconfig.ProtectedKeys(), Reason: "rendered by the operator and cannot be set in spec.config"},
+		{Field: "values", Keys: values.CRProtectedKeys(), Reason: "set by the operator from the spec and cannot be overridden in spec.values",
+			Nested: []Forbidden{
+				{Field: "podLabels", Keys: values.ProtectedLabels(), Reason: labelReason},
+				{Field: "commonLabels", Keys: values.ProtectedLabels(), Reason: labelReason},
+			}},
+	}
 }

@@ -11,10 +11,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/openbao/operator/config/crd"
-	"github.com/openbao/operator/internal/baoconfig"
 	"github.com/openbao/operator/internal/crdgen"
 	"github.com/openbao/operator/internal/crdschema"
-	"github.com/openbao/operator/internal/values"
 )
 
 // smallCRD has one schemaless map, as controller-gen writes for
@@ -123,43 +121,46 @@ func TestGeneratedCRDIsFresh(t *testing.T) {
 	if err := yaml.Unmarshal(crd.OpenBaoClusters, &c); err != nil {
 		t.Fatal(err)
 	}
-	cases := map[string]struct {
-		field string
-		want  []string
-	}{
-		"spec.config declares exactly baoconfig.ProtectedKeys": {field: "config", want: baoconfig.ProtectedKeys()},
-		"spec.values declares exactly values.CRProtectedKeys":  {field: "values", want: values.CRProtectedKeys()},
-	}
 	for _, v := range c.Spec.Versions {
-		for name, tc := range cases {
-			t.Run(v.Name+"/"+name, func(t *testing.T) {
-				prop := v.Schema.OpenAPIV3Schema.Properties["spec"].Properties[tc.field]
-				var got []string
-				for k, p := range prop.Properties {
-					got = append(got, k)
-					if p.Not == nil {
-						t.Errorf("spec.%s.%s is declared but not forbidden", tc.field, k)
-					}
-				}
-				sort.Strings(got)
-				want := append([]string(nil), tc.want...)
-				sort.Strings(want)
-				if !reflect.DeepEqual(got, want) {
-					t.Errorf("CRD spec.%s properties %v\nwant %v (run `make generate`)", tc.field, got, want)
-				}
+		for _, f := range crdgen.OpenBaoClusterFields() {
+			t.Run(v.Name+"/spec."+f.Field, func(t *testing.T) {
+				checkDeclared(t, "spec."+f.Field, v.Schema.OpenAPIV3Schema.Properties["spec"].Properties[f.Field], f)
 			})
 		}
+	}
+}
+
+// checkDeclared holds a field's schema to exactly the forbidden keys and
+// the nested maps of f.
+func checkDeclared(t *testing.T, path string, prop apiextensionsv1.JSONSchemaProps, f crdgen.Forbidden) {
+	t.Helper()
+	nested := map[string]crdgen.Forbidden{}
+	for _, n := range f.Nested {
+		nested[n.Field] = n
+	}
+	var got []string
+	for k, p := range prop.Properties {
+		if n, ok := nested[k]; ok {
+			checkDeclared(t, path+"."+k, p, n)
+			continue
+		}
+		got = append(got, k)
+		if p.Not == nil {
+			t.Errorf("%s.%s is declared but not forbidden", path, k)
+		}
+	}
+	sort.Strings(got)
+	want := append([]string(nil), f.Keys...)
+	sort.Strings(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("CRD %s properties %v\nwant %v (run `make generate`)", path, got, want)
 	}
 }
 
 // TestProtectIsIdempotent: running crdgen again on the generated CRD
 // changes nothing, so `make generate` is stable.
 func TestProtectIsIdempotent(t *testing.T) {
-	fields := []crdgen.Forbidden{
-		{Field: "config", Keys: baoconfig.ProtectedKeys(), Reason: "rendered by the operator and cannot be set in spec.config"},
-		{Field: "values", Keys: values.CRProtectedKeys(), Reason: "set by the operator from the spec and cannot be overridden in spec.values"},
-	}
-	out, err := crdgen.Protect(crd.OpenBaoClusters, fields)
+	out, err := crdgen.Protect(crd.OpenBaoClusters, crdgen.OpenBaoClusterFields())
 	if err != nil {
 		t.Fatal(err)
 	}

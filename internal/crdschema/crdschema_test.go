@@ -252,3 +252,16 @@ func TestAdmitEnforcesALoadedRule(t *testing.T) {
 		t.Errorf("want the rule's message at spec, got %v", errs)
 	}
 }
+
+func TestAdmitRefusesLabelsTheOperatorOwnsInSpecValues(t *testing.T) {
+	s := load(t)
+	bad := object(t, minimal+"  values: {podLabels: {openbao.org/cluster: other, team: a}}\n")
+	errs := s.Admit(context.Background(), bad, nil)
+	if len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), "spec.values.podLabels.openbao.org/cluster") {
+		t.Fatalf("want spec.values.podLabels.openbao.org/cluster refused, got %v", errs)
+	}
+	good := object(t, minimal+"  values: {podLabels: {team: a}, commonLabels: {owner: b}}\n")
+	if errs := s.Admit(context.Background(), good, nil); len(errs) > 0 {
+		t.Fatalf("ordinary labels refused: %v", errs.ToAggregate())
+	}
+}

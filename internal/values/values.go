@@ -14,6 +14,7 @@ import (
 	"sort"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/podstate"
 )
 
 // ownedKeys are top-level chart values derived from the spec or status. A
@@ -46,9 +47,13 @@ func (e *OwnedKeyError) Error() string {
 	return fmt.Sprintf("%s.%s is set by the operator from the OpenBaoCluster spec and cannot be overridden", e.Layer, e.Key)
 }
 
-// CheckOverrideValues rejects operator-wide overrides of owned keys.
+// CheckOverrideValues rejects operator-wide overrides of owned keys and
+// protected labels.
 func CheckOverrideValues(override map[string]any) error {
-	return checkKeys("overrideValues", override, ownedKeys)
+	if err := checkKeys("overrideValues", override, ownedKeys); err != nil {
+		return err
+	}
+	return checkLabels("overrideValues", override)
 }
 
 func checkKeys(layer string, vals map[string]any, forbidden []string) error {
@@ -91,8 +96,11 @@ func Compute(in Input, op Operator, cfg Config) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	merged := merge(user, op.OverrideValues)
-	return merge(merged, owned), nil
+	merged := merge(merge(user, op.OverrideValues), owned)
+	if err := checkDisruptionBudget(merged, in.Cluster.Spec.Replicas); err != nil {
+		return nil, err
+	}
+	return merged, nil
 }
 
 func specValues(c *v1alpha1.OpenBaoCluster) (map[string]any, error) {
@@ -104,6 +112,9 @@ func specValues(c *v1alpha1.OpenBaoCluster) (map[string]any, error) {
 		return nil, fmt.Errorf("spec.values must be an object: %w", err)
 	}
 	if err := checkKeys("spec.values", vals, CRProtectedKeys()); err != nil {
+		return nil, err
+	}
+	if err := checkLabels("spec.values", vals); err != nil {
 		return nil, err
 	}
 	return vals, nil
@@ -135,4 +146,95 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// ProtectedLabels are the label keys spec.values.podLabels,
+// spec.values.commonLabels and watches.yaml may not set: the operator
+// selects, prunes and maps objects by them, OpenBao's service registration
+// reports its state with them, and the StatefulSet controller names pods'
+// revisions with them. A user value would hide or fake what they say.
+func ProtectedLabels() []string {
+	keys := []string{
+		v1alpha1.LabelCluster, v1alpha1.LabelManagedBy, v1alpha1.LabelAppName, v1alpha1.LabelAppInstance,
+		podstate.LabelInitialized, podstate.LabelSealed, podstate.LabelActive, podstate.LabelVersion, "openbao-perf-standby",
+		"controller-revision-hash", "statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index",
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// labelMaps are the values whose keys become labels.
+var labelMaps = []string{"podLabels", "commonLabels"}
+
+// ProtectedLabelError names a protected label a layer tries to set.
+type ProtectedLabelError struct {
+	Layer, Map, Key string
+}
+
+func (e *ProtectedLabelError) Error() string {
+	return fmt.Sprintf("%s.%s.%s is a label the operator, OpenBao or the StatefulSet controller owns and cannot be set", e.Layer, e.Map, e.Key)
+}
+
+func checkLabels(layer string, vals map[string]any) error {
+	protected := map[string]bool{}
+	for _, k := range ProtectedLabels() {
+		protected[k] = true
+	}
+	for _, m := range labelMaps {
+		labels, _ := vals[m].(map[string]any)
+		for _, key := range sortedKeys(labels) {
+			if protected[key] {
+				return &ProtectedLabelError{Layer: layer, Map: m, Key: key}
+			}
+		}
+	}
+	return nil
+}
+
+// DisruptionBudgetError says a PodDisruptionBudget would let a voluntary
+// disruption take quorum away.
+type DisruptionBudgetError struct {
+	MaxUnavailable, Replicas, Allowed int
+}
+
+func (e *DisruptionBudgetError) Error() string {
+	return fmt.Sprintf("podDisruptionBudget.maxUnavailable %d lets %d of %d servers go at once, but Raft needs %d of %d "+
+		"to keep quorum: at most %d for %d replicas", e.MaxUnavailable, e.MaxUnavailable, e.Replicas,
+		e.Replicas/2+1, e.Replicas, e.Allowed, e.Replicas)
+}
+
+// checkDisruptionBudget refuses a maxUnavailable (a count or a percentage,
+// rounded up as Kubernetes does) above what keeps a Raft quorum.
+func checkDisruptionBudget(vals map[string]any, replicas int32) error {
+	pdb, _ := vals["podDisruptionBudget"].(map[string]any)
+	if enabled, set := pdb["enabled"].(bool); pdb == nil || (set && !enabled) {
+		return nil // the chart's default, maxUnavailable 1, keeps quorum
+	}
+	n, ok := unavailableCount(pdb["maxUnavailable"], int(replicas))
+	allowed := (int(replicas) - 1) / 2
+	if ok && n > allowed && replicas > 1 {
+		return &DisruptionBudgetError{MaxUnavailable: n, Replicas: int(replicas), Allowed: allowed}
+	}
+	return nil
+}
+
+func unavailableCount(v any, replicas int) (int, bool) {
+	switch t := v.(type) {
+	case float64:
+		return int(t), true
+	case int64:
+		return int(t), true
+	case int:
+		return t, true
+	case json.Number:
+		n, err := t.Int64()
+		return int(n), err == nil
+	case string:
+		var pct int
+		if _, err := fmt.Sscanf(t, "%d%%", &pct); err != nil {
+			return 0, false
+		}
+		return (pct*replicas + 99) / 100, true
+	}
+	return 0, false
 }

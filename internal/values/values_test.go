@@ -234,3 +234,47 @@ func TestComputeReplicasFollowsStatus(t *testing.T) {
 		}
 	}
 }
+
+func TestLabelsTheOperatorOwnsCannotBeSet(t *testing.T) {
+	for _, tc := range []struct{ values, key string }{
+		{`{"podLabels": {"openbao.org/cluster": "other"}}`, "openbao.org/cluster"},
+		{`{"commonLabels": {"app.kubernetes.io/instance": "x"}}`, "app.kubernetes.io/instance"},
+		{`{"podLabels": {"openbao-initialized": "true"}}`, "openbao-initialized"},
+	} {
+		_, err := values.Compute(inputOf(cluster(withValues(tc.values))), values.Operator{}, values.Config{})
+		var labelErr *values.ProtectedLabelError
+		if !errors.As(err, &labelErr) || labelErr.Key != tc.key || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%s: %v, want a ProtectedLabelError naming %s", tc.values, err, tc.key)
+		}
+	}
+	if err := values.CheckOverrideValues(map[string]any{"podLabels": map[string]any{"openbao-active": "true"}}); err == nil {
+		t.Error("watches.yaml may set openbao-active on the pods")
+	}
+	if _, err := values.Compute(inputOf(cluster(withValues(`{"podLabels": {"team": "a"}}`))), values.Operator{}, values.Config{}); err != nil {
+		t.Errorf("an ordinary pod label is refused: %v", err)
+	}
+}
+
+func TestADisruptionBudgetThatCouldCostQuorumIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		values   string
+		replicas int32
+		ok       bool
+	}{
+		{`{"podDisruptionBudget": {"maxUnavailable": 1}}`, 3, true},
+		{`{"podDisruptionBudget": {"maxUnavailable": 2}}`, 3, false},
+		{`{"podDisruptionBudget": {"maxUnavailable": 2}}`, 5, true},
+		{`{"podDisruptionBudget": {"maxUnavailable": "50%"}}`, 3, false},
+		{`{"podDisruptionBudget": {"enabled": false, "maxUnavailable": 3}}`, 3, true},
+	} {
+		c := cluster(withValues(tc.values), func(c *v1alpha1.OpenBaoCluster) { c.Spec.Replicas = tc.replicas })
+		_, err := values.Compute(inputOf(c), values.Operator{}, values.Config{})
+		var pdbErr *values.DisruptionBudgetError
+		if tc.ok != (err == nil) || (!tc.ok && !errors.As(err, &pdbErr)) {
+			t.Errorf("%s with %d replicas: %v", tc.values, tc.replicas, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "quorum") {
+			t.Errorf("the refusal does not explain the arithmetic: %v", err)
+		}
+	}
+}

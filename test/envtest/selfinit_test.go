@@ -43,7 +43,8 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.OpenBao = func(openbao.Options) (openbao.Client, error) { return &openbaofake.Client{}, nil }
+	bao := &openbaofake.Client{}
+	r.OpenBao = func(openbao.Options) (openbao.Client, error) { return bao, nil }
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
@@ -71,6 +72,7 @@ spec:
 		t.Fatal(err)
 	}
 	pod.Labels[podstate.LabelInitialized] = "true" // OpenBao initialized itself
+	bao.HealthAnswer = openbao.Health{Initialized: true}
 	if err := k8s.Update(ctx, pod); err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/openbao/operator/internal/baoconfig"
 	"github.com/openbao/operator/internal/crdgen"
-	"github.com/openbao/operator/internal/values"
 )
 
 func main() {
@@ -27,10 +25,7 @@ func run(path string) error {
 	if err != nil {
 		return err
 	}
-	out, err := crdgen.Protect(data, []crdgen.Forbidden{
-		{Field: "config", Keys: baoconfig.ProtectedKeys(), Reason: "rendered by the operator and cannot be set in spec.config"},
-		{Field: "values", Keys: values.CRProtectedKeys(), Reason: "set by the operator from the spec and cannot be overridden in spec.values"},
-	})
+	out, err := crdgen.Protect(data, crdgen.OpenBaoClusterFields())
 	if err != nil {
 		return err
 	}
