@@ -59,3 +59,21 @@ const (
 	// FieldManager is the one server-side apply field manager of the operator.
 	FieldManager = "openbao-operator"
 )
+
+// Conditions of the backup step and of steps other work adds.
+const (
+	// ConditionBackingUp (backup step) is True while a backup of the
+	// cluster runs.
+	ConditionBackingUp = "BackingUp"
+	// ConditionUpgrading (upgrade step) is True while an upgrade is under
+	// way; backups wait for it.
+	ConditionUpgrading = "Upgrading"
+)
+
+// Reasons of BackingUp.
+const (
+	ReasonBackupRunning   = "BackupRunning"
+	ReasonNoBackupRunning = "NoBackupRunning"
+	ReasonBackupsDisabled = "BackupsDisabled"
+	ReasonInvalidSchedule = "InvalidSchedule"
+)

@@ -47,6 +47,9 @@ type OpenBaoClusterStatus struct {
 	// rather than mistaking the cluster for one initialized elsewhere.
 	// +optional
 	InitializationStarted *metav1.Time `json:"initializationStarted,omitempty"`
+	// Backup is what the cluster's backups came to.
+	// +optional
+	Backup *BackupStatus `json:"backup,omitempty"`
 	// Conditions: Degraded, Paused, and those of the later steps.
 	// +listType=map
 	// +listMapKey=type

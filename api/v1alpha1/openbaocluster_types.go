@@ -123,6 +123,11 @@ type OpenBaoClusterSpec struct {
 	// +optional
 	Values *apiextensionsv1.JSON `json:"values,omitempty"`
 
+	// Backup takes Raft snapshots to object storage on a schedule and on
+	// demand (OpenBaoBackup).
+	// +optional
+	Backup *BackupSpec `json:"backup,omitempty"`
+
 	// DeletionPolicy decides what outlives the OpenBaoCluster: Retain keeps
 	// the Raft volumes; Delete removes them with the StatefulSet.
 	// +kubebuilder:default=Retain
