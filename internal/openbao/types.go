@@ -3,6 +3,7 @@ package openbao
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -23,6 +24,24 @@ type Client interface {
 	SetAutopilotConfiguration(ctx context.Context, cfg AutopilotConfig) error
 	// StepDown asks the active server to give up leadership (needs a token).
 	StepDown(ctx context.Context) error
+	// Leader reads sys/leader (no token needed).
+	Leader(ctx context.Context) (Leader, error)
+	// LoginJWT logs in at auth/<mount>/login with a role and a JWT and
+	// returns the client token.
+	LoginJWT(ctx context.Context, mount, role string, jwt Token) (Token, error)
+	// Snapshot opens GET sys/storage/raft/snapshot on the active server
+	// (needs a token); the caller reads and closes the stream.
+	Snapshot(ctx context.Context) (io.ReadCloser, error)
+}
+
+// Leader is the answer of sys/leader.
+type Leader struct {
+	HAEnabled bool
+	// IsSelf says the server asked is the active one.
+	IsSelf bool
+	// Address is the active server's api_addr.
+	Address    string
+	ActiveTime time.Time
 }
 
 // Factory builds a Client for one server address.

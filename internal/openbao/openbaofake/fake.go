@@ -3,7 +3,9 @@
 package openbaofake
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"sync"
 
 	"github.com/openbao/operator/internal/openbao"
@@ -34,6 +36,22 @@ type Client struct {
 	SetAutopilotFailures int
 
 	StepDownErr error
+
+	LeaderAnswer openbao.Leader
+	LeaderErr    error
+
+	// LoginToken is what LoginJWT returns unless LoginErr; LoginRoles
+	// records the roles it was called with.
+	LoginToken openbao.Token
+	LoginErr   error
+	LoginRoles []string
+
+	// SnapshotData is what Snapshot streams unless SnapshotErr;
+	// SnapshotStreamErr, when set, ends the stream with that error after
+	// the data instead of io.EOF.
+	SnapshotData      []byte
+	SnapshotErr       error
+	SnapshotStreamErr error
 
 	// Calls counts calls by method name ("Health", "Init", ...).
 	Calls map[string]int
@@ -116,3 +134,39 @@ func (c *Client) StepDown(context.Context) error {
 	c.count("StepDown")
 	return c.StepDownErr
 }
+
+// Leader returns LeaderAnswer or LeaderErr.
+func (c *Client) Leader(context.Context) (openbao.Leader, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("Leader")
+	return c.LeaderAnswer, c.LeaderErr
+}
+
+// LoginJWT returns LoginToken or LoginErr.
+func (c *Client) LoginJWT(_ context.Context, _, role string, _ openbao.Token) (openbao.Token, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("LoginJWT")
+	c.LoginRoles = append(c.LoginRoles, role)
+	return c.LoginToken, c.LoginErr
+}
+
+// Snapshot streams SnapshotData, or returns SnapshotErr.
+func (c *Client) Snapshot(context.Context) (io.ReadCloser, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("Snapshot")
+	if c.SnapshotErr != nil {
+		return nil, c.SnapshotErr
+	}
+	var r io.Reader = bytes.NewReader(c.SnapshotData)
+	if c.SnapshotStreamErr != nil {
+		r = io.MultiReader(r, errReader{c.SnapshotStreamErr})
+	}
+	return io.NopCloser(r), nil
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }

@@ -1,0 +1,114 @@
+package openbao
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// SnapshotPath is the API path of Raft snapshots.
+const SnapshotPath = "sys/storage/raft/snapshot"
+
+func (c *client) Leader(ctx context.Context) (Leader, error) {
+	const op = "sys/leader"
+	l, err := c.api.Sys().LeaderWithContext(ctx)
+	if err != nil {
+		return Leader{}, wrap(op, err, true)
+	}
+	return Leader{HAEnabled: l.HAEnabled, IsSelf: l.IsSelf, Address: l.LeaderAddress, ActiveTime: l.ActiveTime}, nil
+}
+
+// LoginJWT logs in at auth/<mount>/login. The JWT goes in the request body
+// only; the token comes back wrapped.
+func (c *client) LoginJWT(ctx context.Context, mount, role string, jwt Token) (Token, error) {
+	op := "auth/" + mount + "/login"
+	secret, err := c.api.Logical().WriteWithContext(ctx, op, map[string]any{"role": role, "jwt": jwt.Reveal()})
+	if err != nil {
+		return Token{}, wrap(op, err, true)
+	}
+	if secret == nil || secret.Auth == nil || secret.Auth.ClientToken == "" {
+		return Token{}, fmt.Errorf("openbao %s: %w: no client token", op, ErrUnreadableResponse)
+	}
+	return NewToken(secret.Auth.ClientToken), nil
+}
+
+// Snapshot opens the snapshot stream. Only Options.Timeout's wait for the
+// answer's headers applies, not a deadline for the whole body: a snapshot
+// takes as long as its size needs, bounded by ctx. The redirect a standby
+// answers with is not followed (it would carry the token elsewhere): it is
+// a *StatusError matching ErrStandby.
+func (c *client) Snapshot(ctx context.Context) (io.ReadCloser, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	timer := time.AfterFunc(c.timeout, cancel)
+	resp, err := c.do(ctx, http.MethodGet, "/v1/"+SnapshotPath)
+	if !timer.Stop() { // the wait for the headers ran out: ctx is canceled
+		if err == nil {
+			resp.Body.Close()
+		}
+		cancel()
+		return nil, &TransportError{Op: SnapshotPath, Err: fmt.Errorf("no answer within %s", c.timeout)}
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer cancel()
+		defer resp.Body.Close()
+		return nil, statusError(SnapshotPath, resp)
+	}
+	return &cancelingBody{ReadCloser: resp.Body, cancel: cancel}, nil
+}
+
+// do sends one request with the token, over the client's own transport.
+func (c *client) do(ctx context.Context, method, path string) (*http.Response, error) {
+	u, err := url.JoinPath(c.address, path)
+	if err != nil {
+		return nil, fmt.Errorf("openbao %s: %w", path, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("openbao %s: %w", path, err)
+	}
+	if !c.token.IsZero() {
+		req.Header.Set("X-Vault-Token", c.token.Reveal())
+	}
+	req.Header.Set("X-Vault-Request", "true")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var urlErr *url.Error
+		if errors.As(err, &urlErr) {
+			return nil, &TransportError{Op: strings.TrimPrefix(path, "/v1/"), Err: urlErr.Err}
+		}
+		return nil, &TransportError{Op: strings.TrimPrefix(path, "/v1/"), Err: err}
+	}
+	return resp, nil
+}
+
+// statusError reads OpenBao's error list from a failed answer, at most
+// 64 KiB of it.
+func statusError(op string, resp *http.Response) error {
+	var body struct {
+		Errors []string `json:"errors"`
+	}
+	_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&body)
+	return &StatusError{Op: op, Code: resp.StatusCode, Messages: body.Errors}
+}
+
+// cancelingBody releases the request's context when the body is closed.
+type cancelingBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
