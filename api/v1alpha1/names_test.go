@@ -37,7 +37,7 @@ func TestBackupNamesStayValidLabelsForLongClusterNames(t *testing.T) {
 		t.Errorf("ScheduledBackupName = %q, want the slot in UTC", got)
 	}
 	long := strings.Repeat("a", 38) + "-b" // 40 characters: the longest cluster name
-	longer := long + "x"                  // should the limit ever grow
+	longer := long + "x"                   // should the limit ever grow
 	names := map[string]bool{}
 	for _, c := range []*v1alpha1.OpenBaoCluster{cluster(long), cluster(longer), cluster(longer + "y")} {
 		for _, name := range []string{c.BackupJobName(at), c.ScheduledBackupName(at), c.BackupJobName(at.Add(time.Second))} {

@@ -55,7 +55,7 @@ const controlMessage = "schedule must not hold control characters other than tab
 var (
 	fieldRE   = regexp.MustCompile(fieldPattern)
 	controlRE = regexp.MustCompile(controlPattern)
-	itemREs = func() []*regexp.Regexp {
+	itemREs   = func() []*regexp.Regexp {
 		out := make([]*regexp.Regexp, len(scheduleFields))
 		for i, f := range scheduleFields {
 			out[i] = regexp.MustCompile(f.itemPattern())
