@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/openbao/operator/internal/objectstore"
 	"github.com/openbao/operator/internal/objectstore/s3store"
 	"github.com/openbao/operator/test/miniotest"
