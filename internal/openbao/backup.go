@@ -101,10 +101,20 @@ func statusError(op string, resp *http.Response) error {
 	return &StatusError{Op: op, Code: resp.StatusCode, Messages: body.Errors}
 }
 
-// cancelingBody releases the request's context when the body is closed.
+// cancelingBody releases the request's context when the body is closed,
+// and names a failed read a *TransportError (io.ErrUnexpectedEOF, a body
+// cut short, stays visible to errors.Is).
 type cancelingBody struct {
 	io.ReadCloser
 	cancel context.CancelFunc
+}
+
+func (b *cancelingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = &TransportError{Op: SnapshotPath, Err: err}
+	}
+	return n, err
 }
 
 func (b *cancelingBody) Close() error {
