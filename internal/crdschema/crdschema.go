@@ -6,6 +6,7 @@ package crdschema
 import (
 	"context"
 	"fmt"
+	"math"
 
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -70,6 +71,10 @@ func newSchema(v1 *apiextensionsv1.JSONSchemaProps) (*Schema, error) {
 // stored object for update rules (transition rules such as immutability).
 // It changes obj in place and returns every violation with its field path.
 func (s *Schema) Admit(ctx context.Context, obj, old map[string]any) field.ErrorList {
+	integers(obj)
+	if old != nil {
+		integers(old)
+	}
 	pruning.Prune(obj, s.structural, true)
 	structuraldefaulting.Default(obj, s.structural)
 	errs := apiservervalidation.ValidateCustomResource(nil, obj, s.validator)
@@ -79,6 +84,27 @@ func (s *Schema) Admit(ctx context.Context, obj, old map[string]any) field.Error
 	}
 	celErrs, _ := s.cel.Validate(ctx, nil, s.structural, obj, oldObj, celconfig.RuntimeCELCostBudget)
 	return append(errs, celErrs...)
+}
+
+// integers turns whole float64 numbers into int64 in place, as the API
+// server's JSON decoder reads them: YAML and encoding/json give float64 for
+// every number, which CEL refuses where the schema says integer.
+func integers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = integers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = integers(e)
+		}
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<63 {
+			return int64(x)
+		}
+	}
+	return v
 }
 
 // checkRulesCompile walks the schema and reports the first validation rule

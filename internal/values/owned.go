@@ -34,6 +34,7 @@ func ownedValues(in Input, op Operator, cfg Config) (map[string]any, error) {
 		"ingress":       ingressValues(c),
 		"gateway":       gatewayValues(c),
 		"networkPolicy": network,
+		"backup":        map[string]any{"enabled": c.Spec.Backup != nil},
 		"persistentVolumeClaimRetentionPolicy": map[string]any{
 			"whenDeleted": string(deletionPolicy(c)), "whenScaled": "Retain",
 		},
@@ -95,6 +96,8 @@ func childNames(c *v1alpha1.OpenBaoCluster) map[string]any {
 		"tlsServerSecret": c.TLSServerSecretName(),
 		"unsealKeySecret": c.UnsealKeySecretName(),
 		"selfInitSecret":  c.SelfInitSecretName(),
+
+		"backupServiceAccount": c.BackupServiceAccountName(),
 	}
 }
 
