@@ -112,6 +112,13 @@ func runManager(args []string) error {
 	if err := reconciler.SetupWithManager(mgr, settings.MaxConcurrentReconciles); err != nil {
 		return fmt.Errorf("set up OpenBaoCluster controller: %w", err)
 	}
+	backups := &controllers.OpenBaoBackupReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openbao-operator"),
+		Clock: clock.RealClock{}, OperatorImage: f.image,
+	}
+	if err := backups.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up OpenBaoBackup controller: %w", err)
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)
 	}

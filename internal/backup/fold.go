@@ -12,7 +12,9 @@ import (
 // after the newest one it counted, in the order they finished: a success
 // records its object and clears the failures, a failure counts one more
 // and records why. Each backup is counted once, so the status survives
-// the backups' deletion (history limits) and repeated passes.
+// the backups' deletion (history limits) and repeated passes. Completion
+// times have microseconds, and a cluster's backups run one at a time, so
+// no two of them end at the same time.
 func Fold(status v1alpha1.BackupStatus, backups []v1alpha1.OpenBaoBackup) v1alpha1.BackupStatus {
 	done := make([]v1alpha1.OpenBaoBackup, 0, len(backups))
 	for _, b := range backups {

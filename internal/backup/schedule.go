@@ -2,7 +2,6 @@ package backup
 
 import (
 	"errors"
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -24,24 +23,28 @@ import (
 // Descriptors are the named schedules the grammar accepts.
 var Descriptors = []string{"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
 
-// scheduleField is one of the five fields: its bounds and, for month and
-// day-of-week, the names that stand for zero, zero+1, ...
+// scheduleField is one of the five fields: the regular expression of
+// its numbers (one or two digits within its bounds) and, for month and
+// day-of-week, its names in order.
 type scheduleField struct {
-	name   string
-	lo, hi int
-	names  []string
-	zero   int
+	name    string
+	bounds  string // for messages
+	numbers string
+	names   []string
 }
 
 var scheduleFields = []scheduleField{
-	{name: "minute", lo: 0, hi: 59},
-	{name: "hour", lo: 0, hi: 23},
-	{name: "day-of-month", lo: 1, hi: 31},
-	{name: "month", lo: 1, hi: 12, zero: 1,
+	{name: "minute", bounds: "0-59", numbers: `[0-5]?[0-9]`},
+	{name: "hour", bounds: "0-23", numbers: `[01]?[0-9]|2[0-3]`},
+	{name: "day-of-month", bounds: "1-31", numbers: `0?[1-9]|[12][0-9]|3[01]`},
+	{name: "month", bounds: "1-12", numbers: `0?[1-9]|1[0-2]`,
 		names: []string{"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"}},
-	{name: "day-of-week", lo: 0, hi: 6, zero: 0,
+	{name: "day-of-week", bounds: "0-6", numbers: `0?[0-6]`,
 		names: []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}},
 }
+
+// stepPattern is a step of 1 to 99.
+const stepPattern = `[1-9][0-9]?|0[1-9]`
 
 // fieldPattern finds the fields: runs of anything but space and tab.
 const fieldPattern = `[^ \t]+`
@@ -52,33 +55,46 @@ const controlPattern = `[\x00-\x08\x0a-\x1f\x7f]`
 
 const controlMessage = "schedule must not hold control characters other than tab"
 
+// numericRangePattern finds an item that is a range of numbers, whose
+// order the regular expression cannot check.
+const numericRangePattern = `^[0-9]+-[0-9]+`
+
 var (
-	fieldRE   = regexp.MustCompile(fieldPattern)
-	controlRE = regexp.MustCompile(controlPattern)
-	itemREs   = func() []*regexp.Regexp {
+	fieldRE        = regexp.MustCompile(fieldPattern)
+	controlRE      = regexp.MustCompile(controlPattern)
+	numericRangeRE = regexp.MustCompile(numericRangePattern)
+	fieldREs       = func() []*regexp.Regexp {
 		out := make([]*regexp.Regexp, len(scheduleFields))
 		for i, f := range scheduleFields {
-			out[i] = regexp.MustCompile(f.itemPattern())
+			out[i] = regexp.MustCompile(f.pattern())
 		}
 		return out
 	}()
 )
 
-func (f scheduleField) itemPattern() string {
-	value := `[0-9]{1,4}`
+// pattern is the regular expression of a whole field: a comma list of
+// items, each *, ?, a number, a range of numbers, a name or a range of
+// names in order (the order of numbers is checked apart), each optionally
+// with a step.
+func (f scheduleField) pattern() string {
+	alternatives := []string{`\*`, `\?`, "(" + f.numbers + ")(-(" + f.numbers + "))?"}
 	if f.names != nil {
-		value = `([0-9]{1,4}|[A-Za-z]{3})`
+		alternatives = append(alternatives, "(?i:"+strings.Join(f.names, "|")+")")
+		for i, n := range f.names {
+			alternatives = append(alternatives, "(?i:"+n+"-("+strings.Join(f.names[i:], "|")+"))")
+		}
 	}
-	return `^(\*|\?|` + value + `(-` + value + `)?)(/[0-9]{1,4})?$`
+	item := "(" + strings.Join(alternatives, "|") + ")(/(" + stepPattern + "))?"
+	return "^" + item + "(," + item + ")*$"
 }
 
 func (f scheduleField) describe() string {
-	values := fmt.Sprintf("numbers %d-%d", f.lo, f.hi)
+	values := "numbers " + f.bounds
 	if f.names != nil {
-		values += fmt.Sprintf(" or names %s-%s", f.names[0], f.names[len(f.names)-1])
+		values += " or names " + f.names[0] + "-" + f.names[len(f.names)-1]
 	}
 	return "must be made of *, ?, " + values + " and ranges a-b of those with a <= b, " +
-		"each optionally with /step (step >= 1), separated by commas"
+		"each optionally with /step (1-99), separated by commas"
 }
 
 // Messages, shared word for word with the CEL rules.
@@ -87,9 +103,9 @@ func descriptorMessage(expr string) string {
 		" (@every is not accepted: its times would depend on when the operator reads it)"
 }
 
-func fieldCountMessage(expr, count string) string {
-	return `schedule must have 5 fields (minute hour day-of-month month day-of-week) in UTC, or be a descriptor such as @daily; "` +
-		expr + `" has ` + count
+func fieldCountMessage(expr string) string {
+	return `schedule must have 5 fields (minute hour day-of-month month day-of-week) in UTC, or be a descriptor such as @daily: "` +
+		expr + `"`
 }
 
 func fieldMessage(f scheduleField, value string) string {
@@ -145,12 +161,12 @@ func CheckSyntax(expr string) error {
 	}
 	fields := fieldRE.FindAllString(expr, -1)
 	if len(fields) != len(scheduleFields) {
-		return &ScheduleError{Message: fieldCountMessage(expr, strconv.Itoa(len(fields)))}
+		return &ScheduleError{Message: fieldCountMessage(expr)}
 	}
 	// Every bad field is named, in order, as the API server lists them.
 	var msgs []string
 	for i, f := range scheduleFields {
-		if !f.valid(itemREs[i], fields[i]) {
+		if !fieldREs[i].MatchString(fields[i]) || !rangesInOrder(fields[i]) {
 			msgs = append(msgs, fieldMessage(f, fields[i]))
 		}
 	}
@@ -160,43 +176,21 @@ func CheckSyntax(expr string) error {
 	return nil
 }
 
-func (f scheduleField) valid(re *regexp.Regexp, value string) bool {
-	for _, item := range strings.Split(value, ",") {
-		if !re.MatchString(item) {
-			return false
-		}
-		rng, step, hasStep := strings.Cut(item, "/")
-		if hasStep {
-			if n, _ := strconv.Atoi(step); n < 1 {
-				return false
-			}
-		}
-		if rng == "*" || rng == "?" {
+// rangesInOrder checks that each range of numbers in a field goes up.
+func rangesInOrder(field string) bool {
+	for _, item := range strings.Split(field, ",") {
+		if !numericRangeRE.MatchString(item) {
 			continue
 		}
-		a, b, isRange := strings.Cut(rng, "-")
-		va, vb := f.value(a), f.value(a)
-		if isRange {
-			vb = f.value(b)
-		}
-		if va < f.lo || va > f.hi || vb < f.lo || vb > f.hi || va > vb {
+		rng, _, _ := strings.Cut(item, "/")
+		a, b, _ := strings.Cut(rng, "-")
+		na, _ := strconv.Atoi(a)
+		nb, _ := strconv.Atoi(b)
+		if na > nb {
 			return false
 		}
 	}
 	return true
-}
-
-// value reads a number or a name; -1 when it is neither.
-func (f scheduleField) value(s string) int {
-	if n, err := strconv.Atoi(s); err == nil {
-		return n
-	}
-	for i, name := range f.names {
-		if strings.ToLower(s) == name {
-			return f.zero + i
-		}
-	}
-	return -1
 }
 
 // Next returns the first slot after t.

@@ -31,7 +31,7 @@ func TestParseScheduleAcceptsTheGrammar(t *testing.T) {
 		"@daily":                "2025-01-02T00:00:00Z",
 		"@hourly":               "2025-01-01T01:00:00Z",
 		"@weekly":               "2025-01-05T00:00:00Z",
-		"007 * * * *":           "2025-01-01T00:07:00Z",
+		"07 * * * *":            "2025-01-01T00:07:00Z",
 		"59 23 31 12 6":         "2025-12-06T23:59:00Z", // day-of-month or day-of-week, as in cron
 		"0-59/30 0-23/12 * * *": "2025-01-01T00:30:00Z",
 	}
@@ -49,10 +49,10 @@ func TestParseScheduleAcceptsTheGrammar(t *testing.T) {
 
 func TestParseScheduleRefusesWithAReason(t *testing.T) {
 	cases := map[string]string{ // expression: phrase of the reason
-		"* * * *":               `has 4`,
-		"1 2 3 4 5 6":           `has 6`,
-		"CRON_TZ=UTC 0 3 * * *": `has 6`,
-		"":                      `has 0`,
+		"* * * *":               `"* * * *"`,
+		"1 2 3 4 5 6":           `must have 5 fields`,
+		"CRON_TZ=UTC 0 3 * * *": `must have 5 fields`,
+		"":                      `must have 5 fields`,
 		"@every 1h":             `@every is not accepted`,
 		"@reboot":               `is not one of @yearly`,
 		"61 * * * *":            `the minute field "61"`,
@@ -69,6 +69,9 @@ func TestParseScheduleRefusesWithAReason(t *testing.T) {
 		"0 0 * * 7":             `the day-of-week field "7"`,
 		"0 0 * * fri-mon":       `the day-of-week field "fri-mon"`,
 		"0 0 31 2 *":            `never fires`,
+		"007 * * * *":           `the minute field "007"`,
+		"*/100 * * * *":         `the minute field "*/100"`,
+		"0 0 * * 1-fri":         `the day-of-week field "1-fri"`,
 		"0 0 30 feb *":          `never fires`,
 	}
 	for expr, phrase := range cases {
