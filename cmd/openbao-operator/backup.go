@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
@@ -36,6 +37,7 @@ func runBackup(args []string, stderr io.Writer) error {
 		WithValues("namespace", cfg.Namespace, "cluster", cfg.Cluster, "backup", cfg.Backup)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	peakAnon := executor.SamplePeak(executor.AnonRSS, 50*time.Millisecond)
 	report := executor.Run(logr.NewContext(ctx, log), cfg, executor.Deps{
 		OpenBao:  openbao.New,
 		NewStore: s3store.New,
@@ -45,6 +47,7 @@ func runBackup(args []string, stderr io.Writer) error {
 		Sleep:    executor.SleepContext,
 		PeakRSS:  executor.PeakRSS,
 	})
+	report.PeakAnonBytes = peakAnon()
 	if err := os.WriteFile(cfg.TerminationLog, report.Encode(), 0o644); err != nil {
 		log.Error(err, "write the report", "path", cfg.TerminationLog)
 	}

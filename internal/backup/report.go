@@ -26,8 +26,11 @@ type Report struct {
 	Duration string `json:"duration,omitempty"`
 	// RaftIndex is the Raft index the snapshot was taken at.
 	RaftIndex uint64 `json:"raftIndex,omitempty"`
-	// PeakRSSBytes is the executor's peak resident memory (VmHWM).
-	PeakRSSBytes int64 `json:"peakRSSBytes,omitempty"`
+	// PeakRSSBytes is the executor's peak resident memory (VmHWM), the
+	// mapped pages of its binary included; PeakAnonBytes the peak of its
+	// anonymous memory (heap, stacks, part buffers), sampled.
+	PeakRSSBytes  int64 `json:"peakRSSBytes,omitempty"`
+	PeakAnonBytes int64 `json:"peakAnonBytes,omitempty"`
 	// Reason (CamelCase) and Error say why a run failed.
 	Reason string `json:"reason,omitempty"`
 	Error  string `json:"error,omitempty"`
