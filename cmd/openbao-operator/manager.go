@@ -23,6 +23,7 @@ import (
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/render"
 	"github.com/openbao/operator/internal/values"
+	"github.com/openbao/operator/internal/watches"
 )
 
 // managerFlags are the command-line settings of the manager.
@@ -92,32 +93,8 @@ func runManager(args []string) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	renderer, err := render.New()
-	if err != nil {
+	if err := setUpReconcilers(mgr, f, settings, openshift); err != nil {
 		return err
-	}
-	reconciler := &controllers.OpenBaoClusterReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Renderer:  renderer,
-		Applier:   controllers.NewApplier(mgr.GetClient(), mgr.GetClient(), mgr.GetAPIReader()),
-		Operator: values.Operator{
-			Namespace: f.namespace, Image: f.image, OpenShift: openshift, OverrideValues: settings.OverrideValues,
-		},
-		Recorder:     mgr.GetEventRecorder("openbao-operator"),
-		Clock:        clock.RealClock{},
-		ResyncPeriod: settings.ReconcilePeriod,
-		OpenBao:      openbao.New,
-	}
-	if err := reconciler.SetupWithManager(mgr, settings.MaxConcurrentReconciles); err != nil {
-		return fmt.Errorf("set up OpenBaoCluster controller: %w", err)
-	}
-	backups := &controllers.OpenBaoBackupReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openbao-operator"),
-		Clock: clock.RealClock{}, OperatorImage: f.image,
-	}
-	if err := backups.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up OpenBaoBackup controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)
@@ -172,4 +149,37 @@ func ownImage(cfg *rest.Config, namespace, podName string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("the operator's pod %s/%s has no container named manager", namespace, podName)
+}
+
+// setUpReconcilers registers the OpenBaoCluster and OpenBaoBackup
+// reconcilers with the manager.
+func setUpReconcilers(mgr ctrl.Manager, f managerFlags, settings watches.Settings, openshift bool) error {
+	renderer, err := render.New()
+	if err != nil {
+		return err
+	}
+	reconciler := &controllers.OpenBaoClusterReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Renderer:  renderer,
+		Applier:   controllers.NewApplier(mgr.GetClient(), mgr.GetClient(), mgr.GetAPIReader()),
+		Operator: values.Operator{
+			Namespace: f.namespace, Image: f.image, OpenShift: openshift, OverrideValues: settings.OverrideValues,
+		},
+		Recorder:     mgr.GetEventRecorder("openbao-operator"),
+		Clock:        clock.RealClock{},
+		ResyncPeriod: settings.ReconcilePeriod,
+		OpenBao:      openbao.New,
+	}
+	if err := reconciler.SetupWithManager(mgr, settings.MaxConcurrentReconciles); err != nil {
+		return fmt.Errorf("set up OpenBaoCluster controller: %w", err)
+	}
+	backups := &controllers.OpenBaoBackupReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openbao-operator"),
+		Clock: clock.RealClock{}, OperatorImage: f.image,
+	}
+	if err := backups.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up OpenBaoBackup controller: %w", err)
+	}
+	return nil
 }
