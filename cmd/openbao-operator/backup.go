@@ -33,6 +33,7 @@ func runBackup(args []string, stderr io.Writer) error {
 	// limit a little above them keeps the collector from letting garbage
 	// grow the resident set.
 	debug.SetMemoryLimit(cfg.PartSize*int64(cfg.Concurrency) + 24<<20)
+	executor.ShedBinaryPages()
 	log := zap.New(zap.WriteTo(stderr), zap.JSONEncoder()).WithName("backup").
 		WithValues("namespace", cfg.Namespace, "cluster", cfg.Cluster, "backup", cfg.Backup)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

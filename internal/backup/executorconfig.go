@@ -67,7 +67,7 @@ type ExecutorConfig struct {
 
 // Defaults of the executor.
 const (
-	DefaultPartSize    = 16 << 20
+	DefaultPartSize    = 8 << 20
 	DefaultConcurrency = 2
 	DefaultTimeout     = time.Hour
 )
