@@ -85,6 +85,12 @@ bench-bootstrap: tools ## Benchmark CR created -> 3 Raft voters against a bare-s
 .PHONY: bench-scale
 bench-scale: tools ## Benchmark 200 OpenBaoClusters against one operator on envtest and refresh BENCHMARKS.md (SCALE_CLUSTERS, SCALE_IDLE).
 	BENCH_SCALE_OUT=$(CURDIR)/BENCHMARKS.md go test -count=1 -run '^$$' -bench IdleAtScale -benchtime 1x -timeout 90m -v ./test/scale
+.PHONY: bench-backup
+bench-backup: tools ## Benchmark backups of a cluster holding 1 GiB against a bare snapshot-to-S3 copy on the local node (root; BACKUP_BENCH_RUNS, BACKUP_BENCH_BYTES); writes BENCHMARKS.md.
+	@# Reuses a node that is up, else starts one and tears it down, as
+	@# bench-bootstrap does.
+	@rc=0; go test -run '^$$' -bench '^BenchmarkBackup$$' -benchtime 1x -timeout 60m -v ./test/e2e || rc=$$?; \
+	go run $(LOCALNODE) down -owner e2e; exit $$rc
 
 .PHONY: images
 images: ## Build the operator, OpenBao, pause and CoreDNS images and import them into a running local node.

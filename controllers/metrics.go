@@ -39,6 +39,31 @@ var (
 		Help:    "Duration of one reconcile pass of an OpenBaoCluster.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 4, 9), // 1 ms to 65 s
 	})
+	// Backups, per cluster: name is the OpenBaoCluster's.
+	backupSuccesses = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "openbao_backup_success_total",
+		Help: "Backups of a cluster that stored a verified snapshot.",
+	}, []string{"namespace", "name"})
+	backupFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "openbao_backup_failure_total",
+		Help: "Backups of a cluster that failed.",
+	}, []string{"namespace", "name"})
+	backupLastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_backup_last_success_timestamp",
+		Help: "When the newest successful backup of a cluster completed, in seconds since the epoch.",
+	}, []string{"namespace", "name"})
+	backupLastSize = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_backup_last_size_bytes",
+		Help: "Size of the newest successful backup of a cluster.",
+	}, []string{"namespace", "name"})
+	backupLastDuration = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_backup_last_duration_seconds",
+		Help: "How long the newest finished backup of a cluster took.",
+	}, []string{"namespace", "name"})
+	backupConsecutiveFailures = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_backup_consecutive_failures",
+		Help: "Backups of a cluster that failed since its last success.",
+	}, []string{"namespace", "name"})
 	renderDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "openbao_render_duration_seconds",
 		Help:    "Duration of computing a cluster's chart values and rendering the chart, render cache hits included.",
@@ -48,7 +73,8 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(tlsCertExpiry, tlsRotations, reconcileDuration, renderDuration,
-		upgradeStatus, upgradeDuration, upgradeStepDowns)
+		upgradeStatus, upgradeDuration, upgradeStepDowns,
+		backupSuccesses, backupFailures, backupLastSuccess, backupLastSize, backupLastDuration, backupConsecutiveFailures)
 }
 
 // recordRollout exports the rollout's state after a pass.
@@ -69,8 +95,10 @@ func recordRollout(c *v1alpha1.OpenBaoCluster, o upgrade.Observed, d upgrade.Dec
 // forgetClusterMetrics drops the series of a deleted cluster.
 func forgetClusterMetrics(namespace, name string) {
 	labels := prometheus.Labels{"namespace": namespace, "name": name}
-	for _, v := range []*prometheus.MetricVec{tlsCertExpiry.MetricVec, tlsRotations.MetricVec,
-		upgradeStatus.MetricVec, upgradeDuration.MetricVec, upgradeStepDowns.MetricVec} {
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
+		tlsCertExpiry, tlsRotations, upgradeStatus, upgradeDuration, upgradeStepDowns,
+		backupSuccesses, backupFailures, backupLastSuccess, backupLastSize, backupLastDuration, backupConsecutiveFailures,
+	} {
 		v.DeletePartialMatch(labels)
 	}
 }

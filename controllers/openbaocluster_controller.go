@@ -98,6 +98,7 @@ func (r *OpenBaoClusterReconciler) steps() []step {
 		{"cert-hash", r.annotateCertHash},
 		{"autopilot", r.reconcileAutopilot},
 		{"servers", r.observeServers},
+		{"backup", r.reconcileBackup},
 	}
 }
 
@@ -233,9 +234,9 @@ func (r *OpenBaoClusterReconciler) reconcilePause(_ context.Context, p *pass) er
 // conflictRetry is how soon a pass whose status write lost a race retries.
 const conflictRetry = time.Second
 
-// SetupWithManager watches OpenBaoClusters, the children they own, and the
-// server pods, whose state the bootstrap waits for; the kinds come from
-// package children.
+// SetupWithManager watches OpenBaoClusters, the children they own, the
+// server pods, whose state the bootstrap waits for, and the backups that
+// name them; the kinds come from package children.
 func (r *OpenBaoClusterReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.OpenBaoCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
@@ -244,6 +245,9 @@ func (r *OpenBaoClusterReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurr
 	}
 	for _, k := range children.Watched(children.ByClusterLabel) {
 		b = b.Watches(k.New(), handler.EnqueueRequestsFromMapFunc(byClusterLabel), builder.WithPredicates(podStateChanged))
+	}
+	for _, k := range children.Watched(children.ByClusterName) {
+		b = b.Watches(k.New(), handler.EnqueueRequestsFromMapFunc(byClusterName))
 	}
 	return b.WithOptions(controllerOptions(maxConcurrent)).Complete(r)
 }

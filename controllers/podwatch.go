@@ -20,10 +20,12 @@ import (
 // StatefulSet's status moves. Watching the pods turns the bootstrap's waits
 // into reactions; the poll interval remains as a fallback.
 
-// byClusterLabel maps an object to the cluster named by its label.
+// byClusterLabel maps an object to the cluster named by its label. The
+// pods of backup Jobs carry it too, but they are their OpenBaoBackup's
+// concern, not the cluster's.
 func byClusterLabel(_ context.Context, obj client.Object) []reconcile.Request {
 	name := obj.GetLabels()[v1alpha1.LabelCluster]
-	if name == "" {
+	if name == "" || obj.GetLabels()[v1alpha1.LabelComponent] == v1alpha1.ComponentBackup {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}

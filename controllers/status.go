@@ -47,6 +47,7 @@ var degradedReasons = map[string]bool{
 	bootstrap.ReasonStaleRootTokenSecret: true, bootstrap.ReasonRootTokenLost: true,
 	bootstrap.ReasonInitFailed: true, bootstrap.ReasonRootTokenSecretUnwritable: true,
 	v1alpha1.ReasonStaticKeyInvalid: true, v1alpha1.ReasonInvalidExternalSecrets: true,
+	v1alpha1.ReasonInvalidSchedule: true,
 }
 
 // summarizeDegraded sets Degraded from the problems the steps recorded: the

@@ -77,3 +77,18 @@ const (
 	// FieldManager is the one server-side apply field manager of the operator.
 	FieldManager = "openbao-operator"
 )
+
+// Conditions of the backup step.
+const (
+	// ConditionBackingUp (backup step) is True while a backup of the
+	// cluster runs.
+	ConditionBackingUp = "BackingUp"
+)
+
+// Reasons of BackingUp.
+const (
+	ReasonBackupRunning   = "BackupRunning"
+	ReasonNoBackupRunning = "NoBackupRunning"
+	ReasonBackupsDisabled = "BackupsDisabled"
+	ReasonInvalidSchedule = "InvalidSchedule"
+)

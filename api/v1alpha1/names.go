@@ -1,7 +1,11 @@
 package v1alpha1
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -91,4 +95,57 @@ const Kind = "OpenBaoCluster"
 // with it, and deleted before it in a foreground deletion.
 func (c *OpenBaoCluster) ControllerReference() metav1.OwnerReference {
 	return *metav1.NewControllerRef(c, GroupVersion.WithKind(Kind))
+}
+
+// backupTimeLayout writes times into backup names: sortable, UTC, and
+// valid in a DNS label.
+const backupTimeLayout = "20060102-150405"
+
+// BackupJobName is the Job of a backup that starts at t:
+// backup-<cluster>-<YYYYMMDD-hhmmss>, shortened with a hash to stay a
+// valid label value (63 characters).
+func (c *OpenBaoCluster) BackupJobName(t time.Time) string {
+	return boundedName("backup-"+c.Name+"-"+t.UTC().Format(backupTimeLayout), maxLabelValue)
+}
+
+// ScheduledBackupName is the OpenBaoBackup the schedule creates for the
+// slot at t. One slot has one name, so a slot is never taken twice.
+func (c *OpenBaoCluster) ScheduledBackupName(t time.Time) string {
+	return boundedName(c.Name+"-"+t.UTC().Format(backupTimeLayout), maxLabelValue)
+}
+
+// maxLabelValue is the longest label value; a Job's name becomes one on its pods.
+const maxLabelValue = 63
+
+// boundedName returns name when it fits max, else its head and a hash of
+// the whole, so that distinct long names stay distinct.
+func boundedName(name string, max int) string {
+	if len(name) <= max {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	head := strings.TrimRight(name[:max-9], "-")
+	return head + "-" + hex.EncodeToString(sum[:4])
+}
+
+// Labels on what the backup machinery creates.
+const (
+	// LabelBackup names the OpenBaoBackup a Job and its pod belong to.
+	LabelBackup = "openbao.org/backup"
+	// LabelBackupTrigger is "schedule" on OpenBaoBackups the schedule created.
+	LabelBackupTrigger = "openbao.org/backup-trigger"
+	// BackupTriggerSchedule is LabelBackupTrigger's value.
+	BackupTriggerSchedule = "schedule"
+	// LabelComponent is the standard component label; backup pods carry
+	// ComponentBackup.
+	LabelComponent  = "app.kubernetes.io/component"
+	ComponentBackup = "backup"
+)
+
+// BackupKind is the API kind of OpenBaoBackup.
+const BackupKind = "OpenBaoBackup"
+
+// ControllerReference makes b the controller of its Job.
+func (b *OpenBaoBackup) ControllerReference() metav1.OwnerReference {
+	return *metav1.NewControllerRef(b, GroupVersion.WithKind(BackupKind))
 }

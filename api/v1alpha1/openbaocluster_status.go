@@ -56,6 +56,9 @@ type OpenBaoClusterStatus struct {
 	// Upgrade is the progress of a rollout under way.
 	// +optional
 	Upgrade *UpgradeStatus `json:"upgrade,omitempty"`
+	// Backup is what the cluster's backups came to.
+	// +optional
+	Backup *BackupStatus `json:"backup,omitempty"`
 	// Conditions: Degraded, Paused, and those of the later steps.
 	// +listType=map
 	// +listMapKey=type

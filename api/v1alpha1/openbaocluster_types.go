@@ -130,6 +130,11 @@ type OpenBaoClusterSpec struct {
 	// +optional
 	Values *apiextensionsv1.JSON `json:"values,omitempty"`
 
+	// Backup takes Raft snapshots to object storage on a schedule and on
+	// demand (OpenBaoBackup).
+	// +optional
+	Backup *BackupSpec `json:"backup,omitempty"`
+
 	// DeletionPolicy decides what outlives the OpenBaoCluster when it is
 	// deleted; the policy at the time of deletion applies to everything.
 	// Retain keeps the Raft volumes, the static seal key, the root token

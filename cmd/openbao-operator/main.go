@@ -1,6 +1,7 @@
-// Command openbao-operator runs the OpenBao operator's controller manager,
-// or, as `openbao-operator render -f cluster.yaml`, prints the objects the
-// operator would apply for an OpenBaoCluster.
+// Command openbao-operator runs the OpenBao operator's controller manager;
+// as `openbao-operator render -f cluster.yaml` it prints the objects the
+// operator would apply for an OpenBaoCluster, and as `openbao-operator
+// backup ...` it is the executor of a backup Job.
 package main
 
 import (
@@ -20,9 +21,12 @@ import (
 
 func main() {
 	var err error
-	if len(os.Args) > 1 && os.Args[1] == "render" {
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "render":
 		err = runRender(os.Args[2:], os.Stdout)
-	} else {
+	case len(os.Args) > 1 && os.Args[1] == "backup":
+		err = runBackup(os.Args[2:], os.Stderr)
+	default:
 		err = runManager(os.Args[1:])
 	}
 	if err != nil {

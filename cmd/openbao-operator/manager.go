@@ -22,6 +22,7 @@ import (
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/values"
+	"github.com/openbao/operator/internal/watches"
 )
 
 // managerFlags are the command-line settings of the manager.
@@ -91,21 +92,8 @@ func runManager(args []string) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	issuer, err := controllers.NewIssuerSource(cfg, clock.RealClock{})
-	if err != nil {
+	if err := setUpReconcilers(mgr, cfg, f, settings, openshift); err != nil {
 		return err
-	}
-	reconciler, err := controllers.NewReconciler(mgr, controllers.Options{
-		Operator: values.Operator{
-			Namespace: f.namespace, Image: f.image, OpenShift: openshift, OverrideValues: settings.OverrideValues,
-		},
-		ResyncPeriod: settings.ReconcilePeriod, OpenBao: openbao.New, Issuer: issuer,
-	})
-	if err != nil {
-		return err
-	}
-	if err := reconciler.SetupWithManager(mgr, settings.MaxConcurrentReconciles); err != nil {
-		return fmt.Errorf("set up OpenBaoCluster controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)
@@ -160,4 +148,33 @@ func ownImage(cfg *rest.Config, namespace, podName string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("the operator's pod %s/%s has no container named manager", namespace, podName)
+}
+
+// setUpReconcilers registers the OpenBaoCluster and OpenBaoBackup
+// reconcilers with the manager.
+func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settings watches.Settings, openshift bool) error {
+	issuer, err := controllers.NewIssuerSource(cfg, clock.RealClock{})
+	if err != nil {
+		return err
+	}
+	reconciler, err := controllers.NewReconciler(mgr, controllers.Options{
+		Operator: values.Operator{
+			Namespace: f.namespace, Image: f.image, OpenShift: openshift, OverrideValues: settings.OverrideValues,
+		},
+		ResyncPeriod: settings.ReconcilePeriod, OpenBao: openbao.New, Issuer: issuer,
+	})
+	if err != nil {
+		return err
+	}
+	if err := reconciler.SetupWithManager(mgr, settings.MaxConcurrentReconciles); err != nil {
+		return fmt.Errorf("set up OpenBaoCluster controller: %w", err)
+	}
+	backups := &controllers.OpenBaoBackupReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openbao-operator"),
+		Clock: clock.RealClock{}, OperatorImage: f.image,
+	}
+	if err := backups.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up OpenBaoBackup controller: %w", err)
+	}
+	return nil
 }

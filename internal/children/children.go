@@ -6,6 +6,7 @@ package children
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -13,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/openbao/operator/api/v1alpha1"
 )
 
 // Object is a typed Kubernetes object (controller-runtime's client.Object).
@@ -36,6 +39,21 @@ const (
 	// StatefulSet owns; Secrets that outlive the cluster); the
 	// openbao.org/cluster label maps it to its cluster.
 	ByClusterLabel
+	// ByClusterName: the object names its cluster itself (an
+	// OpenBaoBackup's spec.clusterName). Users create these, so they carry
+	// no label of ours and are cached whole.
+	ByClusterName
+)
+
+// Reconciler is whose watch a kind feeds.
+type Reconciler int
+
+const (
+	// ClusterReconciler is the OpenBaoCluster reconciler.
+	ClusterReconciler Reconciler = iota
+	// BackupReconciler is the OpenBaoBackup reconciler, which owns the
+	// backup Jobs.
+	BackupReconciler
 )
 
 // Kind is one kind of object.
@@ -47,6 +65,8 @@ type Kind struct {
 	// when no longer rendered.
 	Rendered bool
 	Watch    Watch
+	// For is the reconciler the watch feeds; ClusterReconciler unless set.
+	For Reconciler
 }
 
 // all lists the kinds; the rendered ones in apply order, so that what
@@ -68,6 +88,10 @@ var all = []Kind{
 	// mapped to their cluster by its label.
 	{GVK: corev1.SchemeGroupVersion.WithKind("Secret"), New: func() Object { return &corev1.Secret{} }, Watch: ByClusterLabel},
 	{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), New: func() Object { return &corev1.Pod{} }, Watch: ByClusterLabel},
+	// Backups: the cluster folds its OpenBaoBackups into its status; each
+	// OpenBaoBackup owns the Job that runs it.
+	{GVK: v1alpha1.GroupVersion.WithKind(v1alpha1.BackupKind), New: func() Object { return &v1alpha1.OpenBaoBackup{} }, Watch: ByClusterName},
+	{GVK: batchv1.SchemeGroupVersion.WithKind("Job"), New: func() Object { return &batchv1.Job{} }, Watch: ByOwner, For: BackupReconciler},
 }
 
 // All returns every kind.
@@ -85,22 +109,26 @@ func Rendered() []schema.GroupVersionKind {
 }
 
 // Watched returns the kinds whose changes reach the cluster that way.
-func Watched(w Watch) []Kind {
+func Watched(w Watch) []Kind { return WatchedBy(ClusterReconciler, w) }
+
+// WatchedBy returns the kinds whose changes reach reconciler r that way.
+func WatchedBy(r Reconciler, w Watch) []Kind {
 	var out []Kind
 	for _, k := range all {
-		if k.Watch == w {
+		if k.Watch == w && k.For == r {
 			out = append(out, k)
 		}
 	}
 	return out
 }
 
-// Cached returns an empty object of every watched kind: the manager's
-// cache holds, of these kinds, only objects with the cluster label.
+// Cached returns an empty object of every watched kind that carries the
+// cluster label: the manager's cache holds, of these kinds, only objects
+// with it. ByClusterName kinds are cached whole.
 func Cached() []Object {
 	var out []Object
 	for _, k := range all {
-		if k.Watch != NotWatched {
+		if k.Watch != NotWatched && k.Watch != ByClusterName {
 			out = append(out, k.New())
 		}
 	}

@@ -93,3 +93,49 @@ func OpenBaoClusterFields() []Forbidden {
 			}},
 	}
 }
+
+// Rules are admission rules for one field, which markers cannot hold
+// because they are generated (for example from a grammar in Go).
+type Rules struct {
+	// Path names the field from the root of the schema, such as
+	// spec, backup, schedule.
+	Path  []string
+	Rules apiextensionsv1.ValidationRules
+}
+
+// SetRules replaces the x-kubernetes-validations of each field named in
+// fields, in every version of crdYAML; a second run changes nothing.
+func SetRules(crdYAML []byte, fields []Rules) ([]byte, error) {
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(crdYAML, &crd); err != nil {
+		return nil, fmt.Errorf("decode CRD: %w", err)
+	}
+	for vi := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[vi]
+		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			continue
+		}
+		for _, f := range fields {
+			if err := setRules(v.Schema.OpenAPIV3Schema, f.Path, f.Rules); err != nil {
+				return nil, fmt.Errorf("version %s: %w", v.Name, err)
+			}
+		}
+	}
+	return yaml.Marshal(&crd)
+}
+
+func setRules(schema *apiextensionsv1.JSONSchemaProps, path []string, rules apiextensionsv1.ValidationRules) error {
+	if len(path) == 0 {
+		schema.XValidations = rules
+		return nil
+	}
+	prop, ok := schema.Properties[path[0]]
+	if !ok {
+		return fmt.Errorf("no field %s", path[0])
+	}
+	if err := setRules(&prop, path[1:], rules); err != nil {
+		return fmt.Errorf("%s.%w", path[0], err)
+	}
+	schema.Properties[path[0]] = prop
+	return nil
+}

@@ -265,3 +265,22 @@ func TestAdmitRefusesLabelsTheOperatorOwnsInSpecValues(t *testing.T) {
 		t.Fatalf("ordinary labels refused: %v", errs.ToAggregate())
 	}
 }
+
+// TestAdmitReadsWholeNumbersAsIntegers: YAML gives every number as a
+// float64; the API server's decoder gives integers, which CEL rules over
+// integer fields need.
+func TestAdmitReadsWholeNumbersAsIntegers(t *testing.T) {
+	obj := object(t, minimal+`
+  replicas: 5
+  backup:
+    jwtAuthRole: backup
+    target: {endpoint: "https://s3.example.com", bucket: backups}
+    retention: {maxCount: 3}
+`)
+	if errs := load(t).Admit(context.Background(), obj, nil); len(errs) > 0 {
+		t.Fatalf("rejected: %v", errs.ToAggregate())
+	}
+	if got := get(obj, "spec", "replicas"); got != int64(5) {
+		t.Errorf("replicas is %T %v, want int64 5", got, got)
+	}
+}

@@ -40,6 +40,12 @@ type Options struct {
 
 type client struct {
 	api *api.Client
+	// Streams (snapshots) bypass api.Client, whose timeout would cut a
+	// long body short.
+	http    *http.Client
+	address string
+	token   Token
+	timeout time.Duration
 }
 
 var _ Client = (*client)(nil)
@@ -70,7 +76,7 @@ func New(opts Options) (Client, error) {
 	if !opts.Token.IsZero() {
 		c.SetToken(opts.Token.Reveal())
 	}
-	return &client{api: c}, nil
+	return &client{api: c, http: httpClient, address: opts.Address, token: opts.Token, timeout: timeout}, nil
 }
 
 func httpClientFor(opts Options) (*http.Client, error) {

@@ -13,10 +13,12 @@ import (
 
 // Leader is the answer of sys/leader, which needs no token.
 type Leader struct {
+	HAEnabled bool
 	// IsSelf says the server asked is the active one.
 	IsSelf bool
 	// LeaderAddress is the active server's API address.
 	LeaderAddress string
+	ActiveTime    time.Time
 	// RaftCommittedIndex is the leader's last committed Raft index, as the
 	// server asked knows it.
 	RaftCommittedIndex uint64
@@ -52,7 +54,7 @@ func (c *client) Leader(ctx context.Context) (Leader, error) {
 	if err != nil {
 		return Leader{}, wrap("sys/leader", err, true)
 	}
-	return Leader{IsSelf: l.IsSelf, LeaderAddress: l.LeaderAddress,
+	return Leader{HAEnabled: l.HAEnabled, IsSelf: l.IsSelf, LeaderAddress: l.LeaderAddress, ActiveTime: l.ActiveTime,
 		RaftCommittedIndex: l.RaftCommittedIndex, RaftAppliedIndex: l.RaftAppliedIndex}, nil
 }
 

@@ -14,7 +14,8 @@ var (
 	ErrNotInitialized = errors.New("openbao: not initialized")
 	// ErrSealed is 503: the server is sealed (or otherwise unavailable).
 	ErrSealed = errors.New("openbao: sealed or unavailable")
-	// ErrStandby is 429: the server is an unsealed standby.
+	// ErrStandby is 429, or a 307 redirect to the active server: the
+	// server is an unsealed standby.
 	ErrStandby = errors.New("openbao: standby")
 	// ErrPermissionDenied is 403: the token is missing, invalid or lacks a policy.
 	ErrPermissionDenied = errors.New("openbao: permission denied")
@@ -52,7 +53,7 @@ func (e *StatusError) Is(target error) bool {
 	case ErrSealed:
 		return e.Code == http.StatusServiceUnavailable
 	case ErrStandby:
-		return e.Code == http.StatusTooManyRequests
+		return e.Code == http.StatusTooManyRequests || e.Code == http.StatusTemporaryRedirect
 	case ErrPermissionDenied:
 		return e.Code == http.StatusForbidden
 	case ErrInvalidRequest:

@@ -3,6 +3,7 @@ package openbao
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -23,7 +24,8 @@ type Client interface {
 	SetAutopilotConfiguration(ctx context.Context, cfg AutopilotConfig) error
 	// StepDown asks the active server to give up leadership (needs a token).
 	StepDown(ctx context.Context) error
-	// Leader reads sys/leader: who is active and the committed Raft index.
+	// Leader reads sys/leader (no token needed): who is active and the
+	// committed Raft index.
 	Leader(ctx context.Context) (Leader, error)
 	// AutopilotState reads the leader's view of every Raft server: health,
 	// last index, failure tolerance (needs a token).
@@ -39,6 +41,9 @@ type Client interface {
 	// Login exchanges a JWT for a token at auth/<mount>/login and returns
 	// the token and its lifetime.
 	Login(ctx context.Context, mount, role string, jwt Token) (Token, time.Duration, error)
+	// Snapshot opens GET sys/storage/raft/snapshot on the active server
+	// (needs a token); the caller reads and closes the stream.
+	Snapshot(ctx context.Context) (io.ReadCloser, error)
 }
 
 // Factory builds a Client for one server address.

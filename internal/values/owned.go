@@ -34,6 +34,7 @@ func ownedValues(in Input, op Operator, cfg Config) (map[string]any, error) {
 		"ingress":                              ingressValues(c),
 		"gateway":                              gatewayValues(c),
 		"networkPolicy":                        network,
+		"backup":                               map[string]any{"enabled": c.Spec.Backup != nil},
 		"persistentVolumeClaimRetentionPolicy": pvcRetention(c),
 	}, nil
 }
@@ -89,6 +90,7 @@ func childNames(c *v1alpha1.OpenBaoCluster) map[string]any {
 		"configMap":             c.ConfigMapName(),
 		"serviceAccount":        c.ServiceAccountName(),
 		"upgradeServiceAccount": c.UpgradeServiceAccountName(),
+		"backupServiceAccount":  c.BackupServiceAccountName(),
 		"role":                  c.ServiceRegistrationRoleName(),
 		"tlsCASecret":           c.TLSCASecretName(),
 		"tlsServerSecret":       c.TLSServerSecretName(),

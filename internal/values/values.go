@@ -21,7 +21,7 @@ import (
 // CR's spec.values and watches.yaml's overrideValues may not set them. The
 // CRD's CEL rule on spec.values lists the same keys plus operatorWideKeys.
 var ownedKeys = []string{
-	"cluster", "config", "gateway", "image", "ingress", "networkPolicy", "operator",
+	"backup", "cluster", "config", "gateway", "image", "ingress", "networkPolicy", "operator",
 	"partition", "persistentVolumeClaimRetentionPolicy", "replicas", "scheduling",
 	"seal", "service", "storage", "tls",
 }

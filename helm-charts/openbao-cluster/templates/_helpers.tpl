@@ -10,6 +10,16 @@ openbao.org/cluster: {{ .Values.cluster.name }}
 {{- end }}
 {{- end }}
 
+{{/* Labels of what belongs to the cluster's backups; never the servers' selector. */}}
+{{- define "openbao.backupLabels" -}}
+app.kubernetes.io/component: backup
+app.kubernetes.io/managed-by: openbao-operator
+openbao.org/cluster: {{ .Values.cluster.name }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
 {{/* Labels that select the cluster's pods; they never change. */}}
 {{- define "openbao.selectorLabels" -}}
 {{ toYaml .Values.cluster.selectorLabels }}

@@ -3,7 +3,9 @@
 package openbaofake
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"sync"
 	"time"
 
@@ -60,6 +62,13 @@ type Client struct {
 	LoginErr   error
 	// Logins records mount/role of each Login.
 	Logins []string
+
+	// SnapshotData is what Snapshot streams unless SnapshotErr;
+	// SnapshotStreamErr, when set, ends the stream with that error after
+	// the data instead of io.EOF.
+	SnapshotData      []byte
+	SnapshotErr       error
+	SnapshotStreamErr error
 
 	// Calls counts calls by method name ("Health", "Init", ...).
 	Calls map[string]int
@@ -203,3 +212,22 @@ func (c *Client) Login(_ context.Context, mount, role string, _ openbao.Token) (
 	c.Logins = append(c.Logins, mount+"/"+role)
 	return c.LoginToken, c.LoginTTL, c.LoginErr
 }
+
+// Snapshot streams SnapshotData, or returns SnapshotErr.
+func (c *Client) Snapshot(context.Context) (io.ReadCloser, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("Snapshot")
+	if c.SnapshotErr != nil {
+		return nil, c.SnapshotErr
+	}
+	var r io.Reader = bytes.NewReader(c.SnapshotData)
+	if c.SnapshotStreamErr != nil {
+		r = io.MultiReader(r, errReader{c.SnapshotStreamErr})
+	}
+	return io.NopCloser(r), nil
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }

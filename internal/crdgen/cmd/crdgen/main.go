@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/crdgen"
 )
 
@@ -29,5 +32,17 @@ func run(path string) error {
 	if err != nil {
 		return err
 	}
+	if out, err = crdgen.SetRules(out, []crdgen.Rules{{Path: []string{"spec", "backup", "schedule"}, Rules: scheduleRules()}}); err != nil {
+		return err
+	}
 	return os.WriteFile(path, out, 0o644)
+}
+
+// scheduleRules are internal/backup's schedule grammar as CRD rules.
+func scheduleRules() apiextensionsv1.ValidationRules {
+	var out apiextensionsv1.ValidationRules
+	for _, r := range backup.ScheduleRules() {
+		out = append(out, apiextensionsv1.ValidationRule{Rule: r.Rule, MessageExpression: r.MessageExpression})
+	}
+	return out
 }

@@ -1,0 +1,120 @@
+package backup_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+	"sigs.k8s.io/yaml"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/test/golden"
+)
+
+func backupCluster(mutate ...func(*v1alpha1.OpenBaoCluster)) *v1alpha1.OpenBaoCluster {
+	c := &v1alpha1.OpenBaoCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "bao", Namespace: "ns", UID: "cluster-uid"},
+		Spec: v1alpha1.OpenBaoClusterSpec{Version: "2.4.0", Replicas: 3, TLS: v1alpha1.TLSSpec{Mode: v1alpha1.TLSModeOperatorManaged},
+			Backup: &v1alpha1.BackupSpec{
+				Schedule:    "0 3 * * *",
+				JWTAuthRole: "backup",
+				Target: v1alpha1.BackupTarget{
+					Endpoint: "https://minio.storage.svc:9000", Bucket: "backups", Region: "eu-1", PathPrefix: "prod",
+					UsePathStyle: true, CASecretRef: &v1alpha1.SecretKeyRef{Name: "store-ca"},
+					CredentialsSecretRef: &corev1.LocalObjectReference{Name: "store-credentials"},
+				},
+			}},
+	}
+	for _, m := range mutate {
+		m(c)
+	}
+	return c
+}
+
+func jobFor(c *v1alpha1.OpenBaoCluster) []byte {
+	b := &v1alpha1.OpenBaoBackup{ObjectMeta: metav1.ObjectMeta{Name: "bao-20250304-030000", Namespace: "ns", UID: "backup-uid"},
+		Spec: v1alpha1.OpenBaoBackupSpec{ClusterName: c.Name}}
+	job := backup.JobFor(backup.JobInput{Cluster: c, Backup: b, Name: c.BackupJobName(at("2025-03-04T03:00:01Z")),
+		OperatorImage: "registry.example.com/openbao-operator:v0.1.0"})
+	data, err := yaml.Marshal(job)
+	if err != nil {
+		panic(err)
+	}
+	return data
+}
+
+var jobCases = map[string]*v1alpha1.OpenBaoCluster{
+	"job-jwt": backupCluster(),
+	"job-token-acme": backupCluster(func(c *v1alpha1.OpenBaoCluster) {
+		c.Spec.TLS = v1alpha1.TLSSpec{Mode: v1alpha1.TLSModeACME}
+		c.Spec.Backup.JWTAuthRole = ""
+		c.Spec.Backup.TokenSecretRef = &v1alpha1.SecretKeyRef{Name: "backup-token", Key: "bao-token"}
+		c.Spec.Backup.Target = v1alpha1.BackupTarget{Endpoint: "https://s3.eu-west-1.amazonaws.com", Bucket: "backups"}
+		c.Spec.Backup.ExecutorImage = "registry.example.com/executor:v1"
+		c.Spec.Backup.Timeout = &metav1.Duration{Duration: 10 * time.Minute}
+	}),
+}
+
+func TestJobGolden(t *testing.T) {
+	for name, c := range jobCases {
+		golden.Assert(t, filepath.Join("testdata", "golden", name+".yaml"), jobFor(c))
+	}
+}
+
+func TestJobPodMeetsTheRestrictedPodSecurityLevel(t *testing.T) {
+	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range jobCases {
+		var job struct {
+			Spec struct {
+				Template corev1.PodTemplateSpec `json:"template"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(jobFor(c), &job); err != nil {
+			t.Fatal(err)
+		}
+		tmpl := job.Spec.Template
+		for _, r := range eval.EvaluatePod(api.LevelVersion{Level: api.LevelRestricted, Version: api.LatestVersion()}, &tmpl.ObjectMeta, &tmpl.Spec) {
+			if !r.Allowed {
+				t.Errorf("%s: %s: %s", name, r.ForbiddenReason, r.ForbiddenDetail)
+			}
+		}
+	}
+}
+
+func TestJobArgsRoundTripThroughTheExecutorsFlags(t *testing.T) {
+	for name, c := range jobCases {
+		var job struct {
+			Spec struct {
+				Template corev1.PodTemplateSpec `json:"template"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(jobFor(c), &job); err != nil {
+			t.Fatal(err)
+		}
+		args := job.Spec.Template.Spec.Containers[0].Args
+		cfg, err := backup.ParseExecutorArgs(args[1:], &strings.Builder{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := cfg.Args(); strings.Join(got, " ") != strings.Join(args, " ") {
+			t.Errorf("%s: args %v came back as %v", name, args, got)
+		}
+	}
+}
+
+func TestJobNameIsAValidLabelForTheLongestCluster(t *testing.T) {
+	c := backupCluster(func(c *v1alpha1.OpenBaoCluster) { c.Name = strings.Repeat("x", 40) })
+	if errs := validation.IsDNS1123Label(c.BackupJobName(time.Now())); len(errs) > 0 {
+		t.Error(errs)
+	}
+}

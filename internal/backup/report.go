@@ -1,0 +1,83 @@
+package backup
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// TerminationLog is where the executor writes its Report; the kubelet
+// copies it into the pod's status as the container's termination message.
+const TerminationLog = "/dev/termination-log"
+
+// maxReport is the kubelet's limit on a termination message.
+const maxReport = 4096
+
+// Report is what the executor says about one run, as JSON: the object it
+// wrote, or why it failed. It holds names, sizes and digests, never a
+// credential, a token or a byte of the snapshot.
+type Report struct {
+	Key    string `json:"key,omitempty"`
+	Size   int64  `json:"size,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	// Duration is from the start of the run to the verified object (or
+	// the failure), as Go writes durations ("12.5s").
+	Duration string `json:"duration,omitempty"`
+	// RaftIndex is the Raft index the snapshot was taken at.
+	RaftIndex uint64 `json:"raftIndex,omitempty"`
+	// PeakRSSBytes is the executor's peak resident memory (VmHWM), the
+	// mapped pages of its binary included; PeakAnonBytes the peak of its
+	// anonymous memory (heap, stacks, part buffers), sampled.
+	PeakRSSBytes  int64 `json:"peakRSSBytes,omitempty"`
+	PeakAnonBytes int64 `json:"peakAnonBytes,omitempty"`
+	// Reason (CamelCase) and Error say why a run failed.
+	Reason string `json:"reason,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Failed says the run failed.
+func (r Report) Failed() bool { return r.Reason != "" }
+
+// Encode writes the report as JSON within the kubelet's limit, shortening
+// the error text if it must.
+func (r Report) Encode() []byte {
+	data, _ := json.Marshal(r)
+	if len(data) <= maxReport {
+		return data
+	}
+	over := len(data) - maxReport + len("...")
+	if over < len(r.Error) {
+		r.Error = r.Error[:len(r.Error)-over] + "..."
+	} else {
+		r.Error = ""
+	}
+	data, _ = json.Marshal(r)
+	return data
+}
+
+// ErrNoReport says a finished pod left no termination message (it was
+// killed: the deadline, an eviction, out of memory).
+var ErrNoReport = errors.New("the executor left no report")
+
+// ParseReport reads a termination message. A success must name the
+// object, its size and digest.
+func ParseReport(msg string) (Report, error) {
+	if msg == "" {
+		return Report{}, ErrNoReport
+	}
+	var r Report
+	if err := json.Unmarshal([]byte(msg), &r); err != nil {
+		return Report{}, fmt.Errorf("the executor's report is not JSON")
+	}
+	if !r.Failed() && (r.Key == "" || r.Size <= 0 || len(r.SHA256) != 64) {
+		return Report{}, errors.New("the executor's report names no complete object")
+	}
+	return r, nil
+}
+
+// DurationValue returns the report's duration; zero when it has none.
+func (r Report) DurationValue() time.Duration {
+	d, _ := time.ParseDuration(r.Duration)
+	return d
+}

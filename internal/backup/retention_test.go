@@ -1,0 +1,51 @@
+package backup_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/openbao/operator/internal/backup"
+)
+
+const pfx = "p/ns/bao/"
+
+// snaps names snapshots of ns/bao taken the given hours before noon.
+func snaps(hoursAgo ...int) []string {
+	var out []string
+	for i, h := range hoursAgo {
+		out = append(out, backup.ObjectKey(pfx, at("2025-06-01T12:00:00Z").Add(-time.Duration(h)*time.Hour), "0000000"+string(rune('0'+i))))
+	}
+	return out
+}
+
+func TestRetentionExpired(t *testing.T) {
+	now := at("2025-06-01T12:00:00Z")
+	all := snaps(0, 1, 2, 30, 50, 100) // newest first
+	foreign := []string{"p/ns/bao-2/20200101T000000Z-00000000.snap", "p/ns/bao/sub/20200101T000000Z-00000000.snap", "p/ns/bao/readme"}
+	cases := []struct {
+		name   string
+		policy backup.Retention
+		keys   []string
+		keep   string
+		want   []string
+	}{
+		{"no policy deletes nothing", backup.Retention{}, all, all[0], nil},
+		{"maxCount keeps the newest, deletes oldest first", backup.Retention{MaxCount: 3}, all, all[0], []string{all[5], all[4], all[3]}},
+		{"maxAge deletes what is older", backup.Retention{MaxAge: 24 * time.Hour}, all, all[0], []string{all[5], all[4], all[3]}},
+		{"both: the stricter wins for each", backup.Retention{MaxCount: 5, MaxAge: 40 * time.Hour}, all, all[0], []string{all[5], all[4]}},
+		{"maxCount 1 keeps only the one just written", backup.Retention{MaxCount: 1}, all, all[0], []string{all[5], all[4], all[3], all[2], all[1]}},
+		{"the one just written survives even when old", backup.Retention{MaxAge: time.Hour}, all, all[5], []string{all[4], all[3], all[2]}},
+		{"the one just written survives when not the newest", backup.Retention{MaxCount: 1}, all, all[2], []string{all[5], all[4], all[3], all[1]}},
+		{"other clusters and foreign files are never touched", backup.Retention{MaxCount: 1}, append(foreign, all[0]), all[0], nil},
+		{"listing order does not matter", backup.Retention{MaxCount: 2}, []string{all[3], all[0], all[5], all[1]}, all[0], []string{all[5], all[3]}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.policy.Expired(pfx, tc.keys, tc.keep, now)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Expired = %v\nwant      %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,207 @@
+// Package executor is the backup executor a backup Job runs
+// (`openbao-operator backup ...`): it authenticates to OpenBao, finds the
+// active server, streams its Raft snapshot through the in-stream check
+// straight into a multipart upload (no file, memory bounded by the parts),
+// verifies the stored object and reports through the Job's termination
+// message. Retries of what may pass happen here, in process; the Job only
+// retries a pod that was disrupted.
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
+
+	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/objectstore"
+	"github.com/openbao/operator/internal/objectstore/s3store"
+	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/snapshot"
+)
+
+// Deps are the executor's seams: how it reaches OpenBao and the store,
+// reads its mounted files, tells time and draws randomness.
+type Deps struct {
+	OpenBao  openbao.Factory
+	NewStore func(s3store.Config) (objectstore.Store, error)
+	ReadFile func(path string) ([]byte, error)
+	Clock    clock.PassiveClock
+	Random   io.Reader
+	// Sleep waits between attempts; it returns early when ctx ends.
+	Sleep func(ctx context.Context, d time.Duration)
+	// PeakRSS reads the process's peak resident memory; nil reports none.
+	PeakRSS func() int64
+}
+
+// Reasons of a failed run, CamelCase for the OpenBaoBackup's status.
+const (
+	ReasonConfig           = "ExecutorMisconfigured"
+	ReasonAuthFailed       = "AuthFailed"
+	ReasonLeaderNotFound   = "LeaderNotFound"
+	ReasonSnapshotFailed   = "SnapshotFailed"
+	ReasonStoreFailed      = "StoreFailed"
+	ReasonUploadUnverified = "UploadUnverified"
+	ReasonTimedOut         = "TimedOut"
+)
+
+// attempts bounds the tries of a run that fails in a way that may pass.
+var retryWaits = []time.Duration{2 * time.Second, 5 * time.Second}
+
+// Run takes one backup and returns its report; it never returns a secret
+// in it.
+func Run(ctx context.Context, cfg backup.ExecutorConfig, deps Deps) backup.Report {
+	start := deps.Clock.Now()
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	log := logr.FromContextOrDiscard(ctx)
+	secrets := &redactor{}
+	report := run(ctx, cfg, deps, secrets)
+	report.Duration = deps.Clock.Since(start).Round(time.Millisecond).String()
+	if deps.PeakRSS != nil {
+		report.PeakRSSBytes = deps.PeakRSS()
+	}
+	report.Error = secrets.redact(report.Error)
+	if report.Failed() {
+		log.Info("backup failed", "reason", report.Reason, "error", report.Error, "duration", report.Duration)
+	} else {
+		log.Info("backup stored and verified", "key", report.Key, "size", report.Size, "sha256", report.SHA256,
+			"raftIndex", report.RaftIndex, "duration", report.Duration)
+	}
+	return report
+}
+
+func run(ctx context.Context, cfg backup.ExecutorConfig, deps Deps, secrets *redactor) backup.Report {
+	s, err := prepare(cfg, deps, secrets)
+	if err != nil {
+		return failed(ReasonConfig, err)
+	}
+	for attempt := 0; ; attempt++ {
+		report, err := s.attempt(ctx)
+		if err == nil {
+			return report
+		}
+		if !retryable(err) || attempt >= len(retryWaits) || ctx.Err() != nil {
+			return failed(reasonOf(ctx, err), err)
+		}
+		logr.FromContextOrDiscard(ctx).Info("attempt failed; retrying", "attempt", attempt+1,
+			"reason", reasonOf(ctx, err), "error", secrets.redact(err.Error()), "wait", retryWaits[attempt].String())
+		deps.Sleep(ctx, retryWaits[attempt])
+	}
+}
+
+func failed(reason string, err error) backup.Report {
+	return backup.Report{Reason: reason, Error: err.Error()}
+}
+
+// runner is one run's settings, read once.
+type runner struct {
+	cfg    backup.ExecutorConfig
+	deps   Deps
+	store  objectstore.Store
+	auth   func(ctx context.Context) (openbao.Token, error)
+	caPEM  []byte
+	prefix string
+}
+
+// stageError says which stage failed, for the reason.
+type stageError struct {
+	reason string
+	err    error
+}
+
+func (e *stageError) Error() string { return e.err.Error() }
+func (e *stageError) Unwrap() error { return e.err }
+
+func stage(reason string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &stageError{reason: reason, err: err}
+}
+
+// attempt is one try: check the store, log in, find the leader, stream,
+// verify.
+func (s *runner) attempt(ctx context.Context) (backup.Report, error) {
+	id, err := backup.NewObjectID(s.deps.Random)
+	if err != nil {
+		return backup.Report{}, err
+	}
+	key := backup.ObjectKey(s.prefix, s.deps.Clock.Now(), id)
+	if _, err := s.store.Stat(ctx, key); !errors.Is(err, objectstore.ErrNotFound) {
+		if err == nil {
+			err = fmt.Errorf("object %s exists already", key)
+		}
+		return backup.Report{}, stage(ReasonStoreFailed, err)
+	}
+	token, err := s.auth(ctx)
+	if err != nil {
+		return backup.Report{}, stage(ReasonAuthFailed, err)
+	}
+	body, err := s.openSnapshot(ctx, token)
+	if err != nil {
+		return backup.Report{}, err
+	}
+	defer body.Close()
+	checked := snapshot.NewReader(body)
+	defer checked.Close()
+	put, err := s.store.Put(ctx, key, checked)
+	if err != nil {
+		return backup.Report{}, uploadError(err)
+	}
+	if err := s.verify(ctx, key, put, checked); err != nil {
+		return backup.Report{}, err
+	}
+	return backup.Report{Key: key, Size: put.Size, SHA256: checked.SHA256(), RaftIndex: checked.Info().Index}, nil
+}
+
+// uploadError names what failed a Put: the snapshot check (its reason),
+// or the store.
+func uploadError(err error) error {
+	var se *snapshot.Error
+	if errors.As(err, &se) {
+		return stage(se.Reason, err)
+	}
+	var oe *openbao.TransportError
+	if errors.As(err, &oe) {
+		return stage(ReasonSnapshotFailed, err)
+	}
+	return stage(ReasonStoreFailed, err)
+}
+
+// reasonOf is the report's reason for err.
+func reasonOf(ctx context.Context, err error) string {
+	if ctx.Err() != nil {
+		return ReasonTimedOut
+	}
+	var se *stageError
+	if errors.As(err, &se) {
+		return se.reason
+	}
+	return ReasonSnapshotFailed
+}
+
+// retryable says whether another attempt may succeed: the network, a
+// standby that just lost leadership, a sealed or overloaded server, a
+// snapshot cut short, a store that did not answer. Not refusals: a bad
+// identity, a corrupt snapshot, a store that refuses the credentials.
+func retryable(err error) bool {
+	var snapErr *snapshot.Error
+	if errors.As(err, &snapErr) {
+		return snapErr.Reason == snapshot.ReasonTruncated
+	}
+	var status *openbao.StatusError
+	if errors.As(err, &status) {
+		return status.Code >= 500 || errors.Is(err, openbao.ErrStandby)
+	}
+	var storeErr *objectstore.Error
+	if errors.As(err, &storeErr) {
+		return !storeErr.Permanent
+	}
+	var transport *openbao.TransportError
+	return errors.As(err, &transport)
+}

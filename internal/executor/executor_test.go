@@ -1,0 +1,263 @@
+package executor_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/executor"
+	"github.com/openbao/operator/internal/objectstore"
+	"github.com/openbao/operator/internal/objectstore/memstore"
+	"github.com/openbao/operator/internal/objectstore/s3store"
+	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/openbao/openbaofake"
+	"github.com/openbao/operator/internal/snapshot"
+)
+
+const (
+	jwt         = "eyJhbGciOiJSUzI1NiJ9.JWT-NEVER-PRINTED.sig"
+	issuedToken = "s.ISSUED-TOKEN-NEVER-PRINTED"
+	secretKey   = "SECRET-ACCESS-KEY-NEVER-PRINTED"
+)
+
+func snapshotFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "snapshot", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// harness is one executor run against fakes.
+type harness struct {
+	cfg       backup.ExecutorConfig
+	bao       *openbaofake.Client
+	store     *memstore.Store
+	files     map[string]string
+	mu        sync.Mutex
+	addresses []string // the addresses clients were made for, with "+token" when they carry one
+	sleeps    int
+}
+
+func newHarness(t *testing.T) *harness {
+	h := &harness{
+		cfg: backup.ExecutorConfig{
+			Namespace: "ns", Cluster: "bao", Backup: "b1",
+			OpenBaoAddress: "https://bao.ns.svc:8200", OpenBaoCAFile: "/ca/ca.crt", ServerDomain: "bao-internal.ns.svc",
+			Auth: backup.AuthJWT, JWTMount: backup.OperatorAuthMount, JWTRole: "backup", JWTFile: "/id/token",
+			Endpoint: "http://store:9000", Bucket: "backups", PathPrefix: "p", CredentialsDir: "/creds",
+			Timeout: time.Minute, PartSize: 5 << 20, Concurrency: 1,
+		},
+		bao: &openbaofake.Client{
+			LeaderAnswer: openbao.Leader{HAEnabled: true, IsSelf: true},
+			LoginToken:   openbao.NewToken(issuedToken),
+			SnapshotData: snapshotFixture(t, "with-data.snap"),
+		},
+		store: memstore.New(),
+		files: map[string]string{
+			"/ca/ca.crt": "PEM", "/id/token": jwt + "\n", "/creds/AWS_ACCESS_KEY_ID": "AKID",
+			"/creds/AWS_SECRET_ACCESS_KEY": secretKey,
+		},
+	}
+	return h
+}
+
+func (h *harness) run(t *testing.T) backup.Report {
+	t.Helper()
+	return executor.Run(context.Background(), h.cfg, executor.Deps{
+		OpenBao: func(o openbao.Options) (openbao.Client, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			a := o.Address
+			if !o.Token.IsZero() {
+				a += "+token"
+			}
+			h.addresses = append(h.addresses, a)
+			return h.bao, nil
+		},
+		NewStore: func(c s3store.Config) (objectstore.Store, error) {
+			if c.Credentials == nil || c.Credentials.SecretAccessKey.Reveal() != secretKey {
+				return nil, errors.New("credentials not read")
+			}
+			return h.store, nil
+		},
+		ReadFile: func(p string) ([]byte, error) {
+			v, ok := h.files[p]
+			if !ok {
+				return nil, fmt.Errorf("open %s: no such file", p)
+			}
+			return []byte(v), nil
+		},
+		Clock:  clocktesting.NewFakeClock(time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)),
+		Random: bytes.NewReader(bytes.Repeat([]byte{0xab}, 64)),
+		Sleep:  func(context.Context, time.Duration) { h.sleeps++ },
+	})
+}
+
+func TestAGoodRunStoresTheCheckedSnapshotUnderTheClustersPrefix(t *testing.T) {
+	h := newHarness(t)
+	r := h.run(t)
+	if r.Failed() {
+		t.Fatalf("%s: %s", r.Reason, r.Error)
+	}
+	want := h.bao.SnapshotData
+	sum := sha256.Sum256(want)
+	if r.Key != "p/ns/bao/20250304T050607Z-abababab.snap" || r.Size != int64(len(want)) ||
+		r.SHA256 != hex.EncodeToString(sum[:]) || r.RaftIndex == 0 || r.Duration == "" {
+		t.Errorf("report %+v", r)
+	}
+	if !bytes.Equal(h.store.Data(r.Key), want) {
+		t.Error("the stored object differs from the snapshot")
+	}
+	if h.bao.Logins[0] != "openbao-operator/backup" || h.bao.CallCount("Snapshot") != 1 {
+		t.Errorf("login roles %v, %d snapshots", h.bao.Logins, h.bao.CallCount("Snapshot"))
+	}
+	if strings.Join(h.addresses, " ") != "https://bao.ns.svc:8200 https://bao.ns.svc:8200 https://bao.ns.svc:8200+token" {
+		t.Errorf("clients for %v", h.addresses)
+	}
+}
+
+func TestATokenFromASecretNeedsNoLogin(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Auth, h.cfg.TokenFile = backup.AuthToken, "/id/openbao-token"
+	h.files["/id/openbao-token"] = issuedToken
+	if r := h.run(t); r.Failed() || h.bao.CallCount("Login") != 0 {
+		t.Fatalf("%+v, %d logins", r, h.bao.CallCount("Login"))
+	}
+}
+
+func TestAStandbyBehindTheServiceSendsTheExecutorToTheLeader(t *testing.T) {
+	h := newHarness(t)
+	h.bao.LeaderAnswer = openbao.Leader{HAEnabled: true, LeaderAddress: "https://bao-1.bao-internal.ns.svc:8200"}
+	if r := h.run(t); r.Failed() {
+		t.Fatal(r.Error)
+	}
+	if last := h.addresses[len(h.addresses)-1]; last != "https://bao-1.bao-internal.ns.svc:8200+token" {
+		t.Errorf("snapshot taken through %s", last)
+	}
+}
+
+func TestTheTokenGoesToNoServerOutsideTheCluster(t *testing.T) {
+	h := newHarness(t)
+	h.bao.LeaderAnswer = openbao.Leader{HAEnabled: true, LeaderAddress: "https://evil.example.com:8200"}
+	r := h.run(t)
+	if r.Reason != executor.ReasonLeaderNotFound || h.bao.CallCount("Snapshot") != 0 {
+		t.Fatalf("%+v, %d snapshots", r, h.bao.CallCount("Snapshot"))
+	}
+	for _, a := range h.addresses {
+		if strings.Contains(a, "evil") {
+			t.Errorf("a client was made for %s", a)
+		}
+	}
+}
+
+func TestABadSnapshotIsNeverStored(t *testing.T) {
+	cases := map[string]struct {
+		data     string
+		reasons  []string
+		attempts int
+	}{
+		"truncated (retried, as a cut connection)": {"truncated.snap", []string{snapshot.ReasonTruncated}, 3},
+		"bit-flipped (not retried)":                {"bit-flipped.snap", []string{snapshot.ReasonCorrupt, snapshot.ReasonChecksumMismatch}, 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.bao.SnapshotData = snapshotFixture(t, tc.data)
+			r := h.run(t)
+			if !contains(tc.reasons, r.Reason) || h.bao.CallCount("Snapshot") != tc.attempts {
+				t.Fatalf("%+v after %d snapshots", r, h.bao.CallCount("Snapshot"))
+			}
+			if keys := h.store.Keys(); len(keys) != 0 {
+				t.Errorf("stored %v", keys)
+			}
+		})
+	}
+}
+
+func contains(set []string, s string) bool {
+	for _, x := range set {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestFailuresThatMayPassAreRetriedAndOthersAreNot(t *testing.T) {
+	cases := map[string]struct {
+		set      func(h *harness)
+		reason   string
+		attempts int
+	}{
+		"a store that does not answer": {func(h *harness) {
+			h.store.StatErr = errors.New("connection refused")
+		}, executor.ReasonStoreFailed, 3},
+		"credentials the store refuses": {func(h *harness) {
+			h.store.StatErr = &objectstore.Error{Op: "stat", Permanent: true, Err: errors.New("Access Denied (HTTP 403 AccessDenied)")}
+		}, executor.ReasonStoreFailed, 1},
+		"a role OpenBao refuses": {func(h *harness) {
+			h.bao.LoginErr = &openbao.StatusError{Op: "auth/openbao-operator/login", Code: 400, Messages: []string{"invalid role"}}
+		}, executor.ReasonAuthFailed, 1},
+		"a policy without the snapshot": {func(h *harness) {
+			h.bao.SnapshotErr = &openbao.StatusError{Op: openbao.SnapshotPath, Code: 403, Messages: []string{"permission denied"}}
+		}, executor.ReasonSnapshotFailed, 1},
+		"a sealed server": {func(h *harness) {
+			h.bao.SnapshotErr = &openbao.StatusError{Op: openbao.SnapshotPath, Code: 503}
+		}, executor.ReasonSnapshotFailed, 3},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			tc.set(h)
+			r := h.run(t)
+			if r.Reason != tc.reason || h.sleeps != tc.attempts-1 {
+				t.Fatalf("%+v after %d waits, want %s after %d attempts", r, h.sleeps, tc.reason, tc.attempts)
+			}
+		})
+	}
+}
+
+func TestAnUploadTheStoreDoesNotHoldAsSentIsDeleted(t *testing.T) {
+	h := newHarness(t)
+	h.store.CorruptStat = true
+	r := h.run(t)
+	if r.Reason != executor.ReasonUploadUnverified || len(h.store.Keys()) != 0 {
+		t.Fatalf("%+v, store holds %v", r, h.store.Keys())
+	}
+	// A store that keeps no checksums is read back.
+	h = newHarness(t)
+	h.store.NoChecksums = true
+	if r := h.run(t); r.Failed() {
+		t.Fatalf("read back: %+v", r)
+	}
+}
+
+func TestTheReportHoldsNoSecret(t *testing.T) {
+	h := newHarness(t)
+	// An error that quotes what it was sent (a store or a proxy could).
+	h.bao.SnapshotErr = fmt.Errorf("upstream said: bad token %s for key %s, jwt %s", issuedToken, secretKey, jwt)
+	r := h.run(t)
+	text := string(r.Encode())
+	for _, secret := range []string{jwt, issuedToken, secretKey} {
+		if strings.Contains(text, secret) {
+			t.Errorf("the report holds a secret: %s", text)
+		}
+	}
+	if !r.Failed() || !strings.Contains(r.Error, "[redacted]") {
+		t.Errorf("report %+v", r)
+	}
+}

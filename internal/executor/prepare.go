@@ -1,0 +1,235 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/objectstore"
+	"github.com/openbao/operator/internal/objectstore/s3store"
+	"github.com/openbao/operator/internal/openbao"
+)
+
+// prepare reads the mounted files once and builds the store. Every secret
+// it reads goes into the redactor before anything else can print it.
+func prepare(cfg backup.ExecutorConfig, deps Deps, secrets *redactor) (*runner, error) {
+	s := &runner{cfg: cfg, deps: deps, prefix: backup.ObjectPrefix(cfg.PathPrefix, cfg.Namespace, cfg.Cluster)}
+	if cfg.OpenBaoCAFile != "" {
+		ca, err := deps.ReadFile(cfg.OpenBaoCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("read the OpenBao CA: %w", err)
+		}
+		s.caPEM = ca
+	}
+	storeCfg, err := storeConfig(cfg, deps, secrets)
+	if err != nil {
+		return nil, err
+	}
+	if s.store, err = deps.NewStore(storeCfg); err != nil {
+		return nil, err
+	}
+	s.auth, err = authenticator(cfg, deps, s, secrets)
+	return s, err
+}
+
+func storeConfig(cfg backup.ExecutorConfig, deps Deps, secrets *redactor) (s3store.Config, error) {
+	out := s3store.Config{
+		Endpoint: cfg.Endpoint, Bucket: cfg.Bucket, Region: cfg.Region, PathStyle: cfg.PathStyle,
+		PartSize: cfg.PartSize, Concurrency: cfg.Concurrency,
+	}
+	if cfg.StoreCAFile != "" {
+		ca, err := deps.ReadFile(cfg.StoreCAFile)
+		if err != nil {
+			return out, fmt.Errorf("read the object store's CA: %w", err)
+		}
+		out.CAPEM = ca
+	}
+	if cfg.CredentialsDir == "" {
+		return out, nil // the pod's cloud identity
+	}
+	read := func(key string, required bool) (s3store.Secret, error) {
+		data, err := deps.ReadFile(filepath.Join(cfg.CredentialsDir, key))
+		if err != nil && required {
+			return s3store.Secret{}, fmt.Errorf("read %s of the store credentials: %w", key, err)
+		}
+		v := strings.TrimSpace(string(data))
+		secrets.add(v)
+		return s3store.NewSecret(v), nil
+	}
+	var creds s3store.Credentials
+	var err error
+	if creds.AccessKeyID, err = read(backup.AccessKeyIDKey, true); err != nil {
+		return out, err
+	}
+	if creds.SecretAccessKey, err = read(backup.SecretAccessKeyKey, true); err != nil {
+		return out, err
+	}
+	if creds.SessionToken, err = read(backup.SessionTokenKey, false); err != nil {
+		return out, err
+	}
+	out.Credentials = &creds
+	return out, nil
+}
+
+// authenticator returns how an attempt gets its token: the token file,
+// or a login with the projected service-account token, read afresh each
+// time (the kubelet rotates it).
+func authenticator(cfg backup.ExecutorConfig, deps Deps, s *runner, secrets *redactor) (func(context.Context) (openbao.Token, error), error) {
+	readSecret := func(path string) (openbao.Token, error) {
+		data, err := deps.ReadFile(path)
+		if err != nil {
+			return openbao.Token{}, fmt.Errorf("read %s: %w", path, err)
+		}
+		v := strings.TrimSpace(string(data))
+		if v == "" {
+			return openbao.Token{}, fmt.Errorf("%s is empty", path)
+		}
+		secrets.add(v)
+		return openbao.NewToken(v), nil
+	}
+	if cfg.Auth == backup.AuthToken {
+		tok, err := readSecret(cfg.TokenFile)
+		return func(context.Context) (openbao.Token, error) { return tok, nil }, err
+	}
+	return func(ctx context.Context) (openbao.Token, error) {
+		jwt, err := readSecret(cfg.JWTFile)
+		if err != nil {
+			return openbao.Token{}, err
+		}
+		c, err := s.client(cfg.OpenBaoAddress, openbao.Token{})
+		if err != nil {
+			return openbao.Token{}, err
+		}
+		tok, _, err := c.Login(ctx, cfg.JWTMount, cfg.JWTRole, jwt)
+		if err == nil {
+			secrets.add(tok.Reveal())
+		}
+		return tok, err
+	}, nil
+}
+
+func (s *runner) client(address string, token openbao.Token) (openbao.Client, error) {
+	u, err := url.Parse(address)
+	if err != nil {
+		return nil, fmt.Errorf("OpenBao address %q: %w", address, err)
+	}
+	return s.deps.OpenBao(openbao.Options{Address: address, CACert: s.caPEM, ServerName: u.Hostname(), Token: token})
+}
+
+// openSnapshot finds the active server and opens its snapshot stream. The
+// client Service routes to the active server, yet during a change of
+// leadership it may reach a standby: then sys/leader names the active
+// one, which is asked directly, if its address is one of this cluster's.
+func (s *runner) openSnapshot(ctx context.Context, token openbao.Token) (io.ReadCloser, error) {
+	svc, err := s.client(s.cfg.OpenBaoAddress, openbao.Token{})
+	if err != nil {
+		return nil, err
+	}
+	leader, err := svc.Leader(ctx)
+	if err != nil {
+		return nil, stage(ReasonLeaderNotFound, err)
+	}
+	address := s.cfg.OpenBaoAddress
+	if leader.HAEnabled && !leader.IsSelf {
+		if leader.LeaderAddress == "" {
+			return nil, stage(ReasonLeaderNotFound, fmt.Errorf("no server is active: %w", openbao.ErrStandby))
+		}
+		if err := s.ownServer(leader.LeaderAddress); err != nil {
+			return nil, stage(ReasonLeaderNotFound, err)
+		}
+		address = leader.LeaderAddress
+	}
+	c, err := s.client(address, token)
+	if err != nil {
+		return nil, err
+	}
+	body, err := c.Snapshot(ctx)
+	return body, stage(ReasonSnapshotFailed, err)
+}
+
+// ownServer accepts a leader address only on the client Service's host or
+// under the servers' own domain, with the same scheme: the token goes to
+// no other host.
+func (s *runner) ownServer(address string) error {
+	svc, _ := url.Parse(s.cfg.OpenBaoAddress)
+	u, err := url.Parse(address)
+	if err == nil && u.Scheme == svc.Scheme &&
+		(u.Hostname() == svc.Hostname() || (s.cfg.ServerDomain != "" && strings.HasSuffix(u.Hostname(), "."+s.cfg.ServerDomain))) {
+		return nil
+	}
+	return fmt.Errorf("the active server's address %q is not a server of this cluster (%s, *.%s)",
+		address, svc.Hostname(), s.cfg.ServerDomain)
+}
+
+// verify checks that the store holds what was sent: the size, and the
+// store's checksum against the one computed from the stream; a store that
+// keeps no checksums is read back and hashed. An object that fails is
+// deleted: it must never be taken for the latest backup.
+func (s *runner) verify(ctx context.Context, key string, put objectstore.PutResult, sent sizedSum) error {
+	err := s.compare(ctx, key, put, sent)
+	if err == nil {
+		return nil
+	}
+	if derr := s.store.Delete(context.WithoutCancel(ctx), key); derr != nil {
+		err = fmt.Errorf("%w; deleting it failed too: %w", err, derr)
+	}
+	return stage(ReasonUploadUnverified, err)
+}
+
+type sizedSum interface {
+	Size() int64
+	SHA256() string
+}
+
+func (s *runner) compare(ctx context.Context, key string, put objectstore.PutResult, sent sizedSum) error {
+	obj, err := s.store.Stat(ctx, key)
+	if err != nil {
+		return fmt.Errorf("stat the uploaded object: %w", err)
+	}
+	if obj.Size != sent.Size() || put.Size != sent.Size() {
+		return fmt.Errorf("the store holds %d bytes of the %d sent", obj.Size, sent.Size())
+	}
+	if obj.Checksum != "" {
+		if obj.Checksum != put.Checksum {
+			return fmt.Errorf("the store's checksum %s differs from the %s sent", obj.Checksum, put.Checksum)
+		}
+		return nil
+	}
+	return s.readBack(ctx, key, sent.SHA256())
+}
+
+func (s *runner) readBack(ctx context.Context, key, want string) error {
+	r, err := s.store.Open(ctx, key)
+	if err != nil {
+		return fmt.Errorf("read the uploaded object back: %w", err)
+	}
+	defer r.Close()
+	got, err := sha256Of(r)
+	if err != nil {
+		return fmt.Errorf("read the uploaded object back: %w", err)
+	}
+	if got != want {
+		return fmt.Errorf("the stored object's SHA-256 differs from the one sent")
+	}
+	return nil
+}
+
+// redactor replaces every secret the executor read in text it reports.
+type redactor struct{ values []string }
+
+func (r *redactor) add(v string) {
+	if len(v) >= 4 {
+		r.values = append(r.values, v)
+	}
+}
+
+func (r *redactor) redact(text string) string {
+	for _, v := range r.values {
+		text = strings.ReplaceAll(text, v, "[redacted]")
+	}
+	return text
+}
