@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/podstate"
@@ -34,18 +35,52 @@ func (r *OpenBaoClusterReconciler) view(ctx context.Context, p *pass) *openbaoVi
 		v.problem = "no trusted channel to the servers yet"
 		return v
 	}
+	servers := map[string]openbao.Client{}
 	for _, pod := range p.servers {
 		bao, err := r.podClient(p.cluster, pod.Ordinal, p.tls, openbao.Token{})
 		if err != nil {
 			continue
 		}
-		if h, err := bao.Health(ctx); err == nil {
+		if h, err := readWithin(ctx, viewReadTimeout, bao.Health); err == nil {
 			v.health[pod.Name] = upgrade.Health{Initialized: h.Initialized, Sealed: h.Sealed}
 			v.active[pod.Name] = h.Active()
+			servers[pod.Name] = bao
 		}
 	}
 	v.raft, v.problem = r.readRaft(ctx, p)
+	if v.raft != nil {
+		measureLag(ctx, v.raft, servers)
+	}
 	return v
+}
+
+// viewReadTimeout bounds each read of the view: a server that does not
+// answer in this time is left out of the pass, not waited for.
+const viewReadTimeout = 5 * time.Second
+
+func readWithin[T any](ctx context.Context, d time.Duration, read func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return read(ctx)
+}
+
+// measureLag replaces the autopilot state's lag, which followers report
+// only every few seconds, by what each answering server has applied of
+// the leader's committed index (openbao.RaftLag). Servers that do not
+// answer keep the autopilot's figure.
+func measureLag(ctx context.Context, raft *upgrade.Raft, servers map[string]openbao.Client) {
+	ctx, cancel := context.WithTimeout(ctx, 2*viewReadTimeout)
+	defer cancel()
+	lag, err := openbao.RaftLag(ctx, servers)
+	if err != nil {
+		return
+	}
+	for name, l := range lag {
+		if s, ok := raft.Servers[name]; ok {
+			s.Lag, s.LagKnown = l, true
+			raft.Servers[name] = s
+		}
+	}
 }
 
 // readRaft reads the leader's committed index and autopilot state through

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"time"
@@ -21,6 +22,9 @@ import (
 // DefaultTimeout bounds one request. sys/init takes about 6 s with OpenBao's
 // default Raft timers and 1 to 2 s with the operator's.
 const DefaultTimeout = 30 * time.Second
+
+// DialTimeout bounds opening a connection to a server.
+const DialTimeout = 3 * time.Second
 
 // Options say how to reach one server.
 type Options struct {
@@ -89,6 +93,10 @@ func httpClientFor(opts Options) (*http.Client, error) {
 		tlsConfig.RootCAs = pool
 	}
 	transport := &http.Transport{
+		// A pod that was just replaced can leave its old address in DNS for
+		// a while; connecting there must fail in seconds, not hold a
+		// reconcile pass for the whole request timeout.
+		DialContext:         (&net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		TLSClientConfig:     tlsConfig,
 		TLSHandshakeTimeout: 10 * time.Second,
 		MaxIdleConnsPerHost: 2,

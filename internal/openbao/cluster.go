@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -156,13 +155,16 @@ func redactFrom(err error, secret string) error {
 }
 
 // RaftLag reads how many Raft entries each server trails the leader by:
-// each server's applied index and the leader's committed index, both from
-// sys/leader, read at the same moment (two requests sent together), the
-// best of lagSamples tries. The reading is then off by at most the writes
-// during one request, however slowly the operator itself is scheduled. The
-// autopilot state's last_index is far too coarse for this: a follower
-// reports it only every few seconds. Servers that do not answer are left
-// out; err says when no server says it leads.
+// the leader's committed index from sys/leader first, then the server's
+// applied index until it reaches it, for at most catchUpWindow. A server
+// that keeps up reaches what the leader had committed a moment ago however
+// busy the cluster and however slowly the operator is scheduled: its lag
+// is 0. A server that stopped replicating or falls behind does not, and
+// its lag is what it still misses at the end of the window. Reading both
+// at once measured the writes of one request's latency instead (hundreds
+// of entries at 250 writes/s), and the autopilot state's last_index is
+// too coarse: a follower reports it only every few seconds. Servers that
+// do not answer are left out; err says when no server says it leads.
 func RaftLag(ctx context.Context, servers map[string]Client) (map[string]uint64, error) {
 	leader := ""
 	for name, c := range servers {
@@ -183,31 +185,36 @@ func RaftLag(ctx context.Context, servers map[string]Client) (map[string]uint64,
 	return lag, nil
 }
 
-// lagSamples is how many paired reads RaftLag takes per server.
-const lagSamples = 2
+// catchUpWindow is how long RaftLag waits for a server to apply what the
+// leader had committed; catchUpPoll is how often it asks meanwhile.
+const (
+	catchUpWindow = time.Second
+	catchUpPoll   = 100 * time.Millisecond
+)
 
-// pairLag reads a server and the leader together and returns the smallest
-// lag of lagSamples readings.
+// pairLag reads the leader, then the server until it has applied the
+// leader's committed index or the window closes.
 func pairLag(ctx context.Context, server, leader Client) (uint64, bool) {
-	best, ok := uint64(0), false
-	for range lagSamples {
-		var s, l Leader
-		var serr, lerr error
-		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() { defer wg.Done(); s, serr = server.Leader(ctx) }()
-		go func() { defer wg.Done(); l, lerr = leader.Leader(ctx) }()
-		wg.Wait()
-		if serr != nil || lerr != nil {
-			continue
+	l, err := leader.Leader(ctx)
+	if err != nil {
+		return 0, false
+	}
+	deadline := time.Now().Add(catchUpWindow)
+	for {
+		s, err := server.Leader(ctx)
+		if err != nil {
+			return 0, false
 		}
-		var lag uint64
-		if l.RaftCommittedIndex > s.RaftAppliedIndex {
-			lag = l.RaftCommittedIndex - s.RaftAppliedIndex
+		if s.RaftAppliedIndex >= l.RaftCommittedIndex {
+			return 0, true
 		}
-		if !ok || lag < best {
-			best, ok = lag, true
+		if time.Now().After(deadline) {
+			return l.RaftCommittedIndex - s.RaftAppliedIndex, true
+		}
+		select {
+		case <-ctx.Done():
+			return 0, false
+		case <-time.After(catchUpPoll):
 		}
 	}
-	return best, ok
 }

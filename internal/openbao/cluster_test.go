@@ -7,10 +7,12 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/openbao/openbaofake"
 )
 
 const serviceAccountJWT = "eyJhbGciOiJSUzI1NiJ9.service-account-claims.signature"
@@ -72,5 +74,51 @@ func TestLeaderAndAutopilotStateAreRead(t *testing.T) {
 	if err != nil || !s.Healthy || s.FailureTolerance != 1 || s.Servers["bao-1"].LastIndex != 117 ||
 		s.Servers["bao-1"].LastContact != 150*time.Millisecond || s.Servers["bao-0"].Status != "leader" {
 		t.Fatalf("state %+v %v", s, err)
+	}
+}
+
+// busyCluster plays a cluster taking writes: every sys/leader read anywhere
+// moves the log 50 entries on; a follower in step has applied everything
+// committed up to the moment it is asked, a stalled one stays where it was.
+type busyCluster struct {
+	mu      sync.Mutex
+	index   uint64
+	stalled map[string]uint64
+}
+
+type busyServer struct {
+	openbaofake.Client
+	cluster *busyCluster
+	name    string
+	leader  bool
+}
+
+func (s *busyServer) Leader(context.Context) (openbao.Leader, error) {
+	s.cluster.mu.Lock()
+	defer s.cluster.mu.Unlock()
+	s.cluster.index += 50
+	applied := s.cluster.index
+	if at, ok := s.cluster.stalled[s.name]; ok {
+		applied = at
+	}
+	return openbao.Leader{IsSelf: s.leader, RaftCommittedIndex: s.cluster.index, RaftAppliedIndex: applied}, nil
+}
+
+func TestRaftLagSeesAStalledFollowerButNotTheWritesOfOneRequest(t *testing.T) {
+	c := &busyCluster{index: 1000, stalled: map[string]uint64{"bao-2": 700}}
+	servers := map[string]openbao.Client{
+		"bao-0": &busyServer{cluster: c, name: "bao-0", leader: true},
+		"bao-1": &busyServer{cluster: c, name: "bao-1"},
+		"bao-2": &busyServer{cluster: c, name: "bao-2"},
+	}
+	lag, err := openbao.RaftLag(context.Background(), servers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lag["bao-1"] != 0 || lag["bao-0"] != 0 {
+		t.Errorf("servers in step: lag %v, want 0", lag)
+	}
+	if lag["bao-2"] < 300 {
+		t.Errorf("stalled bao-2: lag %d, want at least 300", lag["bao-2"])
 	}
 }

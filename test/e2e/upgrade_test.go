@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -134,6 +135,7 @@ func (m rolloutFigures) gap(w *writer) time.Duration {
 func rollTo(ctx context.Context, t *testing.T, cl client.Client, ns string, spec map[string]any, kills int) rolloutFigures {
 	t.Helper()
 	tracker := trackRestarts(ctx, t, cl, ns)
+	before := statefulSetRevisions(ctx, t, cl, ns)
 	start := time.Now()
 	patchSpec(ctx, t, cl, ns, spec)
 	killed, lastPartition, lastStep := 0, "", ""
@@ -150,8 +152,12 @@ func rollTo(ctx context.Context, t *testing.T, cl client.Client, ns string, spec
 			killed++
 			logf("  %5.1fs operator killed", time.Since(start).Seconds())
 		}
-		done := up == nil && hasConditionReason(st, "UpgradeComplete") && st["phase"] == "Running"
-		return done, fmt.Sprintf("phase %v upgrade %v", st["phase"], up)
+		// UpgradeComplete stays from the rollout before until this one
+		// starts: done also needs the StatefulSet on a new revision.
+		rev := statefulSetRevisions(ctx, t, cl, ns)
+		rolled := rev.update != before.update && rev.current == rev.update
+		done := rolled && up == nil && hasConditionReason(st, "UpgradeComplete") && st["phase"] == "Running"
+		return done, fmt.Sprintf("phase %v upgrade %v revisions %+v", st["phase"], up, rev)
 	})
 	total := time.Since(start)
 	restarts := tracker.stop()
@@ -166,6 +172,17 @@ func rollTo(ctx context.Context, t *testing.T, cl client.Client, ns string, spec
 		t.Errorf("the operator was killed %d times, want %d", killed, kills)
 	}
 	return rolloutFigures{total: total.Round(100 * time.Millisecond), restarts: sum.Round(100 * time.Millisecond)}
+}
+
+type revisions struct{ current, update string }
+
+func statefulSetRevisions(ctx context.Context, t *testing.T, cl client.Client, ns string) revisions {
+	t.Helper()
+	sts := &appsv1.StatefulSet{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, sts); err != nil {
+		t.Fatal(err)
+	}
+	return revisions{current: sts.Status.CurrentRevision, update: sts.Status.UpdateRevision}
 }
 
 // restartTracker times, per server pod, from the moment it is deleted to
