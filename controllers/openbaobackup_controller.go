@@ -99,7 +99,8 @@ func (r *OpenBaoBackupReconciler) start(ctx context.Context, b *v1alpha1.OpenBao
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	check := backup.Preflight(backup.Observed{Cluster: c, Status: &c.Status, Running: r.running(c, b, backups)})
+	check := backup.Preflight(backup.Observed{Cluster: c, Status: &c.Status, Running: r.running(c, b, backups),
+		PreUpgrade: b.Labels[v1alpha1.LabelBackupTrigger] == v1alpha1.BackupTriggerPreUpgrade})
 	switch {
 	case !check.OK && check.Reason == backup.ReasonBackupInProgress:
 		return ctrl.Result{RequeueAfter: backupWaitRetry}, r.setStatus(ctx, b, func(s *v1alpha1.OpenBaoBackupStatus) {

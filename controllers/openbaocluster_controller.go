@@ -73,7 +73,7 @@ type OpenBaoClusterReconciler struct {
 	// operator's identity in OpenBao trusts; nil leaves the identity unset.
 	Issuer IssuerSource
 	// PreUpgradeSnapshot takes the snapshot spec.upgrade.preUpgradeSnapshot
-	// asks for; nil when backups are not available.
+	// asks for (an OpenBaoBackup); nil when backups are not available.
 	PreUpgradeSnapshot SnapshotTaker
 
 	memory memory
@@ -312,5 +312,6 @@ func NewReconciler(mgr ctrl.Manager, o Options) (*OpenBaoClusterReconciler, erro
 		Applier:  NewApplier(mgr.GetClient(), mgr.GetClient(), mgr.GetAPIReader()),
 		Operator: o.Operator, Recorder: mgr.GetEventRecorder("openbao-operator"), Clock: o.Clock,
 		ResyncPeriod: o.ResyncPeriod, OpenBao: o.OpenBao, Issuer: o.Issuer,
+		PreUpgradeSnapshot: NewBackupSnapshots(mgr.GetClient()),
 	}, nil
 }

@@ -114,6 +114,19 @@ func (c *OpenBaoCluster) ScheduledBackupName(t time.Time) string {
 	return boundedName(c.Name+"-"+t.UTC().Format(backupTimeLayout), maxLabelValue)
 }
 
+// PreUpgradeBackupName is the OpenBaoBackup a rollout to the StatefulSet
+// revision takes before its first pod: one per revision, so a restarted
+// operator finds it again.
+func (c *OpenBaoCluster) PreUpgradeBackupName(revision string) string {
+	hash := strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(strings.TrimPrefix(revision, c.StatefulSetName()+"-")))
+	return boundedName(c.Name+"-pre-upgrade-"+hash, maxLabelValue)
+}
+
 // maxLabelValue is the longest label value; a Job's name becomes one on its pods.
 const maxLabelValue = 63
 
@@ -136,6 +149,9 @@ const (
 	LabelBackupTrigger = "openbao.org/backup-trigger"
 	// BackupTriggerSchedule is LabelBackupTrigger's value.
 	BackupTriggerSchedule = "schedule"
+	// BackupTriggerPreUpgrade marks the snapshot a rollout takes before
+	// its first pod (spec.upgrade.preUpgradeSnapshot).
+	BackupTriggerPreUpgrade = "pre-upgrade"
 	// LabelComponent is the standard component label; backup pods carry
 	// ComponentBackup.
 	LabelComponent  = "app.kubernetes.io/component"

@@ -28,6 +28,10 @@ type Observed struct {
 	Status *v1alpha1.OpenBaoClusterStatus
 	// Running names the cluster's other backups that have not finished.
 	Running []string
+	// PreUpgrade says the backup is a rollout's pre-upgrade snapshot: the
+	// rollout holds every pod until it succeeds, so Upgrading does not
+	// stop it.
+	PreUpgrade bool
 }
 
 // Check is the preflight's verdict.
@@ -38,8 +42,8 @@ type Check struct {
 
 // Preflight says whether a backup may start now, the first failing rule
 // naming why: backups configured with a target and an identity, the
-// cluster not paused, Running, not upgrading, and no other backup of it
-// under way.
+// cluster not paused, Running, not upgrading, the operator's identity set
+// up for a JWT role, and no other backup of it under way.
 func Preflight(o Observed) Check {
 	c := o.Cluster
 	b := c.Spec.Backup
@@ -48,14 +52,14 @@ func Preflight(o Observed) Check {
 		return refuse(ReasonNotConfigured, "spec.backup of OpenBaoCluster %s is not set", c.Name)
 	case b.JWTAuthRole == "" && b.TokenSecretRef == nil:
 		return refuse(ReasonAuthNotConfigured, "spec.backup names neither jwtAuthRole nor tokenSecretRef")
-	case b.JWTAuthRole != "" && !o.Status.IdentityConfigured:
-		return refuse(ReasonIdentityPending, "spec.backup.jwtAuthRole needs the operator's OpenBao identity, which is set up once the cluster is initialized (status.identityConfigured)")
 	case c.Spec.Paused:
 		return refuse(ReasonClusterPaused, "the cluster is paused")
-	case meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionUpgrading):
+	case !o.PreUpgrade && meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionUpgrading):
 		return refuse(ReasonUpgradeInProgress, "an upgrade is under way; a snapshot now could catch servers of two versions")
-	case o.Status.Phase != v1alpha1.PhaseRunning:
+	case o.Status.Phase != v1alpha1.PhaseRunning && !(o.PreUpgrade && o.Status.Phase == v1alpha1.PhaseUpgrading):
 		return refuse(ReasonClusterNotRunning, "the cluster is %s, not Running", phaseOr(o.Status.Phase))
+	case b.JWTAuthRole != "" && !o.Status.IdentityConfigured:
+		return refuse(ReasonIdentityPending, "spec.backup.jwtAuthRole needs the operator's OpenBao identity, which is set up once the cluster is initialized (status.identityConfigured)")
 	case len(o.Running) > 0:
 		return refuse(ReasonBackupInProgress, "backup %s of this cluster is still running", strings.Join(o.Running, ", "))
 	}

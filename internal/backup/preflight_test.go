@@ -43,3 +43,23 @@ func TestPreflight(t *testing.T) {
 		})
 	}
 }
+
+// TestPreflightLetsThePreUpgradeSnapshotRunWhileTheRolloutWaits: the
+// rollout says Upgrading while it holds every pod for its snapshot; that
+// snapshot alone may start, and only one backup at a time still holds.
+func TestPreflightLetsThePreUpgradeSnapshotRunWhileTheRolloutWaits(t *testing.T) {
+	waiting := &v1alpha1.OpenBaoClusterStatus{Phase: v1alpha1.PhaseUpgrading, IdentityConfigured: true, Conditions: []metav1.Condition{
+		{Type: v1alpha1.ConditionUpgrading, Status: metav1.ConditionTrue}}}
+	o := backup.Observed{Cluster: backupCluster(), Status: waiting, PreUpgrade: true}
+	if got := backup.Preflight(o); !got.OK {
+		t.Errorf("pre-upgrade snapshot: %+v", got)
+	}
+	o.Running = []string{"bao-1"}
+	if got := backup.Preflight(o); got.Reason != backup.ReasonBackupInProgress {
+		t.Errorf("pre-upgrade snapshot beside another backup: %+v", got)
+	}
+	o.Running, o.PreUpgrade = nil, false
+	if got := backup.Preflight(o); got.Reason != backup.ReasonUpgradeInProgress {
+		t.Errorf("any other backup during the rollout: %+v", got)
+	}
+}

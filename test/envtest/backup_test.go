@@ -55,7 +55,7 @@ type backupRig struct {
 }
 
 // newBackupRig creates a one-server cluster and makes it Running: the
-// status says initialized, pod-0 is the ready active server, the
+// status says initialized with the operator's identity set up, pod-0 is the ready active server, the
 // StatefulSet counts it ready.
 func newBackupRig(t *testing.T, ns, backupSpec string, now time.Time) *backupRig {
 	t.Helper()
@@ -66,7 +66,7 @@ func newBackupRig(t *testing.T, ns, backupSpec string, now time.Time) *backupRig
 	if err := k8s.Create(ctx, rig.cluster); err != nil {
 		t.Fatal(err)
 	}
-	rig.cluster.Status.Initialized = true
+	rig.cluster.Status.Initialized, rig.cluster.Status.IdentityConfigured = true, true
 	if err := k8s.Status().Update(ctx, rig.cluster); err != nil {
 		t.Fatal(err)
 	}
