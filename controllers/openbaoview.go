@@ -22,6 +22,8 @@ type openbaoView struct {
 	health map[string]upgrade.Health
 	// active is the pod whose server says it is active.
 	active map[string]bool
+	// servers are the clients of the servers that answered sys/health.
+	servers map[string]openbao.Client
 }
 
 // view reads OpenBao's view of the cluster once per pass.
@@ -29,13 +31,12 @@ func (r *OpenBaoClusterReconciler) view(ctx context.Context, p *pass) *openbaoVi
 	if p.openbao != nil {
 		return p.openbao
 	}
-	v := &openbaoView{health: map[string]upgrade.Health{}, active: map[string]bool{}}
+	v := &openbaoView{health: map[string]upgrade.Health{}, active: map[string]bool{}, servers: map[string]openbao.Client{}}
 	p.openbao = v
 	if !p.tls.ready || r.OpenBao == nil {
 		v.problem = "no trusted channel to the servers yet"
 		return v
 	}
-	servers := map[string]openbao.Client{}
 	for _, pod := range p.servers {
 		bao, err := r.podClient(p.cluster, pod.Ordinal, p.tls, openbao.Token{})
 		if err != nil {
@@ -44,13 +45,10 @@ func (r *OpenBaoClusterReconciler) view(ctx context.Context, p *pass) *openbaoVi
 		if h, err := readWithin(ctx, viewReadTimeout, bao.Health); err == nil {
 			v.health[pod.Name] = upgrade.Health{Initialized: h.Initialized, Sealed: h.Sealed}
 			v.active[pod.Name] = h.Active()
-			servers[pod.Name] = bao
+			v.servers[pod.Name] = bao
 		}
 	}
 	v.raft, v.problem = r.readRaft(ctx, p)
-	if v.raft != nil {
-		measureLag(ctx, v.raft, servers)
-	}
 	return v
 }
 
@@ -66,19 +64,28 @@ func readWithin[T any](ctx context.Context, d time.Duration, read func(context.C
 
 // measureLag replaces the autopilot state's lag, which followers report
 // only every few seconds, by what each answering server has applied of
-// the leader's committed index (openbao.RaftLag). Servers that do not
-// answer keep the autopilot's figure.
-func measureLag(ctx context.Context, raft *upgrade.Raft, servers map[string]openbao.Client) {
-	ctx, cancel := context.WithTimeout(ctx, 2*viewReadTimeout)
-	defer cancel()
-	lag, err := openbao.RaftLag(ctx, servers)
-	if err != nil {
+// the active server's committed index (openbao.RaftLagTo). Servers that do
+// not answer, or a view without one active server, keep the autopilot's
+// figures. Only rollouts ask for it: it costs a few reads per server.
+func (v *openbaoView) measureLag(ctx context.Context) {
+	if v.raft == nil {
 		return
 	}
-	for name, l := range lag {
-		if s, ok := raft.Servers[name]; ok {
+	var leader openbao.Client
+	for name, active := range v.active {
+		if active {
+			leader = v.servers[name]
+		}
+	}
+	if leader == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*viewReadTimeout)
+	defer cancel()
+	for name, l := range openbao.RaftLagTo(ctx, leader, v.servers) {
+		if s, ok := v.raft.Servers[name]; ok {
 			s.Lag, s.LagKnown = l, true
-			raft.Servers[name] = s
+			v.raft.Servers[name] = s
 		}
 	}
 }

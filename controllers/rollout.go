@@ -96,6 +96,7 @@ func (r *OpenBaoClusterReconciler) observeRollout(ctx context.Context, p *pass) 
 		return o, nil
 	}
 	v := r.view(ctx, p)
+	v.measureLag(ctx)
 	o.Pods, o.Raft, o.RaftProblem, o.Health = rolloutPods(p.servers, v), v.raft, v.problem, v.health
 	if o.Settings.PreUpgradeSnapshot && o.Upgrade == nil {
 		o.SnapshotDone, o.SnapshotProblem, err = r.preUpgradeSnapshot(ctx, c, o.UpdateRevision)

@@ -166,23 +166,23 @@ func redactFrom(err error, secret string) error {
 // too coarse: a follower reports it only every few seconds. Servers that
 // do not answer are left out; err says when no server says it leads.
 func RaftLag(ctx context.Context, servers map[string]Client) (map[string]uint64, error) {
-	leader := ""
-	for name, c := range servers {
+	for _, c := range servers {
 		if l, err := c.Leader(ctx); err == nil && l.IsSelf {
-			leader = name
-			break
+			return RaftLagTo(ctx, c, servers), nil
 		}
 	}
-	if leader == "" {
-		return nil, errors.New("no server says it is the active one")
-	}
+	return nil, errors.New("no server says it is the active one")
+}
+
+// RaftLagTo is RaftLag for a caller that already knows the leader.
+func RaftLagTo(ctx context.Context, leader Client, servers map[string]Client) map[string]uint64 {
 	lag := map[string]uint64{}
 	for name, c := range servers {
-		if l, ok := pairLag(ctx, c, servers[leader]); ok {
+		if l, ok := pairLag(ctx, c, leader); ok {
 			lag[name] = l
 		}
 	}
-	return lag, nil
+	return lag
 }
 
 // catchUpWindow is how long RaftLag waits for a server to apply what the
