@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,7 +78,7 @@ func (r *OpenBaoClusterReconciler) observeBootstrap(ctx context.Context, p *pass
 	}
 	obs.RootTokenSecretExists = token != nil
 	if obs.NeedsHealth() {
-		bao, err := r.podClient(c, 0, p.tls, openbao.Token{})
+		bao, err := r.podClient(p, 0, openbao.Token{})
 		if err != nil {
 			return obs, err
 		}
@@ -95,7 +96,7 @@ func (r *OpenBaoClusterReconciler) observeBootstrap(ctx context.Context, p *pass
 // token in memory for this call only and stores it in its Secret.
 func (r *OpenBaoClusterReconciler) initialize(ctx context.Context, p *pass) error {
 	c := p.cluster
-	bao, err := r.podClient(c, 0, p.tls, openbao.Token{})
+	bao, err := r.podClient(p, 0, openbao.Token{})
 	if err != nil {
 		return err
 	}
@@ -108,7 +109,7 @@ func (r *OpenBaoClusterReconciler) initialize(ctx context.Context, p *pass) erro
 	})}
 	opts := bootstrap.InitOptions{
 		Autopilot:       &bootstrapAutopilot,
-		ClientWithToken: func(t openbao.Token) (openbao.Client, error) { return r.podClient(c, 0, p.tls, t) },
+		ClientWithToken: func(t openbao.Token) (openbao.Client, error) { return r.podClient(p, 0, t) },
 	}
 	if r.Issuer != nil {
 		opts.Setup = func(ctx context.Context, withRoot openbao.Client) error { return r.setUpIdentity(ctx, p, withRoot) }
@@ -150,11 +151,18 @@ func (r *OpenBaoClusterReconciler) initFailed(p *pass, initErr *bootstrap.InitEr
 	p.requeueAfter(bootstrap.InitBackoff(failures))
 }
 
-// podClient talks to one server by its stable DNS name, trusting the
-// cluster CA (the system roots with ACME).
-func (r *OpenBaoClusterReconciler) podClient(c *v1alpha1.OpenBaoCluster, ordinal int, served servedTLS, token openbao.Token) (openbao.Client, error) {
-	host := c.PodDNSName(ordinal)
-	return r.OpenBao(openbao.Options{Address: "https://" + host + ":8200", CACert: served.caPEM, ServerName: host, Token: token})
+// podClient talks to one server at its pod's address, verified against
+// its stable DNS name and the cluster CA (the system roots with ACME). The
+// address comes from the pass's pod list: a replaced pod's DNS record can
+// name the old pod's address for a few seconds, and a dial to it waits out
+// the dial timeout. A pod with no address yet is dialled by name.
+func (r *OpenBaoClusterReconciler) podClient(p *pass, ordinal int, token openbao.Token) (openbao.Client, error) {
+	host := p.cluster.PodDNSName(ordinal)
+	addr := host
+	if pod, ok := p.servers.Get(p.cluster.PodName(ordinal)); ok && pod.IP != "" {
+		addr = pod.IP
+	}
+	return r.OpenBao(openbao.Options{Address: "https://" + net.JoinHostPort(addr, "8200"), CACert: p.tls.caPEM, ServerName: host, Token: token})
 }
 
 // initializedCondition keeps the reason the cluster was initialized with

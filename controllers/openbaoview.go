@@ -38,7 +38,7 @@ func (r *OpenBaoClusterReconciler) view(ctx context.Context, p *pass) *openbaoVi
 		return v
 	}
 	for _, pod := range p.servers {
-		bao, err := r.podClient(p.cluster, pod.Ordinal, p.tls, openbao.Token{})
+		bao, err := r.podClient(p, pod.Ordinal, openbao.Token{})
 		if err != nil {
 			continue
 		}
@@ -48,7 +48,7 @@ func (r *OpenBaoClusterReconciler) view(ctx context.Context, p *pass) *openbaoVi
 			v.servers[pod.Name] = bao
 		}
 	}
-	v.raft, v.problem = r.readRaft(ctx, p)
+	v.raft, v.problem = r.readRaft(ctx, p, v)
 	return v
 }
 
@@ -71,13 +71,8 @@ func (v *openbaoView) measureLag(ctx context.Context) {
 	if v.raft == nil {
 		return
 	}
-	var leader openbao.Client
-	for name, active := range v.active {
-		if active {
-			leader = v.servers[name]
-		}
-	}
-	if leader == nil {
+	leader, ok := v.servers[v.activeServer()]
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*viewReadTimeout)
@@ -90,22 +85,30 @@ func (v *openbaoView) measureLag(ctx context.Context) {
 	}
 }
 
-// readRaft reads the leader's committed index and autopilot state through
-// the client Service, which reaches the active server.
-func (r *OpenBaoClusterReconciler) readRaft(ctx context.Context, p *pass) (*upgrade.Raft, string) {
+// readRaft reads the leader's committed index and autopilot state from the
+// server that just said it is active, or through the client Service when
+// none did (an election is under way). Asking the active pod directly
+// spares a read through a Service whose endpoints may still name a server
+// that stepped down and is stopping.
+func (r *OpenBaoClusterReconciler) readRaft(ctx context.Context, p *pass, v *openbaoView) (*upgrade.Raft, string) {
 	tok, err := r.upgradeToken(ctx, p)
 	if err != nil {
 		return nil, err.Error()
 	}
-	bao, err := r.activeClient(p.cluster, p.tls, tok)
+	var bao openbao.Client
+	if name := v.activeServer(); name != "" {
+		bao, err = r.podClient(p, ordinalOf(p, name), tok)
+	} else {
+		bao, err = r.activeClient(p.cluster, p.tls, tok)
+	}
 	if err != nil {
 		return nil, err.Error()
 	}
-	leader, err := bao.Leader(ctx)
+	leader, err := readWithin(ctx, viewReadTimeout, bao.Leader)
 	if err != nil {
 		return nil, "read sys/leader: " + err.Error()
 	}
-	state, err := bao.AutopilotState(ctx)
+	state, err := readWithin(ctx, viewReadTimeout, bao.AutopilotState)
 	if errors.Is(err, openbao.ErrPermissionDenied) {
 		r.forgetUpgradeToken(p.cluster)
 	}
@@ -113,6 +116,16 @@ func (r *OpenBaoClusterReconciler) readRaft(ctx context.Context, p *pass) (*upgr
 		return nil, "read the autopilot state: " + err.Error()
 	}
 	return raftOf(leader, state), ""
+}
+
+// activeServer is the pod whose server said it is active, or "".
+func (v *openbaoView) activeServer() string {
+	for name, active := range v.active {
+		if active {
+			return name
+		}
+	}
+	return ""
 }
 
 // raftOf computes each server's lag against the leader's committed index.

@@ -118,7 +118,7 @@ func (r *OpenBaoClusterReconciler) stepDown(ctx context.Context, p *pass, pod, w
 	if err != nil {
 		return err
 	}
-	bao, err := r.podClient(p.cluster, ordinalOf(p, pod), p.tls, tok)
+	bao, err := r.podClient(p, ordinalOf(p, pod), tok)
 	if err != nil {
 		return err
 	}

@@ -48,12 +48,14 @@ type Pod struct {
 	RestartCount          int32
 	// Revision is the StatefulSet revision of the pod's template.
 	Revision string
+	// IP is the pod's address; empty until the kubelet reports one.
+	IP string
 }
 
 // FromKube extracts Pod from a Kubernetes pod.
 func FromKube(p *corev1.Pod) Pod {
 	out := Pod{Name: p.Name, Ordinal: ordinalOf(p.Name), Phase: p.Status.Phase, Labels: p.Labels,
-		Revision: p.Labels[appsv1.ControllerRevisionHashLabelKey]}
+		Revision: p.Labels[appsv1.ControllerRevisionHashLabelKey], IP: p.Status.PodIP}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 			out.Ready = true

@@ -20,10 +20,13 @@ const (
 )
 
 // Requeue intervals while a rollout waits. Pod events wake the reconciler
-// sooner; OpenBao's health and Raft state are polled.
+// sooner; OpenBao's health and Raft state are polled. A released pod is
+// polled often: every second it waits is a second the cluster runs one
+// server short, and a pass while it waits costs a few reads.
 const (
 	pollInterval     = 2 * time.Second
-	stepDownInterval = time.Second
+	verifyInterval   = 500 * time.Millisecond
+	stepDownInterval = 500 * time.Millisecond
 	preflightRetry   = 10 * time.Second
 )
 
@@ -108,10 +111,10 @@ func preflight(o Observed, d *Decision) *v1alpha1.UpgradeStatus {
 		}
 		return nil
 	}
-	if reason, msg := hold(o); reason != "" {
+	if reason, msg, retry := hold(o); reason != "" {
 		d.Problem = &Condition{Status: true, Reason: reason, Message: msg}
 		d.upgrading(false, reason, msg)
-		d.wait(preflightRetry)
+		d.wait(retry)
 		return nil
 	}
 	if o.Settings.PreUpgradeSnapshot && !o.SnapshotDone {
@@ -129,8 +132,22 @@ func preflight(o Observed, d *Decision) *v1alpha1.UpgradeStatus {
 	}
 }
 
-// hold says why a due rollout may not start; each message says what to do.
-func hold(o Observed) (reason, message string) {
+// hold says why a due rollout may not start, each message saying what to
+// do, and when to look again: a refused spec waits for the user (whose
+// change wakes the reconciler anyway), a cluster settling after a restart
+// or a rollout is polled.
+func hold(o Observed) (reason, message string, retry time.Duration) {
+	if reason, message := refused(o); reason != "" {
+		return reason, message, preflightRetry
+	}
+	if message := unsafe(o); message != "" {
+		return v1alpha1.ReasonPreflightFailed, message, pollInterval
+	}
+	return "", "", 0
+}
+
+// refused says why the spec asks for a rollout that must not run.
+func refused(o Observed) (reason, message string) {
 	if IsDowngrade(o.CurrentVersion, o.SpecVersion) && !o.Settings.AllowDowngrade {
 		return v1alpha1.ReasonDowngradeBlocked, fmt.Sprintf("spec.version %s is older than the running %s, and Raft data written by a "+
 			"newer release may not be readable by an older one. Set spec.version back to %s, or restore a backup taken on the older "+
@@ -139,24 +156,29 @@ func hold(o Observed) (reason, message string) {
 	if msg := Incompatible(o.SpecVersion, o.SealType); msg != "" {
 		return v1alpha1.ReasonPreflightFailed, msg
 	}
-	if names := notReady(o.Pods); len(names) > 0 {
-		return v1alpha1.ReasonPreflightFailed, fmt.Sprintf("not every server is Ready (%s): a rollout starts only on a healthy "+
-			"cluster, and starts by itself once they are", strings.Join(names, ", "))
-	}
-	if o.Raft == nil {
-		return v1alpha1.ReasonPreflightFailed, "the Raft state cannot be read, so quorum cannot be checked: " + o.RaftProblem
-	}
-	if !o.Raft.Healthy {
-		return v1alpha1.ReasonPreflightFailed, "autopilot reports the cluster unhealthy; the rollout starts once every server is healthy"
-	}
-	if lagging := laggingVoters(o); len(lagging) > 0 {
-		return v1alpha1.ReasonPreflightFailed, fmt.Sprintf("voters trail the leader by more than %d Raft entries (%s); the rollout "+
-			"starts once they catch up", o.Settings.MaxRaftLag, strings.Join(lagging, ", "))
-	}
 	if o.Settings.PreUpgradeSnapshot && o.SnapshotProblem != "" {
 		return v1alpha1.ReasonPreflightFailed, "spec.upgrade.preUpgradeSnapshot: " + o.SnapshotProblem
 	}
 	return "", ""
+}
+
+// unsafe says why the cluster cannot lose a server now.
+func unsafe(o Observed) string {
+	if names := notReady(o.Pods); len(names) > 0 {
+		return fmt.Sprintf("not every server is Ready (%s): a rollout starts only on a healthy "+
+			"cluster, and starts by itself once they are", strings.Join(names, ", "))
+	}
+	if o.Raft == nil {
+		return "the Raft state cannot be read, so quorum cannot be checked: " + o.RaftProblem
+	}
+	if !o.Raft.Healthy {
+		return "autopilot reports the cluster unhealthy; the rollout starts once every server is healthy"
+	}
+	if lagging := laggingVoters(o); len(lagging) > 0 {
+		return fmt.Sprintf("voters trail the leader by more than %d Raft entries (%s); the rollout "+
+			"starts once they catch up", o.Settings.MaxRaftLag, strings.Join(lagging, ", "))
+	}
+	return ""
 }
 
 func notReady(pods []Pod) []string {

@@ -206,6 +206,20 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// TestASettlingClusterIsPolledSoonerThanARefusedSpec: a cluster that is
+// settling (autopilot not yet healthy after a restart) starts its rollout
+// within seconds of settling; a refused spec waits for the user.
+func TestASettlingClusterIsPolledSoonerThanARefusedSpec(t *testing.T) {
+	settling := upgrade.Decide(cluster(func(o *upgrade.Observed) { o.Raft.Healthy = false }))
+	refused := upgrade.Decide(cluster(func(o *upgrade.Observed) { o.SpecVersion, o.CurrentVersion = "2.4.0", "2.4.1" }))
+	if reasonOf(settling.Problem) != v1alpha1.ReasonPreflightFailed || reasonOf(refused.Problem) != v1alpha1.ReasonDowngradeBlocked {
+		t.Fatalf("problems %+v and %+v", settling.Problem, refused.Problem)
+	}
+	if settling.Requeue > 2*time.Second || refused.Requeue < settling.Requeue {
+		t.Errorf("a settling cluster is looked at again after %s, a refused spec after %s", settling.Requeue, refused.Requeue)
+	}
+}
+
 func TestAHaltSaysWhatToDo(t *testing.T) {
 	d := upgrade.Decide(cluster(inProgress(2, upgrade.StepPodReady, -6*time.Minute)))
 	if d.Problem == nil || !strings.Contains(d.Problem.Message, "resumeRequest") || !strings.Contains(d.Problem.Message, "bao-2") {

@@ -206,7 +206,7 @@ func waitOrHalt(o Observed, up *v1alpha1.UpgradeStatus, d *Decision, timeout tim
 		if up.Step == StepStepDown {
 			d.wait(stepDownInterval)
 		} else {
-			d.wait(pollInterval)
+			d.wait(verifyInterval)
 		}
 		return false
 	}

@@ -142,7 +142,9 @@ func rollTo(ctx context.Context, t *testing.T, cl client.Client, ns string, spec
 	waitFor(ctx, t, 8*time.Minute, "the rollout to complete", func() (bool, string) {
 		st := clusterStatus(ctx, t, cl, ns, "bao")
 		up, _ := st["upgrade"].(map[string]any)
-		if step := fmt.Sprintf("partition %v, step %v", up["currentPartition"], up["step"]); up != nil && step != lastStep {
+		// What the rollout waits for, without the countdown, whenever it changes.
+		waiting, _, _ := strings.Cut(conditionMessage(st, "Upgrading"), "; waiting (")
+		if step := fmt.Sprintf("partition %v, step %v: %s", up["currentPartition"], up["step"], waiting); up != nil && step != lastStep {
 			logf("  %5.1fs %s", time.Since(start).Seconds(), step)
 			lastStep = step
 		}
@@ -165,13 +167,24 @@ func rollTo(ctx context.Context, t *testing.T, cl client.Client, ns string, spec
 		t.Fatalf("%d pods were restarted by the rollout, want %d: %v", len(restarts), replicas, restarts)
 	}
 	var sum time.Duration
-	for _, d := range restarts {
+	for name, d := range restarts {
+		logf("  %s restarted in %s", name, d.Round(100*time.Millisecond))
 		sum += d
 	}
 	if killed < kills {
 		t.Errorf("the operator was killed %d times, want %d", killed, kills)
 	}
 	return rolloutFigures{total: total.Round(100 * time.Millisecond), restarts: sum.Round(100 * time.Millisecond)}
+}
+
+func conditionMessage(status map[string]any, condType string) string {
+	conds, _ := status["conditions"].([]any)
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == condType {
+			return fmt.Sprint(m["message"])
+		}
+	}
+	return ""
 }
 
 type revisions struct{ current, update string }

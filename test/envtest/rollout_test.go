@@ -31,6 +31,8 @@ type rollout struct {
 	r   reconciler
 	bao *openbaofake.Client
 	rec *events.FakeRecorder
+	// dialled is every client the reconciler opened.
+	dialled []openbao.Options
 }
 
 type reconciler interface {
@@ -66,8 +68,11 @@ spec: {version: 2.4.0, replicas: %d}
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.OpenBao = func(openbao.Options) (openbao.Client, error) { return bao, nil }
 	ro := &rollout{t: t, ns: ns, c: c, r: r, bao: bao, rec: rec}
+	r.OpenBao = func(o openbao.Options) (openbao.Client, error) {
+		ro.dialled = append(ro.dialled, o)
+		return bao, nil
+	}
 	ro.pass()
 	for i := range replicas {
 		ro.serverPod(i, "rev-2.4.0", i == 0)
@@ -98,10 +103,34 @@ func (ro *rollout) serverPod(i int, revision string, active bool) {
 	if err := k8s.Create(ctx, pod); err != nil {
 		ro.t.Fatal(err)
 	}
-	pod.Status.Phase = corev1.PodRunning
+	pod.Status.Phase, pod.Status.PodIP = corev1.PodRunning, podIP(i)
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	if err := k8s.Status().Update(ctx, pod); err != nil {
 		ro.t.Fatal(err)
+	}
+}
+
+func podIP(ordinal int) string { return fmt.Sprintf("10.244.0.%d", 10+ordinal) }
+
+// expectPodsDialledByIP: a server is reached at its pod's address, never
+// through DNS, which can still name a replaced pod's old address, and its
+// certificate is checked against its DNS name.
+func (ro *rollout) expectPodsDialledByIP() {
+	ro.t.Helper()
+	byIP := 0
+	for _, o := range ro.dialled {
+		for i := range 5 {
+			if o.ServerName != ro.c.PodDNSName(i) {
+				continue
+			}
+			if want := "https://" + podIP(i) + ":8200"; o.Address != want {
+				ro.t.Errorf("%s dialled at %s, want %s", o.ServerName, o.Address, want)
+			}
+			byIP++
+		}
+	}
+	if byIP == 0 {
+		ro.t.Errorf("no server was dialled directly among %d clients", len(ro.dialled))
 	}
 }
 
@@ -246,6 +275,7 @@ func TestAVersionChangeRollsPodByPodWithAStepDownBeforeTheActiveServer(t *testin
 		t.Errorf("logins %v, want the upgrade role of the operator's mount (after a real TokenRequest)", ro.bao.Logins)
 	}
 	assertEvents(t, ro.rec, "UpgradeStarted", "PodRolled", "StepDown", "UpgradeComplete")
+	ro.expectPodsDialledByIP()
 
 	// An older version is refused before any pod moves.
 	ro.setVersion("2.4.0")
