@@ -123,6 +123,7 @@ func TestBackupsOnScheduleAndOnDemandToMinIO(t *testing.T) {
 	scheduled := waitScheduledSuccess(ctx, t, cl, ns)
 	logf("scheduled backup %s recovered %s after the test started", scheduled, time.Since(start).Round(100*time.Millisecond))
 	tokenBackupAndRetention(ctx, t, cl, ns, m, bao)
+	snapshotBeforeRollout(ctx, t, cl, ns, m)
 	checkBackupMetrics(ctx, t, cl, ns)
 	assertNothingSecretInLogs(ctx, t, cl, ns, m, root, bao.backupToken, entries)
 	logf("backup tests took %s", time.Since(start).Round(100*time.Millisecond))
@@ -306,6 +307,55 @@ func tokenBackupAndRetention(ctx context.Context, t *testing.T, cl client.Client
 	if len(keys) != 2 || keys[1] != b.Status.Key {
 		t.Errorf("after retention (maxCount 2) the store holds %v, the newest should be %s", keys, b.Status.Key)
 	}
+}
+
+// snapshotBeforeRollout turns on spec.upgrade.preUpgradeSnapshot and
+// changes the config: the rollout must store a verified snapshot in MinIO
+// before it replaces the server's pod, and then complete.
+func snapshotBeforeRollout(ctx context.Context, t *testing.T, cl client.Client, ns string, m *miniotest.Server) {
+	t.Helper()
+	start := time.Now()
+	old := serverPods(ctx, t, cl, ns, 1)[0]
+	patchSpec(ctx, t, cl, ns, map[string]any{"upgrade": map[string]any{"preUpgradeSnapshot": true},
+		"config": map[string]any{"default_lease_ttl": "768h"}})
+	var snap *v1alpha1.OpenBaoBackup
+	waitEvery(ctx, t, 250*time.Millisecond, 3*time.Minute, "the rollout after its pre-upgrade snapshot", func() (bool, string) {
+		// The snapshot is read before the pod: a pod replaced while the
+		// snapshot had not yet succeeded was rolled without it.
+		snap = preUpgradeSnapshot(ctx, t, cl, ns)
+		pod := &corev1.Pod{}
+		err := cl.Get(ctx, client.ObjectKeyFromObject(&old), pod)
+		replaced := err != nil || pod.UID != old.UID || pod.DeletionTimestamp != nil
+		taken := snap != nil && snap.Status.Phase == v1alpha1.BackupSucceeded
+		if replaced && !taken {
+			if snap == nil {
+				t.Fatalf("%s was replaced with no pre-upgrade snapshot requested", old.Name)
+			}
+			t.Fatalf("%s was replaced while the pre-upgrade snapshot %s was %s", old.Name, snap.Name, snap.Status.Phase)
+		}
+		st := clusterStatus(ctx, t, cl, ns, "bao")
+		done := replaced && err == nil && podReady(pod) && st["upgrade"] == nil && hasConditionReason(st, "UpgradeComplete") && st["phase"] == "Running"
+		return done, fmt.Sprintf("snapshot %v, pod replaced %v, phase %v, upgrade %v", snap != nil, replaced, st["phase"], st["upgrade"])
+	})
+	checkStoredSnapshot(t, m, snap)
+	logf("pre-upgrade snapshot %s (%d bytes) stored before the rollout, which took %s", snap.Status.Key, snap.Status.Size,
+		time.Since(start).Round(100*time.Millisecond))
+}
+
+// preUpgradeSnapshot is the cluster's one pre-upgrade OpenBaoBackup, or nil.
+func preUpgradeSnapshot(ctx context.Context, t *testing.T, cl client.Client, ns string) *v1alpha1.OpenBaoBackup {
+	t.Helper()
+	list := &v1alpha1.OpenBaoBackupList{}
+	if err := cl.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelBackupTrigger: v1alpha1.BackupTriggerPreUpgrade}); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) > 1 {
+		t.Fatalf("%d pre-upgrade snapshots for one rollout", len(list.Items))
+	}
+	if len(list.Items) == 0 {
+		return nil
+	}
+	return &list.Items[0]
 }
 
 // checkBackupMetrics scrapes the manager's metrics from its pod.
