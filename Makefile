@@ -82,6 +82,10 @@ bench-bootstrap: tools ## Benchmark CR created -> 3 Raft voters against a bare-s
 	@rc=0; go test -run '^$$' -bench TimeToThreeVoters -benchtime 1x -timeout 60m -v ./test/e2e || rc=$$?; \
 	go run $(LOCALNODE) down -owner e2e; exit $$rc
 
+.PHONY: bench-timers
+bench-timers: tools ## Benchmark 3-voter formation of bao on loopback with OpenBao's timers against the operator's (BOOTSTRAP_BENCH_RUNS, default 1).
+	go test -count=1 -run '^$$' -bench TimeToThreeVotersDefaultVsTuned -benchtime 1x -timeout 30m -v ./test/openbao
+
 .PHONY: bench-scale
 bench-scale: tools ## Benchmark 200 OpenBaoClusters against one operator on envtest and refresh BENCHMARKS.md (SCALE_CLUSTERS, SCALE_IDLE).
 	BENCH_SCALE_OUT=$(CURDIR)/BENCHMARKS.md go test -count=1 -run '^$$' -bench IdleAtScale -benchtime 1x -timeout 90m -v ./test/scale

@@ -63,8 +63,9 @@ var jobCases = map[string]*v1alpha1.OpenBaoCluster{
 }
 
 func TestJobGolden(t *testing.T) {
+	set := golden.NewSet(t, filepath.Join("testdata", "golden"))
 	for name, c := range jobCases {
-		golden.Assert(t, filepath.Join("testdata", "golden", name+".yaml"), jobFor(c))
+		set.Assert(t, filepath.Join("testdata", "golden", name+".yaml"), jobFor(c))
 	}
 }
 

@@ -55,17 +55,18 @@ func TestGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := fixtures.Files(t)
+	set := golden.NewSet(t, filepath.Join("testdata", "golden"))
 	for _, name := range fixtures.Names(files) {
 		t.Run(name, func(t *testing.T) {
 			c := fixtures.Load(t, files[name])
 			cfg, vals, objs := renderFixture(t, r, c)
 			dir := filepath.Join("testdata", "golden", name)
-			golden.Assert(t, filepath.Join(dir, "config.hcl"), []byte(cfg.HCL))
+			set.Assert(t, filepath.Join(dir, "config.hcl"), []byte(cfg.HCL))
 			if cfg.SelfInitHCL != "" {
-				golden.Assert(t, filepath.Join(dir, "self-init.hcl"), []byte(cfg.SelfInitHCL))
+				set.Assert(t, filepath.Join(dir, "self-init.hcl"), []byte(cfg.SelfInitHCL))
 			}
-			golden.Assert(t, filepath.Join(dir, "values.yaml"), mustYAML(t, vals))
-			golden.Assert(t, filepath.Join(dir, "manifests.yaml"), manifests(t, objs))
+			set.Assert(t, filepath.Join(dir, "values.yaml"), mustYAML(t, vals))
+			set.Assert(t, filepath.Join(dir, "manifests.yaml"), manifests(t, objs))
 		})
 	}
 }

@@ -28,6 +28,25 @@ import (
 // node is the shared node of this run.
 var node localnode.Config
 
+// noNode says why this run has no local node; every test and benchmark
+// then skips through requireNode, so that `go test` reports what did not
+// run instead of an ok for tests that never started.
+var noNode string
+
+// requireNode skips a test when the run has no node, and fails it under CI
+// (CI=true), where a tier that cannot run must not look like one that
+// passed.
+func requireNode(t testing.TB) {
+	t.Helper()
+	if noNode == "" {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("the e2e tier cannot run under CI: %s", noNode)
+	}
+	t.Skipf("SKIP: %s", noNode)
+}
+
 func logf(format string, args ...any) { fmt.Printf("e2e: "+format+"\n", args...) }
 
 func TestMain(m *testing.M) {
@@ -37,8 +56,9 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	if os.Geteuid() != 0 {
-		logf("skipping the e2e tier: the local node needs root")
-		return 0
+		noNode = "the local node needs root: run the e2e tier as root"
+		logf("%s; every test skips", noNode)
+		return m.Run()
 	}
 	var err error
 	if node, err = localnode.DefaultConfig(); err != nil {

@@ -21,6 +21,7 @@ import (
 // clusters will rely on (cluster DNS, dynamic volumes, the OpenBao image).
 
 func TestClusterDNSResolvesTheKubernetesService(t *testing.T) {
+	requireNode(t)
 	// The host reaches the kube-dns ClusterIP through kube-proxy's rules.
 	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		var d net.Dialer
@@ -38,6 +39,7 @@ func TestClusterDNSResolvesTheKubernetesService(t *testing.T) {
 }
 
 func TestDefaultStorageClassBindsAClaim(t *testing.T) {
+	requireNode(t)
 	cl, err := node.Client()
 	if err != nil {
 		t.Fatal(err)

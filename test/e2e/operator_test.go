@@ -27,6 +27,7 @@ var (
 // needs it calls this first.
 func installOperator(t testing.TB) client.Client {
 	t.Helper()
+	requireNode(t)
 	installOnce.Do(func() {
 		var tm localnode.OperatorTimings
 		tm, installErr = localnode.InstallOperator(context.Background(), node, logf)

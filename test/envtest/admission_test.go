@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -74,9 +73,12 @@ spec: {version: 2.4.0}`, "", "at most 40 characters"},
 		"spec.backup.target.pathPrefix", "must not hold . or .. segments"},
 }
 
+// TestInvalidClustersAreRejectedNamingTheField sends each manifest into the
+// namespace the manager watches: a refusal must leave no stored cluster
+// for the manager to half-apply, and no children under its name.
 func TestInvalidClustersAreRejectedNamingTheField(t *testing.T) {
 	ctx := context.Background()
-	createNamespace(t, "invalid")
+	var names []string
 	for i, tc := range invalidClusters {
 		t.Run(tc.name, func(t *testing.T) {
 			manifest := tc.manifest
@@ -85,7 +87,9 @@ func TestInvalidClustersAreRejectedNamingTheField(t *testing.T) {
 			}
 			// Raw manifests, as kubectl sends them: the typed client would drop
 			// zero values such as replicas: 0 and let defaults replace them.
-			err := k8s.Create(ctx, rawCluster(t, "invalid", manifest))
+			obj := rawCluster(t, managedNamespace, manifest)
+			names = append(names, obj.GetName())
+			err := k8s.Create(ctx, obj)
 			if !apierrors.IsInvalid(err) {
 				t.Fatalf("create: got %v, want an Invalid error", err)
 			}
@@ -95,17 +99,14 @@ func TestInvalidClustersAreRejectedNamingTheField(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(500 * time.Millisecond) // a reconcile, had one started, would have applied by now
-	got, err := childrenOf(ctx, "invalid", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := childrenAnyCluster(ctx, "invalid")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got)+all != 0 {
-		t.Fatalf("rejected clusters left %d objects behind", len(got)+all)
+	for _, name := range names {
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: managedNamespace, Name: name}, &v1alpha1.OpenBaoCluster{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("rejected cluster %s: get: %v, want NotFound", name, err)
+		}
+		if left, err := childrenOf(ctx, managedNamespace, name); err != nil || len(left) > 0 {
+			t.Errorf("rejected cluster %s left %v (%v)", name, left, err)
+		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openbao/operator/api/v1alpha1"
 )
@@ -219,4 +220,29 @@ spec:
 		}
 		return nil
 	})
+	// A missing kind is retried after a minute, not by the error backoff,
+	// which would take a dozen passes in the same window.
+	const window = 5 * time.Second
+	before := reconcilePasses(t)
+	time.Sleep(window)
+	if passes := reconcilePasses(t) - before; passes > 2 {
+		t.Errorf("%d reconcile passes in %s with the Gateway API missing, want at most 2", passes, window)
+	}
+}
+
+// reconcilePasses counts the OpenBaoCluster passes this process has run,
+// from the operator's own histogram.
+func reconcilePasses(t *testing.T) uint64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "openbao_reconcile_duration_seconds" {
+			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatal("no openbao_reconcile_duration_seconds")
+	return 0
 }

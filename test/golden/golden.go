@@ -5,9 +5,11 @@ package golden
 import (
 	"bytes"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 )
 
@@ -50,4 +52,49 @@ func diff(want, got []byte) string {
 		}
 	}
 	return "(no line differs; trailing bytes differ)"
+}
+
+// Set is the golden files under one directory that one test renders. When
+// the test ends, a file under the directory that none of its Asserts
+// compared is stale: nothing renders it any more, so it fails the test
+// (with -update it is removed). A run narrowed with -run skips the check.
+type Set struct {
+	dir  string
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// NewSet starts tracking dir for t.
+func NewSet(t testing.TB, dir string) *Set {
+	s := &Set{dir: dir, seen: map[string]bool{}}
+	t.Cleanup(func() { s.checkStale(t) })
+	return s
+}
+
+// Assert is Assert, recording path as rendered.
+func (s *Set) Assert(t testing.TB, path string, got []byte) {
+	t.Helper()
+	s.mu.Lock()
+	s.seen[filepath.Clean(path)] = true
+	s.mu.Unlock()
+	Assert(t, path, got)
+}
+
+func (s *Set) checkStale(t testing.TB) {
+	if f := flag.Lookup("test.run"); f != nil && f.Value.String() != "" || t.Failed() {
+		return
+	}
+	err := filepath.WalkDir(s.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || s.seen[filepath.Clean(path)] {
+			return err
+		}
+		if *update {
+			return os.Remove(path)
+		}
+		t.Errorf("stale golden file %s: no test renders it any more (run with -update to remove it)", path)
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
 }

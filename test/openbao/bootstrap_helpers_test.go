@@ -39,7 +39,7 @@ type nodeConfig struct {
 	files      map[string][]byte // written into the node's directory besides TLS and key
 }
 
-func renderNodeConfig(t *testing.T, nc nodeConfig) string {
+func renderNodeConfig(t testing.TB, nc nodeConfig) string {
 	t.Helper()
 	leader := nc.leaderAddr
 	if leader == "" {
@@ -72,7 +72,7 @@ func renderNodeConfig(t *testing.T, nc nodeConfig) string {
 }
 
 // startNode starts one node with the shared certificates and static key.
-func startNode(t *testing.T, certs testCerts, key []byte, nodeID string, nc nodeConfig, env ...string) *baotest.Server {
+func startNode(t testing.TB, certs testCerts, key []byte, nodeID string, nc nodeConfig, env ...string) *baotest.Server {
 	t.Helper()
 	files := map[string][]byte{"tls.crt": certs.Cert, "tls.key": certs.Key, "ca.crt": certs.CA}
 	if key != nil {
@@ -93,7 +93,7 @@ func startNode(t *testing.T, certs testCerts, key []byte, nodeID string, nc node
 	return s
 }
 
-func newUnsealKey(t *testing.T) []byte {
+func newUnsealKey(t testing.TB) []byte {
 	t.Helper()
 	key, err := sealkey.New(rand.Reader)
 	if err != nil {
@@ -105,7 +105,7 @@ func newUnsealKey(t *testing.T) []byte {
 	return key
 }
 
-func baoClient(t *testing.T, s *baotest.Server, ca []byte, token openbao.Token) openbao.Client {
+func baoClient(t testing.TB, s *baotest.Server, ca []byte, token openbao.Token) openbao.Client {
 	t.Helper()
 	c, err := openbao.New(openbao.Options{Address: s.Addr, CACert: ca, Token: token})
 	if err != nil {
@@ -137,7 +137,7 @@ func (m *memoryStore) Token() openbao.Token {
 
 // decideFromHealth observes pod-0 the way the reconciler does without
 // service-registration labels: through sys/health.
-func decideFromHealth(t *testing.T, c openbao.Client, selfInit bool) bootstrap.Decision {
+func decideFromHealth(t testing.TB, c openbao.Client, selfInit bool) bootstrap.Decision {
 	t.Helper()
 	obs := bootstrap.Observed{Pod0: &podstate.Pod{Name: "node-0", Running: true}, SelfInit: selfInit, Now: time.Now()}
 	if !obs.NeedsHealth() {
@@ -154,7 +154,7 @@ func decideFromHealth(t *testing.T, c openbao.Client, selfInit bool) bootstrap.D
 
 // waitForVoters polls the Raft configuration until it holds n voters and
 // returns it.
-func waitForVoters(t *testing.T, c openbao.Client, n int, timeout time.Duration) openbao.RaftConfiguration {
+func waitForVoters(t testing.TB, c openbao.Client, n int, timeout time.Duration) openbao.RaftConfiguration {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var last openbao.RaftConfiguration
@@ -171,7 +171,7 @@ func waitForVoters(t *testing.T, c openbao.Client, n int, timeout time.Duration)
 }
 
 // waitForDecision polls sys/health until Decide returns the action.
-func waitForDecision(t *testing.T, c openbao.Client, selfInit bool, want bootstrap.Action, timeout time.Duration) bootstrap.Decision {
+func waitForDecision(t testing.TB, c openbao.Client, selfInit bool, want bootstrap.Action, timeout time.Duration) bootstrap.Decision {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var d bootstrap.Decision

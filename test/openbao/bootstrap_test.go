@@ -31,7 +31,7 @@ type formation struct {
 // formCluster starts node-0, initializes it through internal/bootstrap
 // (setting autopilot when given), starts two joiners and waits for three
 // voters.
-func formCluster(t *testing.T, timers baoconfig.Timers, autopilot *openbao.AutopilotConfig) formation {
+func formCluster(t testing.TB, timers baoconfig.Timers, autopilot *openbao.AutopilotConfig) formation {
 	t.Helper()
 	f := formation{certs: newTestCerts(t)}
 	key := newUnsealKey(t)
@@ -142,11 +142,11 @@ func TestOpenBaoRefusesWhatValidateAutopilotRejects(t *testing.T) {
 	}
 }
 
-// TestTimeToThreeVotersDefaultVsTuned measures formation with OpenBao's
-// own timers (and no autopilot change) against the operator's rendered
-// defaults plus the bootstrap autopilot configuration. Figures only; set
-// BOOTSTRAP_BENCH_RUNS for more runs.
-func TestTimeToThreeVotersDefaultVsTuned(t *testing.T) {
+// BenchmarkTimeToThreeVotersDefaultVsTuned (make bench-timers) measures
+// formation on loopback with OpenBao's own timers (and no autopilot change)
+// against the operator's rendered defaults plus the bootstrap autopilot
+// configuration. Figures only; BOOTSTRAP_BENCH_RUNS sets the runs.
+func BenchmarkTimeToThreeVotersDefaultVsTuned(b *testing.B) {
 	runs := 1
 	if n, err := strconv.Atoi(os.Getenv("BOOTSTRAP_BENCH_RUNS")); err == nil && n > 0 {
 		runs = n
@@ -154,18 +154,16 @@ func TestTimeToThreeVotersDefaultVsTuned(t *testing.T) {
 	tuned := autopilot.For(3, autopilot.Overrides{}, autopilot.PhaseBootstrap)
 	var sumDefault, sumTuned time.Duration
 	for i := 0; i < runs; i++ {
-		var d, u formation
-		t.Run("openbao-defaults", func(t *testing.T) { d = formCluster(t, openbaoDefaultTimers, nil) })
-		t.Run("operator-tuned", func(t *testing.T) { u = formCluster(t, baoconfig.Timers{}, &tuned) })
-		if t.Failed() {
-			return
-		}
-		t.Logf("run %d: defaults: sys/init %s, joiners %s, 3 voters %s; tuned: sys/init %s, joiners %s, 3 voters %s",
+		d := formCluster(b, openbaoDefaultTimers, nil)
+		u := formCluster(b, baoconfig.Timers{}, &tuned)
+		b.Logf("run %d: defaults: sys/init %s, joiners %s, 3 voters %s; tuned: sys/init %s, joiners %s, 3 voters %s",
 			i+1, seconds(d.sysInit), seconds(d.joiners), seconds(d.total), seconds(u.sysInit), seconds(u.joiners), seconds(u.total))
 		sumDefault += d.total
 		sumTuned += u.total
 	}
-	t.Logf("mean over %d run(s): defaults %s, tuned %s, ratio %.1fx",
+	b.ReportMetric((sumDefault / time.Duration(runs)).Seconds(), "defaults-s")
+	b.ReportMetric((sumTuned / time.Duration(runs)).Seconds(), "tuned-s")
+	b.Logf("mean over %d run(s): defaults %s, tuned %s, ratio %.1fx",
 		runs, seconds(sumDefault/time.Duration(runs)), seconds(sumTuned/time.Duration(runs)), float64(sumDefault)/float64(sumTuned))
 }
 

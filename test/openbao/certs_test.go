@@ -18,7 +18,7 @@ type testCerts struct {
 	CA, Cert, Key []byte
 }
 
-func newTestCerts(t *testing.T) testCerts {
+func newTestCerts(t testing.TB) testCerts {
 	t.Helper()
 	caKey := newKey(t)
 	now := time.Now()
@@ -65,7 +65,7 @@ func newTestCerts(t *testing.T) testCerts {
 	}
 }
 
-func newKey(t *testing.T) *ecdsa.PrivateKey {
+func newKey(t testing.TB) *ecdsa.PrivateKey {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

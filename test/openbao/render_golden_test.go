@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/openbao/operator/test/fixtures"
 	"github.com/openbao/operator/test/testbin"
 )
 
@@ -18,8 +19,8 @@ func TestEveryRenderedClusterConfigPassesOpenBaosOwnChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	configs, err := filepath.Glob(filepath.Join(root, "internal", "render", "testdata", "golden", "*", "config.hcl"))
-	if err != nil || len(configs) < 8 {
-		t.Fatalf("want the config.hcl of at least 8 rendered clusters, found %d (%v)", len(configs), err)
+	if want := len(fixtures.Files(t)); err != nil || len(configs) != want {
+		t.Fatalf("want the config.hcl of each of the %d sample and fixture clusters, found %d (%v)", want, len(configs), err)
 	}
 	for _, config := range configs {
 		dir := filepath.Dir(config)

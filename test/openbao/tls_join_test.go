@@ -123,7 +123,7 @@ func waitForHealthTLS(t *testing.T, client *http.Client, addr string, want int) 
 }
 
 // dumpLog shows a server's log when the test failed.
-func dumpLog(t *testing.T, s *baotest.Server) {
+func dumpLog(t testing.TB, s *baotest.Server) {
 	t.Helper()
 	if t.Failed() {
 		t.Logf("log of %s:\n%s", s.Addr, s.Log())

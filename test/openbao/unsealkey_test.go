@@ -9,22 +9,30 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/sealkey"
 	"github.com/openbao/operator/test/testbin"
 )
 
 // TestOpenBaoRefusesTheKeysValidateUnsealKeyRejects starts bao with the
 // operator's rendered static seal and a key file: 32 raw bytes from
-// NewUnsealKey start, the same bytes with a trailing newline (which
-// ValidateUnsealKey rejects) stop bao at the seal configuration.
+// NewUnsealKey initialize and unseal, the same bytes with a trailing
+// newline (which ValidateUnsealKey rejects) stop bao at the seal
+// configuration.
 func TestOpenBaoRefusesTheKeysValidateUnsealKeyRejects(t *testing.T) {
 	good := newUnsealKey(t)
 	bad := append(append([]byte{}, good...), '\n')
 	if err := sealkey.Validate(bad); err == nil {
 		t.Fatal("ValidateUnsealKey accepts a trailing newline")
 	}
-	if out, exited := runBaoWithKey(t, good, 5*time.Second); exited || strings.Contains(out, "Seal configuration") {
-		t.Fatalf("bao did not start with 32 raw bytes:\n%s", out)
+	certs := newTestCerts(t)
+	c := baoClient(t, startNode(t, certs, good, "node-0", nodeConfig{}), certs.CA, openbao.Token{})
+	if _, err := c.Init(context.Background(), openbao.InitRequest{}); err != nil {
+		t.Fatalf("init with the static seal and 32 raw bytes: %v", err)
+	}
+	waitForActive(t, c, 30*time.Second)
+	if h, err := c.Health(context.Background()); err != nil || !h.Initialized || h.Sealed {
+		t.Fatalf("with 32 raw bytes: %+v %v, want initialized and unsealed by the static seal", h, err)
 	}
 	out, exited := runBaoWithKey(t, bad, 30*time.Second)
 	if !exited || !strings.Contains(out, "Error parsing Seal configuration") {
