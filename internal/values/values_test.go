@@ -3,6 +3,7 @@ package values_test
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/pki"
 	"github.com/openbao/operator/internal/values"
 )
 
@@ -276,5 +278,30 @@ func TestADisruptionBudgetThatCouldCostQuorumIsRefused(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), "quorum") {
 			t.Errorf("the refusal does not explain the arithmetic: %v", err)
 		}
+	}
+}
+
+// TestCertificateNamesIncludeTheRouteHosts: a client coming through a
+// TLS-passthrough Gateway or an Ingress checks OpenBao's certificate
+// against the external name; a disabled route adds none, and the spec's
+// own extra names are kept, not overwritten.
+func TestCertificateNamesIncludeTheRouteHosts(t *testing.T) {
+	c := cluster(func(c *v1alpha1.OpenBaoCluster) {
+		c.Spec.TLS.ExtraSANs = []string{"bao.internal.example"}
+		c.Spec.Ingress = &v1alpha1.IngressSpec{Enabled: true, Host: "bao.example.com"}
+		c.Spec.Gateway = &v1alpha1.GatewaySpec{Enabled: true, Hostnames: []string{"vault.example.com", "*.bao.example.net"}}
+	})
+	sans := pki.DesiredSANs(values.PKISpec(c)).DNSNames
+	for _, want := range []string{"bao.internal.example", "bao.example.com", "vault.example.com", "*.bao.example.net"} {
+		if !slices.Contains(sans, want) {
+			t.Errorf("certificate names %v lack %s", sans, want)
+		}
+	}
+	if len(c.Spec.TLS.ExtraSANs) != 1 {
+		t.Errorf("spec.tls.extraSANs changed to %v", c.Spec.TLS.ExtraSANs)
+	}
+	c.Spec.Ingress.Enabled, c.Spec.Gateway.Enabled = false, false
+	if sans := pki.DesiredSANs(values.PKISpec(c)).DNSNames; slices.Contains(sans, "bao.example.com") || slices.Contains(sans, "vault.example.com") {
+		t.Errorf("disabled routes still name the certificate: %v", sans)
 	}
 }
