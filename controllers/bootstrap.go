@@ -45,6 +45,7 @@ func (r *OpenBaoClusterReconciler) reconcileBootstrap(ctx context.Context, p *pa
 		p.record(eventKind(d.Reason), d.Reason, "Bootstrap", d.Message)
 	case bootstrap.ActionDegraded:
 		p.setCondition(v1alpha1.ConditionOpenBaoInitialized, p.status.Initialized, d.Reason, d.Message)
+		p.degrade(d.Reason, d.Message)
 		p.record("Warning", d.Reason, "Bootstrap", d.Message)
 		p.requeueAfter(d.RequeueAfter)
 	default: // ActionWait
@@ -166,7 +167,7 @@ func (r *OpenBaoClusterReconciler) podClient(p *pass, ordinal int, token openbao
 }
 
 // initializedCondition keeps the reason the cluster was initialized with
-// (Initialized, SelfInitialized, Adopted, RootTokenLost): how it came to be
+// (Initialized, SelfInitialized, RootTokenLost; Adopted from earlier releases): how it came to be
 // initialized does not change afterwards, and a lost token must stay told.
 func initializedCondition(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) (reason, message string) {
 	if cond := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionOpenBaoInitialized); cond != nil &&

@@ -32,18 +32,23 @@ const (
 
 // Reasons, CamelCase for conditions; they are also the Wait reasons.
 const (
-	ReasonInitialized          = "Initialized"
-	ReasonPodMissing           = "PodMissing"
-	ReasonPodStarting          = "PodStarting"
-	ReasonHealthUnknown        = "HealthUnknown"
-	ReasonAwaitingSelfInit     = "AwaitingSelfInit"
-	ReasonInitBackoff          = "InitBackoff"
-	ReasonSelfInitialized      = "SelfInitialized"
+	ReasonInitialized      = "Initialized"
+	ReasonPodMissing       = "PodMissing"
+	ReasonPodStarting      = "PodStarting"
+	ReasonHealthUnknown    = "HealthUnknown"
+	ReasonAwaitingSelfInit = "AwaitingSelfInit"
+	ReasonInitBackoff      = "InitBackoff"
+	ReasonSelfInitialized  = "SelfInitialized"
+	// ReasonAdopted stays on clusters that earlier releases adopted
+	// without a root token; none is adopted that way any more.
 	ReasonAdopted              = "Adopted"
 	ReasonPodCrashLooping      = "PodCrashLooping"
 	ReasonPodNotStarting       = "PodNotStarting"
 	ReasonStaleRootTokenSecret = "StaleRootTokenSecret"
 	ReasonRootTokenLost        = "RootTokenLost"
+	// ReasonInitializedElsewhere: pod-0 was initialized, but not by this
+	// operator, during its own bootstrap.
+	ReasonInitializedElsewhere = "InitializedElsewhere"
 	ReasonInitFailed           = "InitFailed"
 )
 
@@ -132,8 +137,16 @@ func adopt(o Observed) Decision {
 				"The cluster holds no data yet: to start over, delete the OpenBaoCluster and pod-0's volume "+
 				"(data-<cluster>-0) and create it again", o.RootTokenSecretName)}
 	}
-	return Decision{Action: ActionAdopt, Reason: ReasonAdopted,
-		Message: "OpenBao was already initialized; adopted without a root token"}
+	// Nobody the operator knows initialized it: whoever reached port 8200
+	// first may hold the root token. That is a security event, never an
+	// adoption; a root token stored in the Secret is the proof that turns
+	// it into one.
+	return degraded(ReasonInitializedElsewhere, fmt.Sprintf(
+		"%s answers sys/health as initialized, but this operator never called sys/init for it and Secret %s does not exist: "+
+			"whoever initialized it holds its root token. If nobody you trust did, treat the cluster as compromised: delete the "+
+			"OpenBaoCluster and its pods' data volumes and create it again. If it was you (for example the volumes of an earlier "+
+			"cluster of this name), store its root token in Secret %s under the key token and the operator adopts it",
+		o.Pod0.Name, o.RootTokenSecretName, o.RootTokenSecretName))
 }
 
 func initialize(o Observed) Decision {

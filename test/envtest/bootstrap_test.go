@@ -214,6 +214,66 @@ spec: {version: 2.4.0, replicas: 3}
 	}
 }
 
+// TestAClusterInitializedBySomeoneElseIsASecurityEvent: pod-0 answers
+// initialized, yet this operator recorded no sys/init call and holds no
+// token. Whoever got there first has the root token: the cluster stays
+// uninitialized in status and at one server, Degraded with an Event, and
+// sys/init is never called. A token stored by a person is the proof that
+// turns it into an adoption.
+func TestAClusterInitializedBySomeoneElseIsASecurityEvent(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "stolen")
+	c := newCluster(t, "stolen", `
+metadata: {name: boot}
+spec: {version: 2.4.0, replicas: 3}
+`)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	runningPod0(t, "stolen", "boot-0")
+	bao := &openbaofake.Client{HealthAnswer: openbao.Health{Initialized: true}}
+	rec := events.NewFakeRecorder(20)
+	r, err := newReconciler(k8s, k8s, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.OpenBao = func(openbao.Options) (openbao.Client, error) { return bao, nil }
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
+	for pass := 1; pass <= 2; pass++ {
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatalf("pass %d: %v", pass, err)
+		}
+	}
+	latest := &v1alpha1.OpenBaoCluster{}
+	if err := k8s.Get(ctx, req.NamespacedName, latest); err != nil {
+		t.Fatal(err)
+	}
+	if d := findDegraded(latest); d == nil || d.Status != metav1.ConditionTrue || d.Reason != bootstrap.ReasonInitializedElsewhere {
+		t.Fatalf("Degraded %+v, want True InitializedElsewhere", d)
+	}
+	if latest.Status.Initialized || stsReplicas(t, "stolen", "boot") != 1 || bao.CallCount("Init") != 0 {
+		t.Fatalf("initialized %v, %d replicas, %d sys/init calls: want a held bootstrap",
+			latest.Status.Initialized, stsReplicas(t, "stolen", "boot"), bao.CallCount("Init"))
+	}
+	assertEvents(t, rec, bootstrap.ReasonInitializedElsewhere)
+
+	token := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "boot-root-token", Namespace: "stolen"},
+		StringData: map[string]string{"token": "s.stored-by-a-person"}}
+	if err := k8s.Create(ctx, token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Get(ctx, req.NamespacedName, latest); err != nil {
+		t.Fatal(err)
+	}
+	if !latest.Status.Initialized || stsReplicas(t, "stolen", "boot") != 3 {
+		t.Fatalf("with the token stored: initialized %v, %d replicas; want adopted and scaled out",
+			latest.Status.Initialized, stsReplicas(t, "stolen", "boot"))
+	}
+}
+
 // TestThePassThatInitializesScalesOut: the chart renders from the status
 // the pass builds, so the pass whose bootstrap step initializes the
 // cluster applies spec.replicas itself, without waiting for another pass.
