@@ -33,9 +33,7 @@ func (r *OpenBaoClusterReconciler) reconcileBootstrap(ctx context.Context, p *pa
 	d := bootstrap.Decide(obs)
 	switch d.Action {
 	case bootstrap.ActionNone:
-		reason, msg := initializedCondition(p.cluster, p.status)
-		p.setCondition(v1alpha1.ConditionOpenBaoInitialized, true, reason, msg)
-		return nil
+		return r.keepInitializedTold(ctx, p)
 	case bootstrap.ActionInitialize:
 		return r.initialize(ctx, p)
 	case bootstrap.ActionAdopt, bootstrap.ActionMarkInitialized:
@@ -178,6 +176,26 @@ func initializedCondition(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoCl
 		return bootstrap.ReasonSelfInitialized, "initialized by OpenBao's self-init; the operator holds no root token"
 	}
 	return bootstrap.ReasonInitialized, "the cluster is initialized; the root token is in Secret " + c.RootTokenSecretName()
+}
+
+// keepInitializedTold sets OpenBaoInitialized for an initialized cluster,
+// saying where its root token is, or that its Secret is gone (with a
+// warning Event when that is news).
+func (r *OpenBaoClusterReconciler) keepInitializedTold(ctx context.Context, p *pass) error {
+	was, msg := initializedCondition(p.cluster, p.status)
+	reason := was
+	if was == bootstrap.ReasonInitialized || was == bootstrap.ReasonRootTokenSecretMissing {
+		token, err := r.readOwnSecret(ctx, p.cluster, p.cluster.RootTokenSecretName())
+		if err != nil {
+			return err
+		}
+		reason, msg = bootstrap.TokenCondition(was, msg, token != nil, p.cluster.RootTokenSecretName())
+	}
+	if reason == bootstrap.ReasonRootTokenSecretMissing && was != reason {
+		p.record("Warning", reason, "Bootstrap", msg)
+	}
+	p.setCondition(v1alpha1.ConditionOpenBaoInitialized, true, reason, msg)
+	return nil
 }
 
 // recordInitStart writes status.initializationStarted before sys/init is

@@ -85,6 +85,39 @@ spec: {version: 2.4.0, replicas: 3}
 		t.Fatalf("a pass that read a stale uninitialized status left %d replicas, want 3", got)
 	}
 	assertNoLeak(t, c, recorder, token)
+	r.Client = k8s
+	tokenSecretDeletedAndBack(t, c, secret, reconcile, bao, recorder)
+}
+
+// tokenSecretDeletedAndBack deletes the root-token Secret of an
+// initialized cluster: OpenBaoInitialized must say so, with an Event, and
+// nothing is initialized again; the Secret back, the condition says where
+// the token is again.
+func tokenSecretDeletedAndBack(t *testing.T, c *v1alpha1.OpenBaoCluster, secret *corev1.Secret, reconcile func(),
+	bao *openbaofake.Client, recorder *events.FakeRecorder) {
+	t.Helper()
+	ctx := context.Background()
+	if err := k8s.Delete(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	reconcile()
+	cond, err := condition(ctx, c, v1alpha1.ConditionOpenBaoInitialized)
+	if err != nil || cond.Status != metav1.ConditionTrue || cond.Reason != bootstrap.ReasonRootTokenSecretMissing {
+		t.Fatalf("OpenBaoInitialized %+v (%v) with the token Secret deleted, want True RootTokenSecretMissing", cond, err)
+	}
+	assertEvents(t, recorder, bootstrap.ReasonRootTokenSecretMissing)
+	if n := bao.CallCount("Init"); n != 1 {
+		t.Fatalf("sys/init called %d times, want 1", n)
+	}
+	back := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret.Name, Namespace: secret.Namespace, Labels: secret.Labels},
+		Data: secret.Data}
+	if err := k8s.Create(ctx, back); err != nil {
+		t.Fatal(err)
+	}
+	reconcile()
+	if cond, err = condition(ctx, c, v1alpha1.ConditionOpenBaoInitialized); err != nil || cond.Reason != bootstrap.ReasonInitialized {
+		t.Fatalf("OpenBaoInitialized %+v (%v) with the Secret back, want Initialized", cond, err)
+	}
 }
 
 // staleStatusCache reads clusters as a lagging cache would just after the

@@ -1,0 +1,24 @@
+package bootstrap_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/openbao/operator/internal/bootstrap"
+)
+
+func TestTokenConditionFollowsTheSecret(t *testing.T) {
+	const name = "bao-root-token"
+	reason, msg := bootstrap.TokenCondition(bootstrap.ReasonInitialized, "old", false, name)
+	if reason != bootstrap.ReasonRootTokenSecretMissing || !strings.Contains(msg, name) || !strings.Contains(msg, "generate-root") {
+		t.Errorf("Secret deleted: %s: %s", reason, msg)
+	}
+	if reason, _ = bootstrap.TokenCondition(reason, msg, true, name); reason != bootstrap.ReasonInitialized {
+		t.Errorf("Secret back: %s, want Initialized", reason)
+	}
+	for _, other := range []string{bootstrap.ReasonSelfInitialized, bootstrap.ReasonRootTokenLost, bootstrap.ReasonAdopted} {
+		if reason, msg := bootstrap.TokenCondition(other, "kept", false, name); reason != other || msg != "kept" {
+			t.Errorf("%s became %s: %s", other, reason, msg)
+		}
+	}
+}
