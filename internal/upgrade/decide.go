@@ -205,9 +205,9 @@ func laggingVoters(o Observed) []string {
 
 func lagText(s Server) string {
 	if !s.LagKnown {
-		return "an unknown count"
+		return "an unknown number of Raft entries"
 	}
-	return fmt.Sprintf("%d", s.Lag)
+	return fmt.Sprintf("%d Raft entries", s.Lag)
 }
 
 func orUnknown(v string) string {

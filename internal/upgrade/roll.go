@@ -125,8 +125,12 @@ func syncProblem(o Observed, name string) string {
 	if o.Raft == nil {
 		return fmt.Sprintf("the Raft state cannot be read to check %s: %s", name, o.RaftProblem)
 	}
-	if s, ok := o.Raft.Servers[name]; !ok || !s.LagKnown || s.Lag > o.Settings.MaxRaftLag {
-		return fmt.Sprintf("%s trails the leader by %s Raft entries (at most %d count as caught up)", name, lagText(s), o.Settings.MaxRaftLag)
+	s, ok := o.Raft.Servers[name]
+	if !ok {
+		return fmt.Sprintf("%s is not in the Raft configuration yet", name)
+	}
+	if !s.LagKnown || s.Lag > o.Settings.MaxRaftLag {
+		return fmt.Sprintf("%s trails the leader by %s (at most %d count as caught up)", name, lagText(s), o.Settings.MaxRaftLag)
 	}
 	return ""
 }
