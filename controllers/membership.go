@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/membership"
@@ -28,10 +32,18 @@ func (r *OpenBaoClusterReconciler) reconcileMembership(ctx context.Context, p *p
 	if sts != nil && sts.Spec.Replicas != nil {
 		o.Current = *sts.Spec.Replicas
 	}
-	if o.Current > o.Spec && !o.RolloutRunning {
+	if o.Current > 0 && o.Spec > o.Current && !o.RolloutRunning {
+		if o.LeftVolumes, err = r.leftVolumes(ctx, c, o.Current, o.Spec); err != nil {
+			return err
+		}
+	}
+	if o.Current > o.Spec && !o.RolloutRunning || len(o.LeftVolumes) > 0 {
 		r.observeMembers(ctx, p, &o)
 	}
 	d := membership.Decide(o)
+	if err := r.deleteLeftVolumes(ctx, p, d.DeleteVolumes); err != nil {
+		return err
+	}
 	if d.StepDown != "" {
 		if err := r.stepDown(ctx, p, d.StepDown, "scale-down"); err != nil {
 			ctrl.LoggerFrom(ctx).Info("step-down before peer removal failed; retrying", "pod", d.StepDown, "reason", err.Error())
@@ -44,6 +56,40 @@ func (r *OpenBaoClusterReconciler) reconcileMembership(ctx context.Context, p *p
 	}
 	r.reportMembership(p, d)
 	p.replicas = &d.Replicas
+	return nil
+}
+
+// leftVolumes reads, exactly, the data volumes at the ordinals a scale-up
+// adds (from..to-1): a scale-down under the Retain policy leaves them.
+func (r *OpenBaoClusterReconciler) leftVolumes(ctx context.Context, c *v1alpha1.OpenBaoCluster, from, to int32) (map[string]membership.Volume, error) {
+	out := map[string]membership.Volume{}
+	for k := from; k < to; k++ {
+		claim := &corev1.PersistentVolumeClaim{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.DataVolumeName(int(k))}, claim)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read volume claim %s: %w", c.DataVolumeName(int(k)), err)
+		}
+		out[c.PodName(int(k))] = membership.Volume{Name: claim.Name, Terminating: claim.DeletionTimestamp != nil}
+	}
+	return out, nil
+}
+
+// deleteLeftVolumes deletes the volumes of removed peers before a
+// scale-up starts servers on them.
+func (r *OpenBaoClusterReconciler) deleteLeftVolumes(ctx context.Context, p *pass, names []string) error {
+	for _, name := range names {
+		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: p.cluster.Namespace, Name: name}}
+		if err := r.Client.Delete(ctx, claim); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete volume claim %s: %w", name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("deleted the volume of a server that left the Raft configuration, before a scale-up reuses its ordinal",
+			"audit", true, "event_type", "openbao.cluster.volume_deleted", "claim", name)
+		p.record("Normal", "StaleVolumeDeleted", "ScaleUp", fmt.Sprintf(
+			"deleted volume claim %s: its server left the Raft configuration at an earlier scale-down and could never rejoin on it", name))
+	}
 	return nil
 }
 

@@ -62,6 +62,12 @@ func (c *OpenBaoCluster) PodName(ordinal int) string {
 	return fmt.Sprintf("%s-%d", c.StatefulSetName(), ordinal)
 }
 
+// DataVolumeName is the claim the StatefulSet makes for the Raft data of
+// the server with the given ordinal (its volume claim template is "data").
+func (c *OpenBaoCluster) DataVolumeName(ordinal int) string {
+	return fmt.Sprintf("data-%s-%d", c.StatefulSetName(), ordinal)
+}
+
 // PodDNSName is the stable in-cluster DNS name of the server with the given
 // ordinal.
 func (c *OpenBaoCluster) PodDNSName(ordinal int) string {

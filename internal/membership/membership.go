@@ -3,12 +3,16 @@
 // configuration before their pods go: a scale-down removes one peer at a
 // time, the highest ordinal first, stepping it down first if it leads,
 // and never while the servers that stay could not keep quorum. A
-// scale-up, being safe, is rendered at once; a change of spec.replicas
-// during a rollout waits for it. It is pure.
+// scale-up is rendered at once, unless a volume left by a peer removed at
+// an earlier scale-down sits at one of the new ordinals: a server started
+// on a removed peer's Raft data never rejoins, so that volume goes first.
+// A change of spec.replicas during a rollout waits for it. It is pure.
 package membership
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -35,6 +39,16 @@ type Observed struct {
 	Problem string
 	// ActivePod is the pod of the active server, "" when none is known.
 	ActivePod string
+	// LeftVolumes are the data volumes that exist at the ordinals a
+	// scale-up adds, by the node id of their ordinal; Terminating ones are
+	// already being deleted.
+	LeftVolumes map[string]Volume
+}
+
+// Volume is a server's data volume (PersistentVolumeClaim).
+type Volume struct {
+	Name        string
+	Terminating bool
 }
 
 // Decision is what the reconciler carries out.
@@ -47,6 +61,9 @@ type Decision struct {
 	// reconciler renders Replicas only once the removal succeeded, and
 	// keeps Current otherwise.
 	RemovePeer string
+	// DeleteVolumes are the volumes of removed peers to delete before a
+	// scale-up renders the pods that would start on them.
+	DeleteVolumes []string
 	// Message says what holds a change of spec.replicas, "" when nothing
 	// does; Blocked says it needs a person.
 	Message string
@@ -66,9 +83,54 @@ func Decide(o Observed) Decision {
 		return Decision{Replicas: o.Current, Message: fmt.Sprintf(
 			"spec.replicas %d waits until the rollout under way is complete; the StatefulSet keeps %d", o.Spec, o.Current)}
 	case o.Spec > o.Current:
-		return Decision{Replicas: o.Spec}
+		return scaleUp(o)
 	}
 	return scaleDown(o)
+}
+
+// scaleUp renders spec.replicas once no new ordinal has a volume of a
+// server that left the Raft configuration. A volume whose server is still
+// a member (its pod went without a peer removal) holds current data and
+// stays: that server rejoins.
+func scaleUp(o Observed) Decision {
+	if len(o.LeftVolumes) == 0 {
+		return Decision{Replicas: o.Spec}
+	}
+	hold := Decision{Replicas: o.Current, Requeue: retry}
+	if o.Servers == nil {
+		hold.Message = fmt.Sprintf("scaling up to %d: the volumes at the new ordinals cannot be checked against the Raft "+
+			"configuration yet: %s", o.Spec, o.Problem)
+		hold.Blocked = true
+		return hold
+	}
+	var stale, going []string
+	for _, id := range sortedKeys(o.LeftVolumes) {
+		v := o.LeftVolumes[id]
+		if _, member := o.Servers[id]; member {
+			continue
+		}
+		if v.Terminating {
+			going = append(going, v.Name)
+		} else {
+			stale = append(stale, v.Name)
+		}
+	}
+	if len(stale)+len(going) == 0 {
+		return Decision{Replicas: o.Spec}
+	}
+	hold.DeleteVolumes = stale
+	hold.Message = fmt.Sprintf("scaling up to %d: deleting the volumes %s of servers that left the Raft configuration at "+
+		"an earlier scale-down; a server started on one would never rejoin", o.Spec, strings.Join(append(stale, going...), ", "))
+	return hold
+}
+
+func sortedKeys(m map[string]Volume) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func scaleDown(o Observed) Decision {

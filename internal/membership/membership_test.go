@@ -78,3 +78,28 @@ func TestScaleDownNeverLosesQuorum(t *testing.T) {
 		t.Fatalf("ended with %d pods and %d peers", o.Current, len(o.Servers))
 	}
 }
+
+// TestAScaleUpDeletesTheVolumesOfRemovedPeersFirst: 3 → 5 after an earlier
+// 5 → 3 finds data-bao-3 and data-bao-4. Their servers left the Raft
+// configuration, so a server started on either would never rejoin: both
+// go before the StatefulSet grows. A volume whose server is still a
+// member holds current data and stays.
+func TestAScaleUpDeletesTheVolumesOfRemovedPeersFirst(t *testing.T) {
+	left := map[string]membership.Volume{"bao-3": {Name: "data-bao-3"}, "bao-4": {Name: "data-bao-4"}}
+	d := membership.Decide(membership.Observed{Spec: 5, Current: 3, Name: "bao", Servers: servers(3), LeftVolumes: left})
+	if d.Replicas != 3 || fmt.Sprint(d.DeleteVolumes) != "[data-bao-3 data-bao-4]" || d.Requeue == 0 {
+		t.Fatalf("stale volumes: %+v, want both deleted while 3 replicas stay", d)
+	}
+	left["bao-3"] = membership.Volume{Name: "data-bao-3", Terminating: true}
+	left["bao-4"] = membership.Volume{Name: "data-bao-4", Terminating: true}
+	if d := membership.Decide(membership.Observed{Spec: 5, Current: 3, Name: "bao", Servers: servers(3), LeftVolumes: left}); d.Replicas != 3 || len(d.DeleteVolumes) != 0 {
+		t.Fatalf("volumes being deleted: %+v, want a wait at 3", d)
+	}
+	if d := membership.Decide(membership.Observed{Spec: 5, Current: 3, Name: "bao", Problem: "sealed", LeftVolumes: left}); d.Replicas != 3 || len(d.DeleteVolumes) != 0 {
+		t.Fatalf("membership unknown: %+v, want a wait and nothing deleted", d)
+	}
+	member := map[string]membership.Volume{"bao-3": {Name: "data-bao-3"}}
+	if d := membership.Decide(membership.Observed{Spec: 4, Current: 3, Name: "bao", Servers: servers(4), LeftVolumes: member}); d.Replicas != 4 || len(d.DeleteVolumes) != 0 {
+		t.Fatalf("a member's volume: %+v, want it kept and the scale-up rendered", d)
+	}
+}

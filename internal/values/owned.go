@@ -192,7 +192,8 @@ func networkPolicyValues(c *v1alpha1.OpenBaoCluster) (map[string]any, error) {
 // pvcRetention keeps the volumes when the StatefulSet goes: the operator's
 // finalizer deletes them in order, after the servers stopped, as the
 // deletion policy at that moment says. A peer removed by a scale-down
-// leaves its volume as the deletion policy leaves every volume.
+// leaves its volume as the deletion policy leaves every volume (until a
+// scale-up needs the ordinal again: internal/membership).
 func pvcRetention(c *v1alpha1.OpenBaoCluster) map[string]any {
 	scaled := "Retain"
 	if c.Spec.DeletionPolicy.DeletesVolumes() {

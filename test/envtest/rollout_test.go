@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -339,5 +340,57 @@ func TestAScaleDownRemovesEachPeerBeforeItsPod(t *testing.T) {
 	ro.pass()
 	if got := replicas(); got != 3 || len(ro.bao.RemovedPeers) != 2 {
 		t.Fatalf("settled: %d replicas, removed %v", got, ro.bao.RemovedPeers)
+	}
+	ro.scaleUpOverLeftVolumes(replicas)
+}
+
+// scaleUpOverLeftVolumes scales 3 back to 5 with the volumes of the peers
+// removed before still there (the Retain policy keeps them): they go
+// first, since servers started on them would never rejoin, and only then
+// does the StatefulSet grow.
+func (ro *rollout) scaleUpOverLeftVolumes(replicas func() int32) {
+	t, ctx := ro.t, context.Background()
+	for _, name := range []string{"data-bao-3", "data-bao-4"} {
+		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ro.ns}, Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		}}
+		if err := k8s.Create(ctx, claim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := ro.cluster()
+	c.Spec.Replicas = 5
+	if err := k8s.Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	ro.pass()
+	if got := replicas(); got != 3 {
+		t.Fatalf("with the removed peers' volumes still there: %d replicas, want 3", got)
+	}
+	for _, name := range []string{"data-bao-3", "data-bao-4"} {
+		claim := &corev1.PersistentVolumeClaim{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ro.ns, Name: name}, claim); err != nil || claim.DeletionTimestamp == nil {
+			t.Fatalf("volume %s of a removed peer: %v, deletion %v; want it being deleted", name, err, claim.DeletionTimestamp)
+		}
+	}
+	assertEvents(t, ro.rec, "StaleVolumeDeleted")
+	ro.pass()
+	if got := replicas(); got != 3 {
+		t.Fatalf("while the removed peers' volumes are still being deleted: %d replicas, want 3", got)
+	}
+	for _, name := range []string{"data-bao-3", "data-bao-4"} { // the PVC protection controller lets them go
+		claim := &corev1.PersistentVolumeClaim{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ro.ns, Name: name}, claim); err != nil {
+			t.Fatal(err)
+		}
+		claim.Finalizers = nil
+		if err := k8s.Update(ctx, claim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ro.pass()
+	if got := replicas(); got != 5 {
+		t.Fatalf("after the stale volumes went: %d replicas, want 5", got)
 	}
 }
