@@ -70,7 +70,7 @@ func TestDecide(t *testing.T) {
 			obs:    bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "true"))},
 			action: bootstrap.ActionWait, reason: bootstrap.ReasonHealthUnknown, after: bootstrap.PollInterval},
 		{name: "an unreadable label falls back to health",
-			obs: bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "maybe")), Health: health(true), RootTokenSecretExists: true},
+			obs:    bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "maybe")), Health: health(true), RootTokenSecretExists: true},
 			action: bootstrap.ActionMarkInitialized, reason: bootstrap.ReasonInitialized},
 		{name: "a cluster initialized by someone else during the bootstrap is a security event, neither adopted nor initialized again",
 			obs: bootstrap.Observed{Pod0: pod0(), Health: health(true)}, action: bootstrap.ActionDegraded, reason: bootstrap.ReasonInitializedElsewhere, after: bootstrap.DegradedRequeue},
