@@ -114,11 +114,15 @@ func startWrapper(t *testing.T, flags []string, childArgs ...string) *wrapperPro
 	go func() {
 		err := w.cmd.Wait()
 		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) {
+		switch {
+		case errors.As(err, &exitErr):
 			w.done <- exitErr.ExitCode()
-			return
+		case err != nil: // not an exit status: never a success
+			fmt.Fprintf(w.stderr, "test: wait for the wrapper: %v\n", err)
+			w.done <- -2
+		default:
+			w.done <- 0
 		}
-		w.done <- 0
 	}()
 	t.Cleanup(func() {
 		_ = w.cmd.Process.Kill()
