@@ -62,6 +62,7 @@ func TestSelfInitClusterFormsWithoutARootToken(t *testing.T) {
 	if active != 1 || standby != replicas-1 {
 		t.Fatalf("%d active and %d standby servers, want 1 and %d", active, standby, replicas-1)
 	}
+	assertNoLeaks(ctx, t, cl, ns, nil)
 }
 
 // TestOperatorKilledDuringBootstrapStillInitializesOnce kills the operator
@@ -88,6 +89,7 @@ func TestOperatorKilledDuringBootstrapStillInitializesOnce(t *testing.T) {
 			})
 			if hasConditionReason(clusterStatus(ctx, t, cl, ns, "bao"), "RootTokenLost") {
 				assertOneClusterWithoutToken(ctx, t, cl, ns)
+				assertNoLeaks(ctx, t, cl, ns, nil)
 				logf("operator killed %s after create, inside sys/init: RootTokenLost reported, 3 servers of one cluster", delay)
 				return
 			}
@@ -98,6 +100,7 @@ func TestOperatorKilledDuringBootstrapStillInitializesOnce(t *testing.T) {
 				voters, err := raftVoters(pods[0], ns, caPEM, token)
 				return err == nil && len(voters) == replicas, fmt.Sprintf("voters %v (%v)", voters, err)
 			})
+			assertNoLeaks(ctx, t, cl, ns, nil)
 			logf("operator killed %s after create: 3 voters %s after create", delay, time.Since(start).Round(100*time.Millisecond))
 		})
 	}
@@ -108,6 +111,7 @@ func TestOperatorKilledDuringBootstrapStillInitializesOnce(t *testing.T) {
 func killManager(ctx context.Context, t *testing.T, cl client.Client) {
 	t.Helper()
 	pod := managerPod(ctx, t, cl)
+	keepLogsOf(ctx, t, pod)
 	if err := cl.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatalf("kill %s: %v", pod.Name, err)
 	}

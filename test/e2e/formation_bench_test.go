@@ -144,20 +144,26 @@ func runOnce(ctx context.Context, b *testing.B, cl client.Client, image string, 
 	return d
 }
 
-// deleteNamespace deletes a run's namespace and waits until it is gone,
+// deleteNamespace deletes a test's namespace and waits until it is gone,
 // and with it the volumes its claims released: the host-path provisioner
 // deletes those afterwards, in the controller that binds the next run's
 // claims.
-func deleteNamespace(ctx context.Context, b *testing.B, cl client.Client, name string) {
+func deleteNamespace(ctx context.Context, t testing.TB, cl client.Client, name string) {
+	start := time.Now()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := cl.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
-		b.Fatalf("delete namespace %s: %v", name, err)
+		t.Fatalf("delete namespace %s: %v", name, err)
 	}
-	waitFor(ctx, b, 2*time.Minute, "namespace "+name+" to be gone", func() (bool, string) {
+	// Servers that all stop at once lose their quorum and wait out their
+	// grace period: the test is over, so they are stopped at once.
+	if err := cl.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(name), client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+		t.Fatalf("stop the pods of %s: %v", name, err)
+	}
+	waitFor(ctx, t, 2*time.Minute, "namespace "+name+" to be gone", func() (bool, string) {
 		err := cl.Get(ctx, client.ObjectKey{Name: name}, ns)
 		return apierrors.IsNotFound(err), fmt.Sprintf("phase %s (%v)", ns.Status.Phase, err)
 	})
-	waitFor(ctx, b, 2*time.Minute, "the volumes of "+name+" to be gone", func() (bool, string) {
+	waitFor(ctx, t, 2*time.Minute, "the volumes of "+name+" to be gone", func() (bool, string) {
 		var pvs corev1.PersistentVolumeList
 		if err := cl.List(ctx, &pvs); err != nil {
 			return false, err.Error()
@@ -170,6 +176,7 @@ func deleteNamespace(ctx context.Context, b *testing.B, cl client.Client, name s
 		}
 		return left == 0, fmt.Sprintf("%d left", left)
 	})
+	logf("namespace %s and its volumes gone %s after its deletion", name, time.Since(start).Round(100*time.Millisecond))
 }
 
 // runOperator creates the cluster and lets the operator alone take it to

@@ -153,11 +153,7 @@ func createNamespace(ctx context.Context, t testing.TB, cl client.Client, prefix
 	if err := cl.Create(ctx, ns); err != nil {
 		t.Fatalf("create namespace %s*: %v", prefix, err)
 	}
-	t.Cleanup(func() {
-		if err := cl.Delete(context.Background(), ns); client.IgnoreNotFound(err) != nil {
-			t.Errorf("delete namespace %s: %v", ns.Name, err)
-		}
-	})
+	t.Cleanup(func() { deleteNamespace(context.Background(), t, cl, ns.Name) })
 	return ns.Name
 }
 

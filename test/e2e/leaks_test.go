@@ -1,0 +1,198 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/test/localnode"
+)
+
+// goneLogs holds the logs of pods a test deleted (the managers it killed),
+// read just before: a kill must not take the evidence with it.
+var goneLogs struct {
+	sync.Mutex
+	byPod map[string]string
+}
+
+// keepLogsOf reads every container log of a pod that is about to go.
+func keepLogsOf(ctx context.Context, t testing.TB, pod *corev1.Pod) {
+	t.Helper()
+	text := podLogs(ctx, t, clientset(t), pod)
+	goneLogs.Lock()
+	defer goneLogs.Unlock()
+	if goneLogs.byPod == nil {
+		goneLogs.byPod = map[string]string{}
+	}
+	goneLogs.byPod[pod.Namespace+"/"+pod.Name] += text
+}
+
+// assertNoLeaks fails the test when a secret value of namespace ns (every
+// Secret's data but public certificates), or one of extra (by what it is),
+// appears in any log the run can read (the operator's, including managers
+// the test killed, and every container of every pod in ns, current and
+// previous), in an Event of ns or of the operator's namespace, or in the
+// status of an OpenBao resource in ns. Each value is looked for as it is,
+// in base64 and in hex; a PEM key by each line of its body. Every e2e test
+// that forms a cluster calls it at its end.
+func assertNoLeaks(ctx context.Context, t *testing.T, cl client.Client, ns string, extra map[string]string) {
+	t.Helper()
+	values := secretValues(ctx, t, cl, ns)
+	for what, v := range extra {
+		values[what] = formsOf([]byte(v))
+	}
+	if len(values) == 0 {
+		t.Fatalf("no secret values to look for in %s", ns)
+	}
+	sources := leakSources(ctx, t, cl, ns)
+	found := 0
+	for _, where := range sortedNames(sources) {
+		for what, forms := range values {
+			for _, form := range forms {
+				if strings.Contains(sources[where], form) {
+					t.Errorf("%s appears in %s", what, where)
+					found++
+					break
+				}
+			}
+		}
+	}
+	logf("leak scan of %s: %d secret values in %d sources (logs, events, statuses): %d found", ns, len(values), len(sources), found)
+}
+
+// secretValues reads the values of every Secret in ns, by where they are.
+func secretValues(ctx context.Context, t *testing.T, cl client.Client, ns string) map[string][]string {
+	t.Helper()
+	secrets := &corev1.SecretList{}
+	if err := cl.List(ctx, secrets, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, s := range secrets.Items {
+		for key, v := range s.Data {
+			if strings.HasSuffix(key, ".crt") {
+				continue // certificates are public
+			}
+			if forms := formsOf(v); len(forms) > 0 {
+				out[fmt.Sprintf("Secret %s key %s", s.Name, key)] = forms
+			}
+		}
+	}
+	return out
+}
+
+// formsOf is how a value could show up in text; values under 8 bytes are
+// too short to look for without false alarms.
+func formsOf(v []byte) []string {
+	v = bytes.TrimSpace(v)
+	if len(v) < 8 {
+		return nil
+	}
+	if bytes.HasPrefix(v, []byte("-----BEGIN")) {
+		var lines []string
+		for _, line := range strings.Split(string(v), "\n") {
+			if line = strings.TrimSpace(line); len(line) >= 32 && !strings.HasPrefix(line, "-----") {
+				lines = append(lines, line)
+			}
+		}
+		return lines
+	}
+	forms := []string{base64.StdEncoding.EncodeToString(v), hex.EncodeToString(v)}
+	if utf8.Valid(v) && !bytes.ContainsAny(v, "\x00") {
+		forms = append(forms, string(v))
+	}
+	return forms
+}
+
+// leakSources reads everything a secret must never reach, by name.
+func leakSources(ctx context.Context, t *testing.T, cl client.Client, ns string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	cs := clientset(t)
+	for _, namespace := range []string{ns, localnode.OperatorNamespace} {
+		pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range pods.Items {
+			out["the logs of "+namespace+"/"+pods.Items[i].Name] = podLogs(ctx, t, cs, &pods.Items[i])
+		}
+		events, err := cs.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text strings.Builder
+		for _, e := range events.Items {
+			fmt.Fprintf(&text, "%s %s\n", e.Reason, e.Message)
+		}
+		out["the events of "+namespace] = text.String()
+	}
+	goneLogs.Lock()
+	for pod, text := range goneLogs.byPod {
+		out["the logs of deleted pod "+pod] = text
+	}
+	goneLogs.Unlock()
+	for _, kind := range []string{"OpenBaoCluster", "OpenBaoBackup"} {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion("openbao.org/v1alpha1")
+		list.SetKind(kind + "List")
+		if err := cl.List(ctx, list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range list.Items {
+			out["the status of "+kind+" "+item.GetName()] = fmt.Sprint(item.Object["status"])
+		}
+	}
+	return out
+}
+
+// podLogs reads every container's log of a pod, the previous run's too.
+func podLogs(ctx context.Context, t testing.TB, cs kubernetes.Interface, pod *corev1.Pod) string {
+	t.Helper()
+	var text strings.Builder
+	containers := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
+	for _, c := range containers {
+		for _, previous := range []bool{false, true} {
+			out, err := cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: c.Name, Previous: previous}).DoRaw(ctx)
+			if err == nil { // a container that never ran, or never restarted, has no such log
+				text.Write(out)
+			}
+		}
+	}
+	return text.String()
+}
+
+func clientset(t testing.TB) kubernetes.Interface {
+	t.Helper()
+	cfg, err := node.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func sortedNames(m map[string]string) []string {
+	names := make([]string, 0, len(m))
+	for name := range m {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
