@@ -11,7 +11,8 @@ package membership
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -104,7 +105,7 @@ func scaleUp(o Observed) Decision {
 		return hold
 	}
 	var stale, going []string
-	for _, id := range sortedKeys(o.LeftVolumes) {
+	for _, id := range slices.Sorted(maps.Keys(o.LeftVolumes)) {
 		v := o.LeftVolumes[id]
 		if _, member := o.Servers[id]; member {
 			continue
@@ -122,15 +123,6 @@ func scaleUp(o Observed) Decision {
 	hold.Message = fmt.Sprintf("scaling up to %d: deleting the volumes %s of servers that left the Raft configuration at "+
 		"an earlier scale-down; a server started on one would never rejoin", o.Spec, strings.Join(append(stale, going...), ", "))
 	return hold
-}
-
-func sortedKeys(m map[string]Volume) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func scaleDown(o Observed) Decision {

@@ -6,7 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -59,7 +60,7 @@ func assertNoLeaks(ctx context.Context, t *testing.T, cl client.Client, ns strin
 	}
 	sources := leakSources(ctx, t, cl, ns)
 	found := 0
-	for _, where := range sortedNames(sources) {
+	for _, where := range slices.Sorted(maps.Keys(sources)) {
 		for what, forms := range values {
 			for _, form := range forms {
 				if strings.Contains(sources[where], form) {
@@ -186,13 +187,4 @@ func clientset(t testing.TB) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return cs
-}
-
-func sortedNames(m map[string]string) []string {
-	names := make([]string, 0, len(m))
-	for name := range m {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
 }

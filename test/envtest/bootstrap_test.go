@@ -12,9 +12,11 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/yaml"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/controllers"
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/openbao/openbaofake"
@@ -42,11 +44,7 @@ spec: {version: 2.4.0, replicas: 3}
 		InitAnswer:   openbao.InitResult{RootToken: openbao.NewToken(token)},
 	}
 	recorder := events.NewFakeRecorder(100)
-	r, err := newReconciler(k8s, k8s, recorder)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.OpenBao = func(openbao.Options) (openbao.Client, error) { return bao, nil }
+	r := reconcilerWith(t, bao, recorder)
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
 	reconcile := func() {
 		t.Helper()
@@ -155,6 +153,17 @@ func runningPod0(t *testing.T, ns, name string) {
 	}
 }
 
+// reconcilerWith is a reconciler whose OpenBao client is bao.
+func reconcilerWith(t *testing.T, bao *openbaofake.Client, rec recorder.EventRecorder) *controllers.OpenBaoClusterReconciler {
+	t.Helper()
+	r, err := newReconciler(k8s, k8s, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.OpenBao = func(openbao.Options) (openbao.Client, error) { return bao, nil }
+	return r
+}
+
 func stsReplicas(t *testing.T, ns, name string) int32 {
 	t.Helper()
 	sts := &appsv1.StatefulSet{}
@@ -220,11 +229,7 @@ spec: {version: 2.4.0, replicas: 3}
 		t.Fatal(err)
 	}
 	bao := &openbaofake.Client{HealthAnswer: openbao.Health{Initialized: true}}
-	r, err := newReconciler(k8s, k8s, &events.FakeRecorder{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.OpenBao = func(openbao.Options) (openbao.Client, error) { return bao, nil }
+	r := reconcilerWith(t, bao, &events.FakeRecorder{})
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
 	for pass := 1; pass <= 3; pass++ {
 		if _, err := r.Reconcile(ctx, req); err != nil {
@@ -266,11 +271,7 @@ spec: {version: 2.4.0, replicas: 3}
 	runningPod0(t, "stolen", "boot-0")
 	bao := &openbaofake.Client{HealthAnswer: openbao.Health{Initialized: true}}
 	rec := events.NewFakeRecorder(20)
-	r, err := newReconciler(k8s, k8s, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.OpenBao = func(openbao.Options) (openbao.Client, error) { return bao, nil }
+	r := reconcilerWith(t, bao, rec)
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
 	for pass := 1; pass <= 2; pass++ {
 		if _, err := r.Reconcile(ctx, req); err != nil {
@@ -324,11 +325,7 @@ spec: {version: 2.4.0, replicas: 3}
 		HealthAnswer: openbao.Health{Initialized: false, Sealed: true},
 		InitAnswer:   openbao.InitResult{RootToken: openbao.NewToken("s.one-pass-token")},
 	}
-	r, err := newReconciler(k8s, k8s, &events.FakeRecorder{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.OpenBao = func(openbao.Options) (openbao.Client, error) { return bao, nil }
+	r := reconcilerWith(t, bao, &events.FakeRecorder{})
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
