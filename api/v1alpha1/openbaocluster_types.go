@@ -268,8 +268,13 @@ type UnsealSpec struct {
 	// +optional
 	Options map[string]string `json:"options,omitempty"`
 	// CredentialsSecretRef names a Secret mounted at /etc/bao/seal-creds for
-	// the KMS client (for gcpckms its key credentials.json is used as
-	// GOOGLE_APPLICATION_CREDENTIALS).
+	// the KMS client. The variables the client reads come from its keys of
+	// the same names, and no other key: AWS_ACCESS_KEY_ID,
+	// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN (awskms); AZURE_TENANT_ID,
+	// AZURE_CLIENT_ID, AZURE_CLIENT_SECRET (azurekeyvault); BAO_TOKEN
+	// (transit). For gcpckms its key credentials.json is the key file
+	// (GOOGLE_APPLICATION_CREDENTIALS). Without it, the pod's cloud identity
+	// applies.
 	// +optional
 	CredentialsSecretRef *corev1.LocalObjectReference `json:"credentialsSecretRef,omitempty"`
 }

@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,7 +11,7 @@ import (
 type podFacts struct {
 	mounts      []string // mount paths of the openbao container
 	noMounts    []string
-	envFrom     string // Secret name in envFrom, "" for none
+	secretEnv   map[string]string // variable → the Secret its value comes from
 	env         map[string]string
 	noEnv       []string
 	noVolumeFor string // a volume name that must be absent
@@ -27,17 +28,20 @@ func TestPodTemplateMountsBySealAndTLS(t *testing.T) {
 			noEnv: []string{"GOOGLE_APPLICATION_CREDENTIALS"},
 		}},
 		"AWS KMS with credentials mounts and loads the Secret": {fixture: "seal_awskms", want: podFacts{
-			mounts: []string{"/etc/bao/seal-creds"}, noMounts: []string{"/etc/bao/unseal"}, envFrom: "aws-kms-creds",
-			noEnv: []string{"GOOGLE_APPLICATION_CREDENTIALS"},
+			mounts: []string{"/etc/bao/seal-creds"}, noMounts: []string{"/etc/bao/unseal"},
+			secretEnv: map[string]string{"AWS_ACCESS_KEY_ID": "aws-kms-creds", "AWS_SECRET_ACCESS_KEY": "aws-kms-creds", "AWS_SESSION_TOKEN": "aws-kms-creds"},
+			noEnv:     []string{"GOOGLE_APPLICATION_CREDENTIALS"},
 		}},
 		"Azure Key Vault with credentials mounts and loads the Secret": {fixture: "seal_azurekeyvault", want: podFacts{
-			mounts: []string{"/etc/bao/seal-creds"}, noMounts: []string{"/etc/bao/unseal"}, envFrom: "azure-kv-creds",
+			mounts: []string{"/etc/bao/seal-creds"}, noMounts: []string{"/etc/bao/unseal"},
+			secretEnv: map[string]string{"AZURE_TENANT_ID": "azure-kv-creds", "AZURE_CLIENT_ID": "azure-kv-creds", "AZURE_CLIENT_SECRET": "azure-kv-creds"},
 		}},
 		"transit with a token mounts and loads the Secret": {fixture: "seal_transit", want: podFacts{
-			mounts: []string{"/etc/bao/seal-creds"}, noMounts: []string{"/etc/bao/unseal"}, envFrom: "transit-unseal-token",
+			mounts: []string{"/etc/bao/seal-creds"}, noMounts: []string{"/etc/bao/unseal"},
+			secretEnv: map[string]string{"BAO_TOKEN": "transit-unseal-token"},
 		}},
 		"GCP KMS points GOOGLE_APPLICATION_CREDENTIALS at the mounted Secret": {fixture: "seal_gcpckms", want: podFacts{
-			mounts: []string{"/etc/bao/seal-creds"}, envFrom: "gcp-kms-creds",
+			mounts: []string{"/etc/bao/seal-creds"}, noEnv: []string{"AWS_ACCESS_KEY_ID", "BAO_TOKEN"},
 			env: map[string]string{"GOOGLE_APPLICATION_CREDENTIALS": "/etc/bao/seal-creds/credentials.json"},
 		}},
 		"ACME mounts no TLS volume": {fixture: "tls_acme", want: podFacts{
@@ -87,14 +91,20 @@ func checkPodFacts(t *testing.T, spec *corev1.PodSpec, want podFacts) {
 			t.Errorf("unexpected env %s", k)
 		}
 	}
-	var envFrom string
-	for _, ef := range c.EnvFrom {
-		if ef.SecretRef != nil {
-			envFrom = ef.SecretRef.Name
+	if len(c.EnvFrom) > 0 {
+		t.Errorf("envFrom %+v: a Secret's keys must not all become variables", c.EnvFrom)
+	}
+	fromSecret := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			fromSecret[e.Name] = e.ValueFrom.SecretKeyRef.Name
 		}
 	}
-	if envFrom != want.envFrom {
-		t.Errorf("envFrom Secret %q, want %q", envFrom, want.envFrom)
+	if want.secretEnv == nil {
+		want.secretEnv = map[string]string{}
+	}
+	if !maps.Equal(fromSecret, want.secretEnv) {
+		t.Errorf("variables from Secrets %v, want %v", fromSecret, want.secretEnv)
 	}
 	volumes := map[string]corev1.Volume{}
 	for _, v := range spec.Volumes {
@@ -110,9 +120,19 @@ func checkPodFacts(t *testing.T, spec *corev1.PodSpec, want podFacts) {
 			t.Errorf("unexpected volume %s", want.noVolumeFor)
 		}
 	}
-	if want.envFrom != "" {
-		if v, ok := volumes["seal-creds"]; !ok || v.Secret == nil || v.Secret.SecretName != want.envFrom {
-			t.Errorf("seal-creds volume %+v, want Secret %s", v.Secret, want.envFrom)
+	for _, secret := range want.secretEnv {
+		if v, ok := volumes["seal-creds"]; !ok || v.Secret == nil || v.Secret.SecretName != secret {
+			t.Errorf("seal-creds volume %+v, want Secret %s", v.Secret, secret)
 		}
 	}
+}
+
+// TestGCPKMSWithoutASecretUsesWorkloadIdentity: without
+// unseal.credentialsSecretRef nothing points the client at a key file that
+// is not mounted, so the pod's workload identity applies.
+func TestGCPKMSWithoutASecretUsesWorkloadIdentity(t *testing.T) {
+	c := fixture(t, "seal_gcpckms")
+	c.Spec.Unseal.CredentialsSecretRef = nil
+	spec := statefulSet(t, renderWith(t, newRenderer(t), c, testOperator)).Spec.Template.Spec
+	checkPodFacts(t, &spec, podFacts{noMounts: []string{"/etc/bao/seal-creds"}, noEnv: []string{"GOOGLE_APPLICATION_CREDENTIALS"}})
 }
