@@ -131,6 +131,10 @@ func preflight(o Observed, d *Decision) *v1alpha1.UpgradeStatus {
 
 // hold says why a due rollout may not start; each message says what to do.
 func hold(o Observed) (reason, message string) {
+	if len(o.Restores) > 0 {
+		return v1alpha1.ReasonRestoreInProgress, fmt.Sprintf("restore %s is under way; the rollout starts once it has finished",
+			strings.Join(o.Restores, ", "))
+	}
 	if IsDowngrade(o.CurrentVersion, o.SpecVersion) && !o.Settings.AllowDowngrade {
 		return v1alpha1.ReasonDowngradeBlocked, fmt.Sprintf("spec.version %s is older than the running %s, and Raft data written by a "+
 			"newer release may not be readable by an older one. Set spec.version back to %s, or restore a backup taken on the older "+
