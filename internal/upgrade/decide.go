@@ -109,7 +109,9 @@ func preflight(o Observed, d *Decision) *v1alpha1.UpgradeStatus {
 		return nil
 	}
 	if reason, msg := hold(o); reason != "" {
-		d.Problem = &Condition{Status: true, Reason: reason, Message: msg}
+		if reason != v1alpha1.ReasonRestoreInProgress { // a restore is work under way, not a fault
+			d.Problem = &Condition{Status: true, Reason: reason, Message: msg}
+		}
 		d.upgrading(false, reason, msg)
 		d.wait(preflightRetry)
 		return nil

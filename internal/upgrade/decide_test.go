@@ -285,7 +285,7 @@ func TestVersions(t *testing.T) {
 func TestARestoreUnderWayHoldsADueRollout(t *testing.T) {
 	d := upgrade.Decide(cluster(func(o *upgrade.Observed) { o.Restores = []string{"r1"} }))
 	if d.Started || d.Upgrade != nil || d.Upgrading == nil || d.Upgrading.Reason != v1alpha1.ReasonRestoreInProgress ||
-		d.Partition != 3 || d.Requeue == 0 {
+		d.Partition != 3 || d.Requeue == 0 || d.Problem != nil {
 		t.Fatalf("a rollout beside a restore: %+v", d)
 	}
 	if d := upgrade.Decide(cluster()); !d.Started {
