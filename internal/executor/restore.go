@@ -66,7 +66,7 @@ func runRestore(ctx context.Context, cfg restore.ExecutorConfig, deps Deps, secr
 		if err == nil {
 			break
 		}
-		if !retryable(err) || attempt >= len(retryWaits) || ctx.Err() != nil {
+		if !retryableBeforePost(err) || attempt >= len(retryWaits) || ctx.Err() != nil {
 			return failed(reasonOf(ctx, err), err)
 		}
 		logr.FromContextOrDiscard(ctx).Info("attempt failed; retrying", "attempt", attempt+1,
@@ -79,6 +79,23 @@ func runRestore(ctx context.Context, cfg restore.ExecutorConfig, deps Deps, secr
 		return failed(reasonOf(ctx, err), err)
 	}
 	return backup.Report{Key: snap.object.Key, Size: snap.size, SHA256: snap.sha256, RaftIndex: snap.info.Index}
+}
+
+// retryableBeforePost says whether another try of the steps before the
+// post may succeed: what may pass for a backup may pass here, except an
+// object that is bad (a stored object cut short stays cut short) or
+// missing.
+func retryableBeforePost(err error) bool {
+	var se *stageError
+	if errors.As(err, &se) {
+		switch se.reason {
+		case restore.ReasonCorruptSnapshot, restore.ReasonDigestMismatch, restore.ReasonNoSnapshot, restore.ReasonObjectNotFound:
+			return false
+		case restore.ReasonObjectChanged:
+			return true // the next try reads the object as it is now
+		}
+	}
+	return retryable(err)
 }
 
 // prepareRestore finds and checks the object, then logs in and finds the
@@ -141,7 +158,7 @@ func (s *runner) check(ctx context.Context, obj objectstore.Object, expected str
 	snap := checked{object: obj, size: r.Size(), sha256: r.SHA256(), info: r.Info()}
 	if expected != "" && snap.sha256 != expected {
 		return checked{}, stage(restore.ReasonDigestMismatch, fmt.Errorf(
-			"object %s has SHA-256 %s, not the expected %s; nothing was posted", obj.Key, snap.sha256, expected))
+			"object %s has SHA-256 %s, not the expected %s", obj.Key, snap.sha256, expected))
 	}
 	return snap, nil
 }
@@ -152,7 +169,7 @@ func readError(err error) error {
 	var se *snapshot.Error
 	switch {
 	case errors.As(err, &se):
-		return stage(restore.ReasonCorruptSnapshot, fmt.Errorf("the object is not a complete OpenBao snapshot (%s): %w; nothing was posted", se.Reason, err))
+		return stage(restore.ReasonCorruptSnapshot, fmt.Errorf("the object is not a complete OpenBao snapshot (%s): %w", se.Reason, err))
 	case errors.Is(err, objectstore.ErrVersionChanged):
 		return stage(restore.ReasonObjectChanged, err)
 	case errors.Is(err, errReadChanged):
@@ -184,7 +201,7 @@ func (s *runner) post(ctx context.Context, leader openbao.Client, snap checked, 
 		// they were sealed with another cluster's keys.
 		return stage(restore.ReasonSealMismatch, fmt.Errorf("%s (%w)", restore.SealMismatchMessage, err))
 	case errors.As(err, &status) && errors.Is(err, openbao.ErrPermissionDenied):
-		return stage(ReasonAuthFailed, fmt.Errorf("the restore identity may not post a snapshot: %w; nothing was changed", err))
+		return stage(ReasonAuthFailed, fmt.Errorf("the restore identity may not post a snapshot: %w", err))
 	}
 	return stage(restore.ReasonPostFailed, err)
 }
