@@ -59,6 +59,7 @@ func kvRead(t *testing.T, bao *baotest.Server, root openbao.Token, key string) (
 type restoreFixture struct {
 	bao         *baotest.Server
 	m           *miniotest.Server
+	jwt         openbao.Token
 	root        openbao.Token
 	backupCfg   backup.ExecutorConfig
 	restoreBase restore.ExecutorConfig
@@ -76,7 +77,8 @@ func newRestoreFixture(t *testing.T) restoreFixture {
 	if status, body := callToken(t, bao, http.MethodPost, "/v1/sys/mounts/kv", root, `{"type":"kv"}`); status != http.StatusNoContent {
 		t.Fatalf("mount kv: %d %s", status, body)
 	}
-	jwtFile, credsDir := executorFiles(t, iss.token(t, backupSubject, c.OperatorTokenAudience()).Reveal(), m)
+	jwt := iss.token(t, backupSubject, c.OperatorTokenAudience())
+	jwtFile, credsDir := executorFiles(t, jwt.Reveal(), m)
 	cfg := backup.ExecutorConfig{
 		Namespace: c.Namespace, Cluster: c.Name, Backup: "b1", OpenBaoAddress: bao.Addr,
 		Auth: backup.AuthJWT, JWTMount: backup.OperatorAuthMount, JWTRole: identity.BackupRole, JWTFile: jwtFile,
@@ -85,7 +87,7 @@ func newRestoreFixture(t *testing.T) restoreFixture {
 	}
 	rcfg := restore.ExecutorConfig{ExecutorConfig: cfg, Restore: "r1"}
 	rcfg.Backup, rcfg.JWTRole = "", identity.RestoreRole
-	return restoreFixture{bao: bao, m: m, root: root, backupCfg: cfg, restoreBase: rcfg}
+	return restoreFixture{bao: bao, m: m, jwt: jwt, root: root, backupCfg: cfg, restoreBase: rcfg}
 }
 
 // TestRestoreBringsBackTheSnapshotsDataThroughTheSealCheckedEndpoint takes
@@ -110,6 +112,15 @@ func TestRestoreBringsBackTheSnapshotsDataThroughTheSealCheckedEndpoint(t *testi
 	if r := runRestoreExecutor(t, withBackupRole); r.Reason != executor.ReasonAuthFailed {
 		t.Fatalf("a restore with the backup role: %+v", r)
 	}
+
+	// The restore role's token may install a snapshot, and do nothing else.
+	rtok, _, err := baoClient(t, f.bao, nil, openbao.Token{}).Login(context.Background(), identity.Mount, identity.RestoreRole, f.jwt)
+	if err != nil {
+		t.Fatalf("login as restore: %v", err)
+	}
+	assertRefused(t, f.bao, rtok, http.MethodGet, "/v1/sys/storage/raft/snapshot")
+	assertRefused(t, f.bao, rtok, http.MethodGet, "/v1/kv/before")
+	assertRefused(t, f.bao, rtok, http.MethodPut, "/v1/sys/step-down")
 
 	cfg := f.restoreBase
 	cfg.Latest, cfg.ExpectedSHA256 = true, b.SHA256
