@@ -108,9 +108,12 @@ func Decide(o Observed) Decision {
 	s := &d.Status
 	switch {
 	case s.Phase.Done():
-	case o.Cluster == nil:
+	case o.Cluster == nil && s.JobName == "":
 		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonClusterNotFound,
 			"OpenBaoCluster "+o.Restore.Spec.ClusterName+" does not exist in this namespace; nothing was changed")
+	case o.Cluster == nil:
+		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonClusterNotFound,
+			"OpenBaoCluster "+o.Restore.Spec.ClusterName+" was deleted while the restore ran")
 	case s.JobName == "":
 		d.start(o)
 	case s.Step == v1alpha1.RestoreStepVerifying:

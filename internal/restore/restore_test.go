@@ -188,8 +188,12 @@ func TestDecideTakesARestoreFromPendingToItsOutcome(t *testing.T) {
 
 func TestDecideFailsARestoreOfAClusterThatDoesNotExist(t *testing.T) {
 	d := restore.Decide(restore.Observed{Now: t0, Restore: newRestore(v1alpha1.OpenBaoRestoreStatus{})})
-	if d.Status.Phase != v1alpha1.RestoreFailed || d.Status.Reason != restore.ReasonClusterNotFound {
+	if d.Status.Phase != v1alpha1.RestoreFailed || d.Status.Reason != restore.ReasonClusterNotFound || !strings.Contains(d.Status.Message, "nothing was changed") {
 		t.Fatalf("%+v", d.Status)
+	}
+	d = restore.Decide(restore.Observed{Now: t0, Restore: newRestore(restoring())})
+	if d.Status.Phase != v1alpha1.RestoreFailed || strings.Contains(d.Status.Message, "nothing was changed") || d.CreateJob {
+		t.Fatalf("a cluster deleted mid-restore: %+v", d.Status)
 	}
 }
 
