@@ -16,6 +16,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/restore"
 )
 
 // +kubebuilder:rbac:groups=openbao.org,resources=openbaobackups,verbs=get;list;watch;create;update;patch;delete
@@ -95,7 +96,11 @@ func (r *OpenBaoClusterReconciler) takeSlot(ctx context.Context, p *pass, tick b
 	c := p.cluster
 	status := *p.status
 	status.Phase = phase(c, p.status)
-	check := backup.Preflight(backup.Observed{Cluster: c, Status: &status, Running: running})
+	restores, err := runningRestores(ctx, r.Client, c)
+	if err != nil {
+		return "", err
+	}
+	check := backup.Preflight(backup.Observed{Cluster: c, Status: &status, Running: running, Restores: restores})
 	slot := tick.Slot.UTC().Format(time.RFC3339)
 	if !check.OK {
 		p.record("Warning", "BackupSkipped", "ScheduleBackup",
@@ -112,7 +117,7 @@ func (r *OpenBaoClusterReconciler) takeSlot(ctx context.Context, p *pass, tick b
 		},
 		Spec: v1alpha1.OpenBaoBackupSpec{ClusterName: c.Name},
 	}
-	err := r.Client.Create(ctx, b)
+	err = r.Client.Create(ctx, b)
 	if apierrors.IsAlreadyExists(err) {
 		return "", nil
 	}
@@ -216,11 +221,27 @@ func recordBackupGauges(c *v1alpha1.OpenBaoCluster, s *v1alpha1.BackupStatus) {
 	}
 }
 
-// byClusterName maps an OpenBaoBackup to the cluster it names.
+// byClusterName maps an OpenBaoBackup or OpenBaoRestore to the cluster it
+// names.
 func byClusterName(_ context.Context, obj client.Object) []reconcile.Request {
-	b, ok := obj.(*v1alpha1.OpenBaoBackup)
-	if !ok || b.Spec.ClusterName == "" {
+	var cluster string
+	switch o := obj.(type) {
+	case *v1alpha1.OpenBaoBackup:
+		cluster = o.Spec.ClusterName
+	case *v1alpha1.OpenBaoRestore:
+		cluster = o.Spec.ClusterName
+	}
+	if cluster == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.ClusterName}}}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: cluster}}}
+}
+
+// runningRestores names the cluster's OpenBaoRestores under way.
+func runningRestores(ctx context.Context, reader client.Reader, c *v1alpha1.OpenBaoCluster) ([]string, error) {
+	restores, err := listClusterRestores(ctx, reader, c.Namespace, c.Name)
+	if err != nil {
+		return nil, err
+	}
+	return restore.RunningOf(restores, c.Name, ""), nil
 }

@@ -64,6 +64,18 @@ var (
 		Name: "openbao_backup_consecutive_failures",
 		Help: "Backups of a cluster that failed since its last success.",
 	}, []string{"namespace", "name"})
+	restorePhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_restore_phase",
+		Help: "Phase of the newest restore of a cluster: 0 pending, 1 running, 2 succeeded, 3 failed.",
+	}, []string{"namespace", "name"})
+	restoreDuration = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_restore_last_duration_seconds",
+		Help: "How long the newest finished restore of a cluster took, from its Job to every server serving the data.",
+	}, []string{"namespace", "name"})
+	restoresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "openbao_restores_total",
+		Help: "Finished restores of a cluster, by outcome (Succeeded or Failed).",
+	}, []string{"namespace", "name", "phase"})
 	renderDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "openbao_render_duration_seconds",
 		Help:    "Duration of computing a cluster's chart values and rendering the chart, render cache hits included.",
@@ -74,7 +86,8 @@ var (
 func init() {
 	metrics.Registry.MustRegister(tlsCertExpiry, tlsRotations, reconcileDuration, renderDuration,
 		upgradeStatus, upgradeDuration, upgradeStepDowns,
-		backupSuccesses, backupFailures, backupLastSuccess, backupLastSize, backupLastDuration, backupConsecutiveFailures)
+		backupSuccesses, backupFailures, backupLastSuccess, backupLastSize, backupLastDuration, backupConsecutiveFailures,
+		restorePhase, restoreDuration, restoresTotal)
 }
 
 // recordRollout exports the rollout's state after a pass.
@@ -98,6 +111,7 @@ func forgetClusterMetrics(namespace, name string) {
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		tlsCertExpiry, tlsRotations, upgradeStatus, upgradeDuration, upgradeStepDowns,
 		backupSuccesses, backupFailures, backupLastSuccess, backupLastSize, backupLastDuration, backupConsecutiveFailures,
+		restorePhase, restoreDuration, restoresTotal,
 	} {
 		v.DeletePartialMatch(labels)
 	}

@@ -99,10 +99,14 @@ func (r *OpenBaoBackupReconciler) start(ctx context.Context, b *v1alpha1.OpenBao
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	restores, err := runningRestores(ctx, r.Client, c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	check := backup.Preflight(backup.Observed{Cluster: c, Status: &c.Status, Running: r.running(c, b, backups),
-		PreUpgrade: b.Labels[v1alpha1.LabelBackupTrigger] == v1alpha1.BackupTriggerPreUpgrade})
+		PreUpgrade: b.Labels[v1alpha1.LabelBackupTrigger] == v1alpha1.BackupTriggerPreUpgrade, Restores: restores})
 	switch {
-	case !check.OK && check.Reason == backup.ReasonBackupInProgress:
+	case !check.OK && (check.Reason == backup.ReasonBackupInProgress || check.Reason == backup.ReasonRestoreInProgress):
 		return ctrl.Result{RequeueAfter: backupWaitRetry}, r.setStatus(ctx, b, func(s *v1alpha1.OpenBaoBackupStatus) {
 			s.Phase, s.Reason, s.Message = v1alpha1.BackupPending, ReasonWaiting, check.Message
 		})
@@ -184,8 +188,14 @@ func jobEnded(job *batchv1.Job) (succeeded, failed bool) {
 // while the cache has not seen that pod end yet; a failed Job whose pods
 // left no report (killed at the deadline) has an empty one.
 func (r *OpenBaoBackupReconciler) report(ctx context.Context, job *batchv1.Job, succeeded bool) (backup.Report, bool, error) {
+	return jobReport(ctx, r.Client, job, succeeded)
+}
+
+// jobReport reads the executor's report of a backup or restore Job, as
+// OpenBaoBackupReconciler.report says.
+func jobReport(ctx context.Context, reader client.Reader, job *batchv1.Job, succeeded bool) (backup.Report, bool, error) {
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+	if err := reader.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
 		return backup.Report{}, false, fmt.Errorf("list the pods of Job %s: %w", job.Name, err)
 	}
 	var newest *corev1.ContainerStateTerminated

@@ -95,6 +95,9 @@ func (r *OpenBaoClusterReconciler) observeRollout(ctx context.Context, p *pass) 
 	if !o.RolloutPending() {
 		return o, nil
 	}
+	if o.Restores, err = runningRestores(ctx, r.Client, c); err != nil {
+		return o, err
+	}
 	v := r.view(ctx, p)
 	v.measureLag(ctx)
 	o.Pods, o.Raft, o.RaftProblem, o.Health = rolloutPods(p.servers, v), v.raft, v.problem, v.health

@@ -54,6 +54,7 @@ const (
 
 	ReasonUpToDate           = "UpToDate"
 	ReasonUpgradeInProgress  = "UpgradeInProgress"
+	ReasonRestoreInProgress  = "RestoreInProgress"
 	ReasonUpgradeComplete    = "UpgradeComplete"
 	ReasonUpgradeHalted      = "UpgradeHalted"
 	ReasonStepDownTimeout    = "StepDownTimeout"

@@ -1,7 +1,8 @@
 // Command openbao-operator runs the OpenBao operator's controller manager;
 // as `openbao-operator render -f cluster.yaml` it prints the objects the
 // operator would apply for an OpenBaoCluster, and as `openbao-operator
-// backup ...` it is the executor of a backup Job.
+// backup ...` and `openbao-operator restore ...` it is the executor of a
+// backup or restore Job.
 package main
 
 import (
@@ -26,6 +27,8 @@ func main() {
 		err = runRender(os.Args[2:], os.Stdout)
 	case len(os.Args) > 1 && os.Args[1] == "backup":
 		err = runBackup(os.Args[2:], os.Stderr)
+	case len(os.Args) > 1 && os.Args[1] == "restore":
+		err = runRestore(os.Args[2:], os.Stderr)
 	default:
 		err = runManager(os.Args[1:])
 	}

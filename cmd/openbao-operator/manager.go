@@ -150,8 +150,8 @@ func ownImage(cfg *rest.Config, namespace, podName string) (string, error) {
 	return "", fmt.Errorf("the operator's pod %s/%s has no container named manager", namespace, podName)
 }
 
-// setUpReconcilers registers the OpenBaoCluster and OpenBaoBackup
-// reconcilers with the manager.
+// setUpReconcilers registers the OpenBaoCluster, OpenBaoBackup and
+// OpenBaoRestore reconcilers with the manager.
 func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settings watches.Settings, openshift bool) error {
 	issuer, err := controllers.NewIssuerSource(cfg, clock.RealClock{})
 	if err != nil {
@@ -175,6 +175,13 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 	}
 	if err := backups.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up OpenBaoBackup controller: %w", err)
+	}
+	restores := &controllers.OpenBaoRestoreReconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("openbao-operator"),
+		Clock: clock.RealClock{}, OperatorImage: f.image, Servers: reconciler,
+	}
+	if err := restores.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up OpenBaoRestore controller: %w", err)
 	}
 	return nil
 }

@@ -75,9 +75,12 @@ const (
 	DefaultTimeout     = time.Hour
 )
 
-// Args writes the configuration as flags, in a fixed order.
-func (c ExecutorConfig) Args() []string {
-	args := []string{"backup"}
+// Args writes the configuration as the backup subcommand and its flags.
+func (c ExecutorConfig) Args() []string { return append([]string{"backup"}, c.Flags()...) }
+
+// Flags writes the configuration as flags, in a fixed order.
+func (c ExecutorConfig) Flags() []string {
+	var args []string
 	add := func(name, value string) {
 		if value != "" {
 			args = append(args, "--"+name+"="+value)
@@ -121,6 +124,16 @@ func ParseExecutorArgs(args []string, output io.Writer) (ExecutorConfig, error) 
 	c := ExecutorConfig{}
 	fs := flag.NewFlagSet("openbao-operator backup", flag.ContinueOnError)
 	fs.SetOutput(output)
+	c.Register(fs)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	return c, c.Complete()
+}
+
+// Register defines the flags of the configuration on fs; the restore
+// executor shares them.
+func (c *ExecutorConfig) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Namespace, "namespace", "", "namespace of the OpenBaoCluster")
 	fs.StringVar(&c.Cluster, "cluster", "", "name of the OpenBaoCluster")
 	fs.StringVar(&c.Backup, "backup", "", "name of the OpenBaoBackup (for the object's metadata)")
@@ -143,14 +156,15 @@ func ParseExecutorArgs(args []string, output io.Writer) (ExecutorConfig, error) 
 	fs.Int64Var(&c.PartSize, "part-size", DefaultPartSize, "bytes per uploaded part")
 	fs.IntVar(&c.Concurrency, "concurrency", DefaultConcurrency, "parts buffered and uploaded at once")
 	fs.StringVar(&c.TerminationLog, "termination-log", TerminationLog, "file the report is written to")
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
+}
+
+// Complete fills the defaults of the JWT login and checks the flags.
+func (c *ExecutorConfig) Complete() error {
 	if c.Auth == AuthJWT {
 		c.JWTMount = cmp.Or(c.JWTMount, OperatorAuthMount)
 		c.JWTRole = cmp.Or(c.JWTRole, DefaultBackupRole)
 	}
-	return c, c.validate()
+	return c.validate()
 }
 
 func (c ExecutorConfig) validate() error {

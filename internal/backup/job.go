@@ -85,14 +85,34 @@ func JobLabels(c *v1alpha1.OpenBaoCluster, b *v1alpha1.OpenBaoBackup) map[string
 // mounted as files, a deadline, and retries for pod disruptions only (the
 // executor retries what may pass itself; its failure fails the Job).
 func JobFor(in JobInput) *batchv1.Job {
-	c, b := in.Cluster, in.Backup
-	labels := JobLabels(c, b)
+	return ExecutorJob(ExecutorJobInput{
+		Cluster: in.Cluster, Name: in.Name, Owner: in.Backup.ControllerReference(),
+		Labels: JobLabels(in.Cluster, in.Backup), Args: ExecutorConfigFor(in.Cluster, in.Backup.Name).Args(),
+		OperatorImage: in.OperatorImage,
+	})
+}
+
+// ExecutorJobInput is what a Job of the executor (a backup's or a
+// restore's) is built from.
+type ExecutorJobInput struct {
+	Cluster *v1alpha1.OpenBaoCluster
+	Name    string
+	Owner   metav1.OwnerReference
+	Labels  map[string]string
+	// Args are the executor's command line (its subcommand and flags).
+	Args          []string
+	OperatorImage string
+}
+
+// ExecutorJob builds a Job of the executor, as JobFor describes.
+func ExecutorJob(in ExecutorJobInput) *batchv1.Job {
+	c, labels := in.Cluster, in.Labels
 	volumes, mounts := jobVolumes(c)
 	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: in.Name, Namespace: c.Namespace, Labels: labels,
-			OwnerReferences: []metav1.OwnerReference{b.ControllerReference()},
+			OwnerReferences: []metav1.OwnerReference{in.Owner},
 		},
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          ptr.To[int32](jobBackoffLimit),
@@ -111,7 +131,7 @@ func JobFor(in JobInput) *batchv1.Job {
 	}
 }
 
-func podSpec(in JobInput, volumes []corev1.Volume, mounts []corev1.VolumeMount) corev1.PodSpec {
+func podSpec(in ExecutorJobInput, volumes []corev1.Volume, mounts []corev1.VolumeMount) corev1.PodSpec {
 	image := in.Cluster.Spec.Backup.ExecutorImage
 	if image == "" {
 		image = in.OperatorImage
@@ -131,7 +151,7 @@ func podSpec(in JobInput, volumes []corev1.Volume, mounts []corev1.VolumeMount) 
 			Image:           image,
 			ImagePullPolicy: corev1.PullIfNotPresent,
 			Command:         []string{"/manager"},
-			Args:            executorConfig(in).Args(),
+			Args:            in.Args,
 			Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(executorMemLimit)},
@@ -149,11 +169,12 @@ func podSpec(in JobInput, volumes []corev1.Volume, mounts []corev1.VolumeMount) 
 	}
 }
 
-// executorConfig is what the Job tells the executor.
-func executorConfig(in JobInput) ExecutorConfig {
-	c, spec := in.Cluster, in.Cluster.Spec.Backup
+// ExecutorConfigFor is what a Job of cluster c tells the executor; backup
+// names the OpenBaoBackup (empty for a restore).
+func ExecutorConfigFor(c *v1alpha1.OpenBaoCluster, backup string) ExecutorConfig {
+	spec := c.Spec.Backup
 	cfg := ExecutorConfig{
-		Namespace: c.Namespace, Cluster: c.Name, Backup: in.Backup.Name,
+		Namespace: c.Namespace, Cluster: c.Name, Backup: backup,
 		OpenBaoAddress: "https://" + c.ClientServiceDNSName() + ":8200",
 		ServerDomain:   c.HeadlessServiceName() + "." + c.Namespace + ".svc",
 		Endpoint:       spec.Target.Endpoint, Bucket: spec.Target.Bucket, Region: spec.Target.Region,

@@ -18,6 +18,7 @@ const (
 	ReasonBackupInProgress  = "BackupInProgress"
 	ReasonAuthNotConfigured = "AuthNotConfigured"
 	ReasonIdentityPending   = "IdentityPending"
+	ReasonRestoreInProgress = "RestoreInProgress"
 )
 
 // Observed is what the preflight looks at.
@@ -32,6 +33,9 @@ type Observed struct {
 	// rollout holds every pod until it succeeds, so Upgrading does not
 	// stop it.
 	PreUpgrade bool
+	// Restores names the cluster's OpenBaoRestores under way: a snapshot
+	// taken while one installs would hold neither the old data nor the new.
+	Restores []string
 }
 
 // Check is the preflight's verdict.
@@ -60,6 +64,8 @@ func Preflight(o Observed) Check {
 		return refuse(ReasonClusterNotRunning, "the cluster is %s, not Running", phaseOr(o.Status.Phase))
 	case b.JWTAuthRole != "" && !o.Status.IdentityConfigured:
 		return refuse(ReasonIdentityPending, "spec.backup.jwtAuthRole needs the operator's OpenBao identity, which is set up once the cluster is initialized (status.identityConfigured)")
+	case len(o.Restores) > 0:
+		return refuse(ReasonRestoreInProgress, "restore %s of this cluster is under way", strings.Join(o.Restores, ", "))
 	case len(o.Running) > 0:
 		return refuse(ReasonBackupInProgress, "backup %s of this cluster is still running", strings.Join(o.Running, ", "))
 	}

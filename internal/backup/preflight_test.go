@@ -63,3 +63,15 @@ func TestPreflightLetsThePreUpgradeSnapshotRunWhileTheRolloutWaits(t *testing.T)
 		t.Errorf("any other backup during the rollout: %+v", got)
 	}
 }
+
+func TestARestoreUnderWayHoldsABackup(t *testing.T) {
+	running := &v1alpha1.OpenBaoClusterStatus{Phase: v1alpha1.PhaseRunning, IdentityConfigured: true}
+	got := backup.Preflight(backup.Observed{Cluster: backupCluster(), Status: running, Restores: []string{"r1"}})
+	if got.OK || got.Reason != backup.ReasonRestoreInProgress {
+		t.Fatalf("a backup beside a restore: %+v", got)
+	}
+	got = backup.Preflight(backup.Observed{Cluster: backupCluster(), Status: running, Restores: []string{"r1"}, PreUpgrade: true})
+	if got.OK {
+		t.Fatalf("a pre-upgrade snapshot beside a restore: %+v", got)
+	}
+}

@@ -91,6 +91,8 @@ var all = []Kind{
 	// Backups: the cluster folds its OpenBaoBackups into its status; each
 	// OpenBaoBackup owns the Job that runs it.
 	{GVK: v1alpha1.GroupVersion.WithKind(v1alpha1.BackupKind), New: func() Object { return &v1alpha1.OpenBaoBackup{} }, Watch: ByClusterName},
+	// Restores hold the cluster's rollouts and backups while they run.
+	{GVK: v1alpha1.GroupVersion.WithKind(v1alpha1.RestoreKind), New: func() Object { return &v1alpha1.OpenBaoRestore{} }, Watch: ByClusterName},
 	{GVK: batchv1.SchemeGroupVersion.WithKind("Job"), New: func() Object { return &batchv1.Job{} }, Watch: ByOwner, For: BackupReconciler},
 }
 

@@ -120,11 +120,21 @@ func (s *runner) client(address string, token openbao.Token) (openbao.Client, er
 	return s.deps.OpenBao(openbao.Options{Address: address, CACert: s.caPEM, ServerName: u.Hostname(), Token: token})
 }
 
-// openSnapshot finds the active server and opens its snapshot stream. The
-// client Service routes to the active server, yet during a change of
-// leadership it may reach a standby: then sys/leader names the active
-// one, which is asked directly, if its address is one of this cluster's.
+// openSnapshot finds the active server and opens its snapshot stream.
 func (s *runner) openSnapshot(ctx context.Context, token openbao.Token) (io.ReadCloser, error) {
+	c, err := s.leaderClient(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	body, err := c.Snapshot(ctx)
+	return body, stage(ReasonSnapshotFailed, err)
+}
+
+// leaderClient is a client of the active server holding token. The client
+// Service routes to the active server, yet during a change of leadership
+// it may reach a standby: then sys/leader names the active one, which is
+// asked directly, if its address is one of this cluster's.
+func (s *runner) leaderClient(ctx context.Context, token openbao.Token) (openbao.Client, error) {
 	svc, err := s.client(s.cfg.OpenBaoAddress, openbao.Token{})
 	if err != nil {
 		return nil, err
@@ -143,12 +153,7 @@ func (s *runner) openSnapshot(ctx context.Context, token openbao.Token) (io.Read
 		}
 		address = leader.LeaderAddress
 	}
-	c, err := s.client(address, token)
-	if err != nil {
-		return nil, err
-	}
-	body, err := c.Snapshot(ctx)
-	return body, stage(ReasonSnapshotFailed, err)
+	return s.client(address, token)
 }
 
 // ownServer accepts a leader address only on the client Service's host or

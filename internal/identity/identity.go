@@ -30,6 +30,11 @@ const (
 	BackupRole    = "backup"
 	UpgradePolicy = "openbao-operator-upgrade"
 	BackupPolicy  = "openbao-operator-backup"
+	// RestoreRole is bound to the backup service account too (restore
+	// Jobs run under it), with its own policy: a backup's token can read
+	// a snapshot but never install one.
+	RestoreRole   = "restore"
+	RestorePolicy = "openbao-operator-restore"
 	// TokenTTL bounds the OpenBao tokens the roles issue: long enough for
 	// one rollout step or one snapshot, short enough that a leaked one
 	// expires soon.
@@ -49,6 +54,13 @@ path "sys/storage/raft/remove-peer" { capabilities = ["update"] }
 
 // backupPolicy allows reading a Raft snapshot, and nothing else.
 const backupPolicy = `path "sys/storage/raft/snapshot" { capabilities = ["read"] }
+`
+
+// restorePolicy allows installing a snapshot, and nothing else: no read
+// of a snapshot or of any secret. snapshot-force is used only when an
+// OpenBaoRestore sets force.
+const restorePolicy = `path "sys/storage/raft/snapshot" { capabilities = ["update"] }
+path "sys/storage/raft/snapshot-force" { capabilities = ["update"] }
 `
 
 // Issuer is what OpenBao needs to verify the Kubernetes cluster's
@@ -120,8 +132,10 @@ func SetupRequests(c *v1alpha1.OpenBaoCluster, iss Issuer) []baoconfig.InitReque
 			Data: map[string]any{"bound_issuer": iss.URL, "jwt_validation_pubkeys": keys}},
 		policyRequest("operator-upgrade-policy", UpgradePolicy, upgradePolicy),
 		policyRequest("operator-backup-policy", BackupPolicy, backupPolicy),
+		policyRequest("operator-restore-policy", RestorePolicy, restorePolicy),
 		roleRequest("operator-upgrade-role", UpgradeRole, c, c.UpgradeServiceAccountName(), UpgradePolicy),
 		roleRequest("operator-backup-role", BackupRole, c, c.BackupServiceAccountName(), BackupPolicy),
+		roleRequest("operator-restore-role", RestoreRole, c, c.BackupServiceAccountName(), RestorePolicy),
 	}
 }
 

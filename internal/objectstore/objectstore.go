@@ -20,6 +20,10 @@ type Object struct {
 	// Checksum is the store's own checksum of the object, in the store's
 	// own form; Put returns the one the store must hold for what was sent.
 	Checksum string
+	// Version identifies these bytes of the object, in the store's own
+	// opaque form (a version ID, else an ETag); Stat fills it, and
+	// OpenVersion reads exactly these bytes or nothing.
+	Version string
 }
 
 // PutResult is what Put sent.
@@ -42,6 +46,11 @@ type Store interface {
 	Stat(ctx context.Context, key string) (Object, error)
 	// Open reads an object back.
 	Open(ctx context.Context, key string) (io.ReadCloser, error)
+	// OpenVersion reads the object only while it is still the version
+	// Stat returned; a replaced object fails with ErrVersionChanged, at the
+	// open or at the first read. A restore reads one object twice (first to
+	// check it, then to post it) and must post the bytes it checked.
+	OpenVersion(ctx context.Context, key, version string) (io.ReadCloser, error)
 	// List returns every object whose key starts with prefix, at any
 	// depth.
 	List(ctx context.Context, prefix string) ([]Object, error)
@@ -51,6 +60,9 @@ type Store interface {
 
 // ErrNotFound says the object does not exist.
 var ErrNotFound = errors.New("object not found")
+
+// ErrVersionChanged says the object was replaced since it was read.
+var ErrVersionChanged = errors.New("object changed since it was read")
 
 // Error is a failure of a store's call, classified.
 type Error struct {

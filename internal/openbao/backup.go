@@ -43,13 +43,41 @@ func (c *client) Snapshot(ctx context.Context) (io.ReadCloser, error) {
 	return &cancelingBody{ReadCloser: resp.Body, cancel: cancel}, nil
 }
 
+// SnapshotForcePath installs a snapshot without OpenBao's seal check.
+const SnapshotForcePath = "sys/storage/raft/snapshot-force"
+
+// RestoreSnapshot posts body to the snapshot endpoint. No timeout but
+// ctx's applies: the upload takes as long as the snapshot's size needs.
+func (c *client) RestoreSnapshot(ctx context.Context, body io.Reader, force bool) error {
+	op := SnapshotPath
+	if force {
+		op = SnapshotForcePath
+	}
+	// Wrapped so that the transport cannot see a length and sends chunks:
+	// the final chunk goes out only at io.EOF.
+	resp, err := c.doBody(ctx, http.MethodPost, "/v1/"+op, io.NopCloser(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return statusError(op, resp)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	return nil
+}
+
 // do sends one request with the token, over the client's own transport.
 func (c *client) do(ctx context.Context, method, path string) (*http.Response, error) {
+	return c.doBody(ctx, method, path, nil)
+}
+
+func (c *client) doBody(ctx context.Context, method, path string, body io.ReadCloser) (*http.Response, error) {
 	u, err := url.JoinPath(c.address, path)
 	if err != nil {
 		return nil, fmt.Errorf("openbao %s: %w", path, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return nil, fmt.Errorf("openbao %s: %w", path, err)
 	}

@@ -44,6 +44,12 @@ type Client interface {
 	// Snapshot opens GET sys/storage/raft/snapshot on the active server
 	// (needs a token); the caller reads and closes the stream.
 	Snapshot(ctx context.Context) (io.ReadCloser, error)
+	// RestoreSnapshot streams body into POST sys/storage/raft/snapshot on
+	// the active server (needs a token), or snapshot-force with force. The
+	// body is sent chunked: a body that fails before io.EOF aborts the
+	// request, and OpenBao, which reads the whole archive before it
+	// installs anything, changes nothing.
+	RestoreSnapshot(ctx context.Context, body io.Reader, force bool) error
 }
 
 // Factory builds a Client for one server address.

@@ -295,3 +295,14 @@ func TestVersions(t *testing.T) {
 		t.Error("2.3.1 has no static seal")
 	}
 }
+
+func TestARestoreUnderWayHoldsADueRollout(t *testing.T) {
+	d := upgrade.Decide(cluster(func(o *upgrade.Observed) { o.Restores = []string{"r1"} }))
+	if d.Started || d.Upgrade != nil || d.Upgrading == nil || d.Upgrading.Reason != v1alpha1.ReasonRestoreInProgress ||
+		d.Partition != 3 || d.Requeue == 0 || d.Problem != nil {
+		t.Fatalf("a rollout beside a restore: %+v", d)
+	}
+	if d := upgrade.Decide(cluster()); !d.Started {
+		t.Fatalf("without the restore the rollout starts: %+v", d)
+	}
+}

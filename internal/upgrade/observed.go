@@ -131,6 +131,9 @@ type Observed struct {
 	// succeeded; SnapshotProblem says why one cannot be taken.
 	SnapshotDone    bool
 	SnapshotProblem string
+	// Restores names the cluster's OpenBaoRestores under way: a rollout
+	// does not start beside one.
+	Restores []string
 }
 
 // Behind returns the pods not on the current template.

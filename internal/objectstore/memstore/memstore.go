@@ -36,11 +36,17 @@ type Store struct {
 	NoChecksums bool
 	// Deleted records the keys deleted, in order.
 	Deleted []string
+	// OnOpen, when set, runs before each OpenVersion, for example to
+	// replace the object between a restore's two reads.
+	OnOpen func(key string)
+
+	writes int
 }
 
 type stored struct {
 	data     []byte
 	modified time.Time
+	version  string
 }
 
 // New returns an empty store.
@@ -71,7 +77,7 @@ func (s *Store) Put(_ context.Context, key string, r io.Reader) (objectstore.Put
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.objects[key] = stored{data: data, modified: s.now()}
+	s.objects[key] = s.newVersion(data, s.now())
 	return objectstore.PutResult{Size: int64(len(data)), Checksum: checksum(data)}, nil
 }
 
@@ -93,7 +99,27 @@ func (s *Store) Stat(_ context.Context, key string) (objectstore.Object, error) 
 	case s.CorruptStat:
 		sum = checksum(append(bytes.Clone(o.data), 0))
 	}
-	return objectstore.Object{Key: key, Size: int64(len(o.data)), LastModified: o.modified, Checksum: sum}, nil
+	return objectstore.Object{Key: key, Size: int64(len(o.data)), LastModified: o.modified, Checksum: sum, Version: o.version}, nil
+}
+
+// newVersion stores data as a new version; the caller holds s.mu.
+func (s *Store) newVersion(data []byte, modified time.Time) stored {
+	s.writes++
+	return stored{data: data, modified: modified, version: fmt.Sprintf("v%d", s.writes)}
+}
+
+// OpenVersion returns the object's bytes while it is still that version.
+func (s *Store) OpenVersion(ctx context.Context, key, version string) (io.ReadCloser, error) {
+	if s.OnOpen != nil {
+		s.OnOpen(key)
+	}
+	s.mu.Lock()
+	o, ok := s.objects[key]
+	s.mu.Unlock()
+	if ok && o.version != version {
+		return nil, &objectstore.Error{Op: "get", Key: key, Permanent: true, Err: objectstore.ErrVersionChanged}
+	}
+	return s.Open(ctx, key)
 }
 
 // Open returns the object's bytes (damaged when CorruptStat is set).
@@ -144,7 +170,7 @@ func (s *Store) Delete(_ context.Context, key string) error {
 func (s *Store) Add(key string, data []byte, modified time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.objects[key] = stored{data: data, modified: modified}
+	s.objects[key] = s.newVersion(data, modified)
 }
 
 // Keys returns the stored keys, sorted.

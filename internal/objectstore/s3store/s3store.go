@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -184,7 +185,42 @@ func (s *store) Stat(ctx context.Context, key string) (objectstore.Object, error
 		}
 		return objectstore.Object{}, s.fail("stat", key, err)
 	}
-	return objectstore.Object{Key: info.Key, Size: info.Size, LastModified: info.LastModified, Checksum: info.ChecksumSHA256}, nil
+	return objectstore.Object{Key: info.Key, Size: info.Size, LastModified: info.LastModified, Checksum: info.ChecksumSHA256,
+		Version: versionOf(info.VersionID, info.ETag)}, nil
+}
+
+// Versions are "id:<version ID>" in a versioned bucket, where the ID
+// names the bytes for good, else "etag:<ETag>", which changes with them.
+const (
+	versionIDPrefix = "id:"
+	etagPrefix      = "etag:"
+)
+
+func versionOf(versionID, etag string) string {
+	if versionID != "" && versionID != "null" {
+		return versionIDPrefix + versionID
+	}
+	return etagPrefix + etag
+}
+
+// OpenVersion reads the version Stat returned: by its ID, or on the
+// condition that the ETag still matches (If-Match).
+func (s *store) OpenVersion(ctx context.Context, key, version string) (io.ReadCloser, error) {
+	opts := minio.GetObjectOptions{}
+	if id, ok := strings.CutPrefix(version, versionIDPrefix); ok {
+		opts.VersionID = id
+	} else if etag, ok := strings.CutPrefix(version, etagPrefix); ok && etag != "" {
+		if err := opts.SetMatchETag(etag); err != nil {
+			return nil, s.fail("get", key, err)
+		}
+	} else {
+		return nil, &objectstore.Error{Op: "get", Key: key, Permanent: true, Err: fmt.Errorf("version %q is not one this store gave", version)}
+	}
+	obj, err := s.client.GetObject(ctx, s.bucket, key, opts)
+	if err != nil {
+		return nil, s.fail("get", key, err)
+	}
+	return &objectReader{obj: obj, fail: func(err error) error { return s.fail("get", key, err) }}, nil
 }
 
 func (s *store) Open(ctx context.Context, key string) (io.ReadCloser, error) {
@@ -238,6 +274,10 @@ func (s *store) fail(op, key string, err error) error {
 	case minio.NoSuchBucket, "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidBucketName",
 		"AuthorizationHeaderMalformed", "InvalidToken", "ExpiredToken", "InvalidArgument", "EntityTooLarge":
 		permanent = true
+	}
+	if resp.Code == "PreconditionFailed" || resp.Code == minio.NoSuchVersion {
+		return &objectstore.Error{Op: op, Key: key, Permanent: true,
+			Err: fmt.Errorf("%w (HTTP %d %s)", objectstore.ErrVersionChanged, resp.StatusCode, resp.Code)}
 	}
 	if resp.Code != "" {
 		err = fmt.Errorf("%s (HTTP %d %s)", resp.Message, resp.StatusCode, resp.Code)

@@ -70,6 +70,13 @@ type Client struct {
 	SnapshotErr       error
 	SnapshotStreamErr error
 
+	// RestoreErr fails RestoreSnapshot after it read the whole body;
+	// Restored holds the bytes of the last body read to io.EOF, and
+	// RestoreForced whether it went to snapshot-force.
+	RestoreErr    error
+	Restored      []byte
+	RestoreForced bool
+
 	// Calls counts calls by method name ("Health", "Init", ...).
 	Calls map[string]int
 	// InitRequests records the requests Init received.
@@ -226,6 +233,23 @@ func (c *Client) Snapshot(context.Context) (io.ReadCloser, error) {
 		r = io.MultiReader(r, errReader{c.SnapshotStreamErr})
 	}
 	return io.NopCloser(r), nil
+}
+
+// RestoreSnapshot reads body to its end as OpenBao does; a body that
+// fails is not installed.
+func (c *Client) RestoreSnapshot(_ context.Context, body io.Reader, force bool) error {
+	data, err := io.ReadAll(body)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("RestoreSnapshot")
+	if err != nil {
+		return &openbao.TransportError{Op: openbao.SnapshotPath, Err: err}
+	}
+	if c.RestoreErr != nil {
+		return c.RestoreErr
+	}
+	c.Restored, c.RestoreForced = data, force
+	return nil
 }
 
 type errReader struct{ err error }

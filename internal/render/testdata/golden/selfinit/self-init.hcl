@@ -73,6 +73,16 @@ initialize "operator-backup-policy" {
   }
 }
 
+initialize "operator-restore-policy" {
+  request "operator-restore-policy" {
+    operation = "update"
+    path      = "sys/policies/acl/openbao-operator-restore"
+    data {
+      policy = "path \"sys/storage/raft/snapshot\" { capabilities = [\"update\"] }\npath \"sys/storage/raft/snapshot-force\" { capabilities = [\"update\"] }\n"
+    }
+  }
+}
+
 initialize "operator-upgrade-role" {
   request "operator-upgrade-role" {
     operation = "update"
@@ -100,6 +110,23 @@ initialize "operator-backup-role" {
       role_type       = "jwt"
       token_max_ttl   = "3600s"
       token_policies  = ["openbao-operator-backup"]
+      token_ttl       = "900s"
+      token_type      = "service"
+      user_claim      = "sub"
+    }
+  }
+}
+
+initialize "operator-restore-role" {
+  request "operator-restore-role" {
+    operation = "update"
+    path      = "auth/openbao-operator/role/restore"
+    data {
+      bound_audiences = ["openbao-operator:openbao-test/openbao-selfinit"]
+      bound_subject   = "system:serviceaccount:openbao-test:openbao-selfinit-backup-serviceaccount"
+      role_type       = "jwt"
+      token_max_ttl   = "3600s"
+      token_policies  = ["openbao-operator-restore"]
       token_ttl       = "900s"
       token_type      = "service"
       user_claim      = "sub"

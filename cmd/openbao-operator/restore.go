@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/openbao/operator/internal/executor"
+	"github.com/openbao/operator/internal/objectstore/s3store"
+	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/restore"
+)
+
+// runRestore is `openbao-operator restore ...`, the executor of a restore
+// Job. Its outcome is the report in the termination log; the exit code
+// says only whether it succeeded.
+func runRestore(args []string, stderr io.Writer) error {
+	cfg, err := restore.ParseExecutorArgs(args, stderr)
+	if err != nil {
+		return err
+	}
+	// Both reads stream through buffers of a few hundred KiB; nothing
+	// holds the snapshot.
+	debug.SetMemoryLimit(64 << 20)
+	executor.ShedBinaryPages()
+	log := zap.New(zap.WriteTo(stderr), zap.JSONEncoder()).WithName("restore").
+		WithValues("namespace", cfg.Namespace, "cluster", cfg.Cluster, "restore", cfg.Restore)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	report := executor.RunRestore(logr.NewContext(ctx, log), cfg, executor.Deps{
+		OpenBao:  openbao.New,
+		NewStore: s3store.New,
+		ReadFile: os.ReadFile,
+		Clock:    clock.RealClock{},
+		Random:   rand.Reader,
+		Sleep:    executor.SleepContext,
+		PeakRSS:  executor.PeakRSS,
+	})
+	if err := os.WriteFile(cfg.TerminationLog, report.Encode(), 0o644); err != nil {
+		log.Error(err, "write the report", "path", cfg.TerminationLog)
+	}
+	if report.Failed() {
+		return fmt.Errorf("restore failed: %s", report.Reason)
+	}
+	return nil
+}

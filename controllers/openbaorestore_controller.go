@@ -1,0 +1,228 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/restore"
+)
+
+// +kubebuilder:rbac:groups=openbao.org,resources=openbaorestores,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=openbao.org,resources=openbaorestores/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=openbao.org,resources=openbaorestores/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=delete
+
+// ServerObserver reads, after a snapshot was installed, whether each
+// server of a cluster is healthy and caught up with the leader.
+type ServerObserver interface {
+	ObserveServers(ctx context.Context, c *v1alpha1.OpenBaoCluster) (*restore.Servers, error)
+}
+
+// OpenBaoRestoreReconciler runs each OpenBaoRestore: it gathers what
+// restore.Decide looks at (the preflight's inputs, the Job and its report,
+// the servers after the restore) and carries out the decision: the status,
+// the Job, pod restarts, events, metrics and an audit line.
+type OpenBaoRestoreReconciler struct {
+	Client   client.Client
+	Recorder recorder.EventRecorder
+	Clock    clock.PassiveClock
+	// OperatorImage runs the executor unless spec.backup.executorImage is
+	// set.
+	OperatorImage string
+	Servers       ServerObserver
+
+	mu sync.Mutex
+	// started remembers, per cluster, the restore this process started,
+	// until it ends: a cache that lags the status write must not let a
+	// second restore of the cluster start beside it.
+	started map[types.NamespacedName]string
+}
+
+// Reconcile takes one OpenBaoRestore one step further.
+func (r *OpenBaoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	rs := &v1alpha1.OpenBaoRestore{}
+	if err := r.Client.Get(ctx, req.NamespacedName, rs); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if rs.Status.Phase.Done() || !rs.DeletionTimestamp.IsZero() {
+		r.forget(rs)
+		return ctrl.Result{}, nil
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("cluster", rs.Spec.ClusterName))
+	o, err := r.observe(ctx, rs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	d := restore.Decide(o)
+	if err := r.writeStatus(ctx, rs, d.Status); err != nil {
+		return ctrl.Result{}, err
+	}
+	if d.CreateJob {
+		r.remember(rs)
+		if err := r.createJob(ctx, rs, o.Cluster); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.restartPods(ctx, rs, d.RestartPods); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.tell(ctx, rs, o)
+	return ctrl.Result{RequeueAfter: d.Requeue}, nil
+}
+
+// observe gathers what the restore's step needs.
+func (r *OpenBaoRestoreReconciler) observe(ctx context.Context, rs *v1alpha1.OpenBaoRestore) (restore.Observed, error) {
+	o := restore.Observed{Now: r.Clock.Now(), Restore: rs}
+	c := &v1alpha1.OpenBaoCluster{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.ClusterName}, c)
+	switch {
+	case apierrors.IsNotFound(err):
+		return o, nil
+	case err != nil:
+		return o, fmt.Errorf("read OpenBaoCluster %s: %w", rs.Spec.ClusterName, err)
+	}
+	o.Cluster = c
+	switch {
+	case rs.Status.JobName == "":
+		o.Preflight, err = r.preflight(ctx, c, rs)
+	case rs.Status.Step == v1alpha1.RestoreStepVerifying:
+		o.Servers = r.observeServers(ctx, c)
+	default:
+		o.Job, err = r.observeJob(ctx, rs)
+	}
+	return o, err
+}
+
+func (r *OpenBaoRestoreReconciler) preflight(ctx context.Context, c *v1alpha1.OpenBaoCluster, rs *v1alpha1.OpenBaoRestore) (restore.Check, error) {
+	backups, err := listClusterBackups(ctx, r.Client, c.Namespace, c.Name)
+	if err != nil {
+		return restore.Check{}, err
+	}
+	restores, err := listClusterRestores(ctx, r.Client, c.Namespace, c.Name)
+	if err != nil {
+		return restore.Check{}, err
+	}
+	running := restore.RunningOf(restores, c.Name, rs.Name)
+	r.mu.Lock()
+	if other := r.started[client.ObjectKeyFromObject(c)]; other != "" && other != rs.Name && !contains(running, other) {
+		running = append(running, other)
+	}
+	r.mu.Unlock()
+	return restore.Preflight(restore.PreflightInput{Cluster: c, RunningBackups: unfinishedStarted(backups), RunningRestores: running}), nil
+}
+
+// unfinishedStarted names the backups that have a Job and have not ended.
+func unfinishedStarted(backups []v1alpha1.OpenBaoBackup) []string {
+	var out []string
+	for _, b := range backups {
+		if b.Status.JobName != "" && !b.Status.Phase.Done() {
+			out = append(out, b.Name)
+		}
+	}
+	return out
+}
+
+func (r *OpenBaoRestoreReconciler) observeJob(ctx context.Context, rs *v1alpha1.OpenBaoRestore) (*restore.Job, error) {
+	job := &batchv1.Job{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Status.JobName}, job)
+	if apierrors.IsNotFound(err) {
+		return &restore.Job{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read Job %s: %w", rs.Status.JobName, err)
+	}
+	out := &restore.Job{Found: true, Owned: metav1.IsControlledBy(job, rs)}
+	out.Succeeded, out.Failed = jobEnded(job)
+	if !out.Succeeded && !out.Failed {
+		return out, nil
+	}
+	for _, cond := range job.Status.Conditions {
+		if cond.Type == batchv1.JobFailed && cond.Status == corev1.ConditionTrue {
+			out.FailureMessage = cond.Reason + ": " + cond.Message
+		}
+	}
+	out.Report, out.ReportRead, err = jobReport(ctx, r.Client, job, out.Succeeded)
+	return out, err
+}
+
+// observeServers asks the servers; a failure to ask is an observation
+// (the decision waits), not an error of the pass.
+func (r *OpenBaoRestoreReconciler) observeServers(ctx context.Context, c *v1alpha1.OpenBaoCluster) *restore.Servers {
+	if r.Servers == nil {
+		return &restore.Servers{Problem: "this operator cannot reach OpenBao"}
+	}
+	s, err := r.Servers.ObserveServers(ctx, c)
+	if err != nil {
+		return &restore.Servers{Problem: err.Error()}
+	}
+	return s
+}
+
+func (r *OpenBaoRestoreReconciler) createJob(ctx context.Context, rs *v1alpha1.OpenBaoRestore, c *v1alpha1.OpenBaoCluster) error {
+	job := restore.JobFor(c, rs, r.OperatorImage)
+	err := r.Client.Create(ctx, job)
+	if apierrors.IsAlreadyExists(err) {
+		return nil // the cache has not seen it yet
+	}
+	if err != nil {
+		return fmt.Errorf("create Job %s: %w", job.Name, err)
+	}
+	log.FromContext(ctx).Info("restore Job created", "job", job.Name)
+	r.Recorder.Eventf(rs, nil, corev1.EventTypeNormal, "RestoreStarted", "CreateJob", "Job %s restores a snapshot into %s", job.Name, c.Name)
+	return nil
+}
+
+// restartPods deletes the server pods that trail the restored state; the
+// StatefulSet starts them again, and they load it from Raft.
+func (r *OpenBaoRestoreReconciler) restartPods(ctx context.Context, rs *v1alpha1.OpenBaoRestore, pods []string) error {
+	for _, name := range pods {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: rs.Namespace, Name: name}}
+		if err := r.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("restart pod %s after the restore: %w", name, err)
+		}
+		log.FromContext(ctx).Info("restarted a server that trailed the restored state", "audit", true,
+			"event_type", "openbao.restore.pod_restarted", "pod", name, "restore", rs.Name)
+		r.Recorder.Eventf(rs, nil, corev1.EventTypeNormal, "ServerRestarted", "RestartPod", "restarted %s: it trailed the restored state", name)
+	}
+	return nil
+}
+
+// writeStatus writes next when it differs, with the Complete condition.
+func (r *OpenBaoRestoreReconciler) writeStatus(ctx context.Context, rs *v1alpha1.OpenBaoRestore, next v1alpha1.OpenBaoRestoreStatus) error {
+	value := metav1.ConditionFalse
+	if next.Phase == v1alpha1.RestoreSucceeded {
+		value = metav1.ConditionTrue
+	}
+	if next.Reason != "" {
+		meta.SetStatusCondition(&next.Conditions, metav1.Condition{
+			Type: v1alpha1.ConditionRestoreComplete, Status: value, Reason: next.Reason, Message: truncate(next.Message),
+			ObservedGeneration: rs.Generation, LastTransitionTime: metav1.NewTime(r.Clock.Now()),
+		})
+	}
+	next.Message = truncate(next.Message)
+	if equality.Semantic.DeepEqual(&rs.Status, &next) {
+		return nil
+	}
+	previous := rs.Status.DeepCopy()
+	rs.Status = next
+	if err := r.Client.Status().Update(ctx, rs); err != nil {
+		rs.Status = *previous
+		return fmt.Errorf("write the status of OpenBaoRestore %s: %w", rs.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/pki"
+	"github.com/openbao/operator/internal/restore"
+)
+
+// ObserveServers reads each server's sys/health, what it has applied of
+// the leader's committed index (openbao.RaftLagTo), and the leader's
+// autopilot verdict, as rollouts do: OpenBao's view of a pass made for
+// this read.
+func (r *OpenBaoClusterReconciler) ObserveServers(ctx context.Context, c *v1alpha1.OpenBaoCluster) (*restore.Servers, error) {
+	p, err := r.newPass(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if c.Spec.TLS.Mode == v1alpha1.TLSModeACME {
+		p.tls = servedTLS{ready: true}
+	} else {
+		ca, err := r.readSecret(ctx, r.APIReader, c.Namespace, c.TLSCASecretName())
+		if err != nil {
+			return nil, err
+		}
+		if ca == nil {
+			return nil, fmt.Errorf("secret %s with the cluster's CA does not exist", c.TLSCASecretName())
+		}
+		p.tls = servedTLS{caPEM: ca.Data[pki.CAKey], ready: true}
+	}
+	v := r.view(ctx, p)
+	v.measureLag(ctx)
+	return serversOf(c, p, v), nil
+}
+
+func serversOf(c *v1alpha1.OpenBaoCluster, p *pass, v *openbaoView) *restore.Servers {
+	out := &restore.Servers{Replicas: int(c.Spec.Replicas), Problem: v.problem}
+	if v.raft != nil {
+		out.AutopilotHealthy = v.raft.Healthy
+	}
+	for _, pod := range p.servers {
+		s := restore.Server{Pod: pod.Name}
+		if h, ok := v.health[pod.Name]; ok {
+			s.Answered, s.Initialized, s.Sealed = true, h.Initialized, h.Sealed
+		}
+		if v.raft != nil {
+			if rs, ok := v.raft.Servers[pod.Name]; ok {
+				s.Lag, s.LagKnown = rs.Lag, rs.LagKnown
+			}
+		}
+		out.Servers = append(out.Servers, s)
+	}
+	return out
+}
+
+// tell counts, logs and announces a restore that just ended (the status
+// write succeeded), and publishes the phase of one under way.
+func (r *OpenBaoRestoreReconciler) tell(ctx context.Context, rs *v1alpha1.OpenBaoRestore, o restore.Observed) {
+	s := rs.Status
+	ns, cluster := rs.Namespace, rs.Spec.ClusterName
+	restorePhase.WithLabelValues(ns, cluster).Set(phaseValue(s.Phase))
+	if !s.Phase.Done() { // Reconcile returns before this for a restore that had ended
+		return
+	}
+	r.forget(rs)
+	restoresTotal.WithLabelValues(ns, cluster, string(s.Phase)).Inc()
+	if s.StartTime != nil && s.CompletionTime != nil {
+		restoreDuration.WithLabelValues(ns, cluster).Set(s.CompletionTime.Sub(s.StartTime.Time).Seconds())
+	}
+	log.FromContext(ctx).Info("restore finished", "audit", true, "event_type", "openbao.restore",
+		"restore", rs.Name, "phase", s.Phase, "reason", s.Reason, "key", s.Key, "sha256", s.SHA256, "size", s.Size,
+		"raftIndex", s.RaftIndex, "force", rs.Spec.Force, "restartedPods", s.RestartedPods, "message", s.Message)
+	kind := corev1.EventTypeNormal
+	if s.Phase == v1alpha1.RestoreFailed {
+		kind = corev1.EventTypeWarning
+	}
+	r.Recorder.Eventf(rs, nil, kind, "Restore"+string(s.Phase), "Restore", "%s: %s", s.Reason, s.Message)
+	if o.Cluster != nil {
+		r.Recorder.Eventf(o.Cluster, rs, kind, "Restore"+string(s.Phase), "Restore", "OpenBaoRestore %s: %s", rs.Name, s.Reason)
+	}
+}
+
+func phaseValue(p v1alpha1.RestorePhase) float64 {
+	switch p {
+	case v1alpha1.RestoreRunning:
+		return 1
+	case v1alpha1.RestoreSucceeded:
+		return 2
+	case v1alpha1.RestoreFailed:
+		return 3
+	}
+	return 0
+}
+
+func (r *OpenBaoRestoreReconciler) remember(rs *v1alpha1.OpenBaoRestore) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started == nil {
+		r.started = map[types.NamespacedName]string{}
+	}
+	r.started[types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.ClusterName}] = rs.Name
+}
+
+func (r *OpenBaoRestoreReconciler) forget(rs *v1alpha1.OpenBaoRestore) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.ClusterName}
+	if r.started[key] == rs.Name {
+		delete(r.started, key)
+	}
+}
+
+// listClusterRestores lists the OpenBaoRestores that name the cluster.
+func listClusterRestores(ctx context.Context, reader client.Reader, namespace, cluster string) ([]v1alpha1.OpenBaoRestore, error) {
+	list := &v1alpha1.OpenBaoRestoreList{}
+	if err := reader.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("list OpenBaoRestores: %w", err)
+	}
+	var out []v1alpha1.OpenBaoRestore
+	for _, r := range list.Items {
+		if r.Spec.ClusterName == cluster {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// SetupWithManager watches OpenBaoRestores and the Jobs they own.
+func (r *OpenBaoRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	// One at a time: restores of one cluster must not start side by side.
+	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.OpenBaoRestore{}).Owns(&batchv1.Job{}).
+		Named("openbaorestore").WithOptions(controllerOptions(1)).Complete(r)
+}

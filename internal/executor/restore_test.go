@@ -1,0 +1,120 @@
+package executor_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/executor"
+	"github.com/openbao/operator/internal/identity"
+	"github.com/openbao/operator/internal/objectstore"
+	"github.com/openbao/operator/internal/objectstore/s3store"
+	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/restore"
+)
+
+// restoreRun runs the restore executor of the harness's cluster.
+func (h *harness) restore(t *testing.T, mutate func(*restore.ExecutorConfig)) backup.Report {
+	t.Helper()
+	cfg := restore.ExecutorConfig{ExecutorConfig: h.cfg, Restore: "r1"}
+	cfg.Backup, cfg.JWTRole = "", identity.RestoreRole
+	mutate(&cfg)
+	return executor.RunRestore(context.Background(), cfg, executor.Deps{
+		OpenBao:  func(openbao.Options) (openbao.Client, error) { return h.bao, nil },
+		NewStore: func(s3store.Config) (objectstore.Store, error) { return h.store, nil },
+		ReadFile: func(p string) ([]byte, error) {
+			v, ok := h.files[p]
+			if !ok {
+				return nil, fmt.Errorf("open %s: no such file", p)
+			}
+			return []byte(v), nil
+		},
+		Clock: clocktesting.NewFakeClock(time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)),
+		Sleep: func(context.Context, time.Duration) { h.sleeps++ },
+	})
+}
+
+func hexSHA256(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+func TestARestorePostsTheNewestSnapshotOfThisClusterAsChecked(t *testing.T) {
+	h := newHarness(t)
+	good := snapshotFixture(t, "with-data.snap")
+	prefix := backup.ObjectPrefix("p", "ns", "bao")
+	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	h.store.Add(backup.ObjectKey(prefix, at, "00000001"), good, at)
+	h.store.Add(backup.ObjectKey(prefix, at.Add(-time.Hour), "00000002"), []byte("older"), at)
+	h.store.Add(backup.ObjectKey(backup.ObjectPrefix("p", "ns", "bao-2"), at.Add(time.Hour), "00000003"), []byte("another cluster's"), at)
+	r := h.restore(t, func(c *restore.ExecutorConfig) { c.Latest, c.ExpectedSHA256 = true, hexSHA256(good) })
+	if r.Failed() || r.Key != backup.ObjectKey(prefix, at, "00000001") || r.SHA256 != hexSHA256(good) || r.RaftIndex == 0 {
+		t.Fatalf("report %+v", r)
+	}
+	if !bytes.Equal(h.bao.Restored, good) || h.bao.RestoreForced || strings.Join(h.bao.Logins, ",") != "openbao-operator/restore" {
+		t.Fatalf("OpenBao received %d bytes (forced %v), logins %v", len(h.bao.Restored), h.bao.RestoreForced, h.bao.Logins)
+	}
+	if strings.Contains(string(r.Encode()), issuedToken) || strings.Contains(string(r.Encode()), jwt) {
+		t.Error("a secret is in the report")
+	}
+}
+
+// TestNothingUncheckedReachesOpenBao: each bad object is refused with its
+// reason, without a retry of what cannot pass, and OpenBao receives no
+// complete body.
+func TestNothingUncheckedReachesOpenBao(t *testing.T) {
+	good := snapshotFixture(t, "with-data.snap")
+	for _, tc := range []struct {
+		name   string
+		data   []byte
+		expect string
+		// replace swaps the object between the two reads.
+		replace []byte
+		want    string
+	}{
+		{"another digest than expected", good, strings.Repeat("0", 64), nil, restore.ReasonDigestMismatch},
+		{"a truncated snapshot", snapshotFixture(t, "truncated.snap"), "", nil, restore.ReasonCorruptSnapshot},
+		{"a bit flipped", snapshotFixture(t, "bit-flipped.snap"), "", nil, restore.ReasonCorruptSnapshot},
+		{"replaced between the check and the post", good, "", snapshotFixture(t, "empty.snap"), restore.ReasonObjectChanged},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			key := "p/ns/bao/x.snap"
+			h.store.Add(key, tc.data, time.Now())
+			opens := 0
+			h.store.OnOpen = func(string) {
+				if opens++; opens == 2 && tc.replace != nil {
+					h.store.Add(key, tc.replace, time.Now())
+				}
+			}
+			r := h.restore(t, func(c *restore.ExecutorConfig) { c.Key, c.ExpectedSHA256 = key, tc.expect })
+			if r.Reason != tc.want || h.bao.Restored != nil || h.sleeps != 0 {
+				t.Fatalf("report %+v, restored %d bytes, %d retries", r, len(h.bao.Restored), h.sleeps)
+			}
+		})
+	}
+}
+
+func TestARefusalOfTheSealCheckedEndpointIsASealMismatch(t *testing.T) {
+	h := newHarness(t)
+	h.store.Add("p/ns/bao/x.snap", snapshotFixture(t, "with-data.snap"), time.Now())
+	h.bao.RestoreErr = &openbao.StatusError{Op: openbao.SnapshotPath, Code: 400, Messages: []string{"could not verify hash file"}}
+	r := h.restore(t, func(c *restore.ExecutorConfig) { c.Key = "p/ns/bao/x.snap" })
+	if r.Reason != restore.ReasonSealMismatch || !strings.Contains(r.Error, "Nothing was changed") || h.sleeps != 0 {
+		t.Fatalf("report %+v", r)
+	}
+	h.bao.RestoreErr = &openbao.TransportError{Op: openbao.SnapshotPath, Err: errors.New("connection reset")}
+	r = h.restore(t, func(c *restore.ExecutorConfig) { c.Key, c.Force = "p/ns/bao/x.snap", true })
+	if r.Reason != restore.ReasonPostFailed || h.sleeps != 0 {
+		t.Fatalf("a failed post is never retried: %+v, %d retries", r, h.sleeps)
+	}
+}

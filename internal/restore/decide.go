@@ -1,0 +1,274 @@
+package restore
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/backup"
+)
+
+// Reasons of an OpenBaoRestore, besides the preflight's and the
+// executor's.
+const (
+	ReasonWaiting            = "Waiting"
+	ReasonClusterNotFound    = "ClusterNotFound"
+	ReasonJobCreated         = "JobCreated"
+	ReasonJobNameTaken       = "JobNameTaken"
+	ReasonJobFailed          = "JobFailed"
+	ReasonReportInvalid      = "ReportInvalid"
+	ReasonSnapshotInstalled  = "SnapshotInstalled"
+	ReasonRestartingServers  = "RestartingServers"
+	ReasonVerificationFailed = "VerificationTimedOut"
+	ReasonRestored           = "Restored"
+)
+
+// Timings of the state machine.
+const (
+	// HoldRetry is how soon a held restore looks again.
+	HoldRetry = 10 * time.Second
+	// VerifyPoll is how often the servers are checked after the restore.
+	VerifyPoll = 5 * time.Second
+	// RestartGrace is how long after the snapshot was installed a server
+	// may trail the leader before it is restarted: followers receive the
+	// restored state by InstallSnapshot, which takes a moment.
+	RestartGrace = 20 * time.Second
+	// VerifyTimeout bounds the wait for every server to serve the
+	// restored data.
+	VerifyTimeout = 10 * time.Minute
+)
+
+// Job is what was observed of the restore's Job.
+type Job struct {
+	// Found says it exists; Owned that the restore controls it.
+	Found, Owned bool
+	// Succeeded or Failed once it ended; then Report is the executor's,
+	// ReportRead false while the pod's end has not been seen yet.
+	Succeeded, Failed bool
+	Report            backup.Report
+	ReportRead        bool
+	// FailureMessage is the Job's own reason for failing.
+	FailureMessage string
+}
+
+// Server is what one server pod says after the snapshot was installed.
+type Server struct {
+	Pod string
+	// Answered says sys/health answered; then Initialized and Sealed.
+	Answered, Initialized, Sealed bool
+	// Lag is what it has not applied of the leader's committed index,
+	// measured after the restore (openbao.RaftLagTo); LagKnown false when
+	// it could not be measured.
+	Lag      uint64
+	LagKnown bool
+}
+
+// Servers is the cluster's state after the snapshot was installed.
+type Servers struct {
+	// Replicas is how many servers the cluster runs.
+	Replicas int
+	Servers  []Server
+	// AutopilotHealthy is the leader's autopilot verdict; Problem says
+	// why the state could not be read.
+	AutopilotHealthy bool
+	Problem          string
+}
+
+// Observed is everything Decide looks at.
+type Observed struct {
+	Now     time.Time
+	Restore *v1alpha1.OpenBaoRestore
+	// Cluster is nil when it does not exist.
+	Cluster *v1alpha1.OpenBaoCluster
+	// Preflight is the verdict for a restore that has not started.
+	Preflight Check
+	// Job is nil before the restore started.
+	Job *Job
+	// Servers is read only while Verifying; nil when it could not be.
+	Servers *Servers
+}
+
+// Decision is what to do: the new status, and the actions it records.
+type Decision struct {
+	Status v1alpha1.OpenBaoRestoreStatus
+	// CreateJob asks for the Job named in Status.JobName.
+	CreateJob bool
+	// RestartPods are server pods to delete so that they restart.
+	RestartPods []string
+	Requeue     time.Duration
+}
+
+// Decide takes the restore one step further.
+func Decide(o Observed) Decision {
+	d := Decision{Status: *o.Restore.Status.DeepCopy()}
+	s := &d.Status
+	switch {
+	case s.Phase.Done():
+	case o.Cluster == nil && s.JobName == "":
+		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonClusterNotFound,
+			"OpenBaoCluster "+o.Restore.Spec.ClusterName+" does not exist in this namespace; nothing was changed")
+	case o.Cluster == nil:
+		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonClusterNotFound,
+			"OpenBaoCluster "+o.Restore.Spec.ClusterName+" was deleted while the restore ran")
+	case s.JobName == "":
+		d.start(o)
+	case s.Step == v1alpha1.RestoreStepVerifying:
+		d.verify(o)
+	default:
+		d.follow(o)
+	}
+	return d
+}
+
+// start runs the preflight: a held restore waits, a permanent refusal
+// fails it, else the Job is named and asked for.
+func (d *Decision) start(o Observed) {
+	s, check := &d.Status, o.Preflight
+	switch {
+	case check.OK:
+		now := metav1.NewTime(o.Now)
+		s.Phase, s.Step, s.StartTime = v1alpha1.RestoreRunning, v1alpha1.RestoreStepRestoring, &now
+		s.JobName = o.Cluster.RestoreJobName(o.Restore)
+		s.Reason, s.Message = ReasonJobCreated, "Job "+s.JobName+" checks the snapshot, then streams it into the active server"
+		d.CreateJob = true
+	case check.Permanent:
+		d.finish(o.Now, v1alpha1.RestoreFailed, check.Reason, check.Message+"; nothing was changed")
+	default:
+		s.Phase, s.Reason, s.Message = v1alpha1.RestorePending, check.Reason, check.Message
+		d.Requeue = HoldRetry
+	}
+}
+
+// follow waits for the Job and reads its report.
+func (d *Decision) follow(o Observed) {
+	j, s := o.Job, &d.Status
+	switch {
+	case j == nil || !j.Found:
+		d.CreateJob = true // recorded, but the Job was not created (or not seen yet)
+	case !j.Owned:
+		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonJobNameTaken, "Job "+s.JobName+" exists and belongs to something else; nothing was changed")
+	case !j.Succeeded && !j.Failed, !j.ReportRead:
+		// the Job's changes bring the restore back
+	case j.Succeeded && !j.Report.Failed():
+		now := metav1.NewTime(o.Now)
+		s.Step, s.RestoredAt = v1alpha1.RestoreStepVerifying, &now
+		s.Key, s.Size, s.SHA256, s.RaftIndex = j.Report.Key, j.Report.Size, j.Report.SHA256, j.Report.RaftIndex
+		s.Reason = ReasonSnapshotInstalled
+		s.Message = fmt.Sprintf("OpenBao installed %s (Raft index %d); waiting for every server to be healthy and to serve it", s.Key, s.RaftIndex)
+		d.Requeue = VerifyPoll
+	default:
+		reason, msg := failureOf(j)
+		d.finish(o.Now, v1alpha1.RestoreFailed, reason, msg)
+	}
+}
+
+// failureOf says why the executor failed and what state that left the
+// cluster in.
+func failureOf(j *Job) (reason, message string) {
+	r := j.Report
+	switch {
+	case r.Reason == "":
+		return ReasonJobFailed, "the restore Job ended without a report (" + orNone(j.FailureMessage) + "); the snapshot may or may not " +
+			"have reached OpenBao: check the data, then create another OpenBaoRestore if it is not the restored one"
+	case r.Reason == ReasonPostFailed:
+		return r.Reason, r.Error + "; OpenBao did not confirm the restore, so the cluster may hold its old data or the snapshot's: " +
+			"check the data, then create another OpenBaoRestore if needed"
+	case r.Reason == ReasonSealMismatch:
+		return r.Reason, r.Error
+	}
+	return r.Reason, r.Error + "; nothing was posted to OpenBao, the cluster's data is unchanged"
+}
+
+// verify waits for every server to be healthy and caught up with the
+// restored state, restarts once each server that still trails after the
+// grace period, and fails after VerifyTimeout.
+func (d *Decision) verify(o Observed) {
+	s := &d.Status
+	since := o.Now.Sub(s.RestoredAt.Time)
+	waiting, lagging := assess(o.Servers)
+	if len(waiting) == 0 && len(lagging) == 0 {
+		msg := fmt.Sprintf("restored %s (Raft index %d); every server is healthy and serves it", s.Key, s.RaftIndex)
+		if len(s.RestartedPods) > 0 {
+			msg += "; restarted " + strings.Join(s.RestartedPods, ", ") + ", which trailed the restored state"
+		}
+		d.finish(o.Now, v1alpha1.RestoreSucceeded, ReasonRestored, msg)
+		return
+	}
+	if since >= VerifyTimeout {
+		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonVerificationFailed, fmt.Sprintf("OpenBao installed %s at %s, but after %s "+
+			"not every server serves it (%s); the leader holds the restored data. Check the pods named, restart them if they stay behind",
+			s.Key, s.RestoredAt.UTC().Format(time.RFC3339), VerifyTimeout, strings.Join(append(waiting, lagging...), "; ")))
+		return
+	}
+	d.Requeue = VerifyPoll
+	var restart []string
+	for _, pod := range lagging {
+		name := strings.SplitN(pod, " ", 2)[0]
+		if since >= RestartGrace && !contains(s.RestartedPods, name) {
+			restart = append(restart, name)
+		}
+	}
+	if len(restart) > 0 {
+		d.RestartPods = restart
+		s.RestartedPods = append(s.RestartedPods, restart...)
+		s.Reason = ReasonRestartingServers
+		s.Message = "restarting " + strings.Join(restart, ", ") + ": they trail the restored state and may serve stale data until restarted"
+		return
+	}
+	s.Reason, s.Message = ReasonSnapshotInstalled, fmt.Sprintf("OpenBao installed %s; waiting for %s",
+		s.Key, strings.Join(append(waiting, lagging...), "; "))
+}
+
+// assess names the servers not yet serving the restored state: waiting
+// (no answer, sealed, autopilot not healthy) and lagging (answering, yet
+// trailing the leader: the ones a restart brings up to date). Each entry
+// starts with the pod's name.
+func assess(o *Servers) (waiting, lagging []string) {
+	if o == nil {
+		return []string{"the servers could not be read"}, nil
+	}
+	if o.Problem != "" {
+		waiting = append(waiting, "the Raft state: "+o.Problem)
+	} else if !o.AutopilotHealthy {
+		waiting = append(waiting, "autopilot to report the cluster healthy")
+	}
+	if len(o.Servers) < o.Replicas {
+		waiting = append(waiting, fmt.Sprintf("%d of %d servers answering", len(o.Servers), o.Replicas))
+	}
+	servers := append([]Server(nil), o.Servers...)
+	sort.Slice(servers, func(i, j int) bool { return servers[i].Pod < servers[j].Pod })
+	for _, sv := range servers {
+		switch {
+		case !sv.Answered:
+			waiting = append(waiting, sv.Pod+" to answer")
+		case !sv.Initialized || sv.Sealed:
+			waiting = append(waiting, sv.Pod+" to be unsealed")
+		case !sv.LagKnown:
+			waiting = append(waiting, sv.Pod+" to report its Raft index")
+		case sv.Lag > 0:
+			lagging = append(lagging, fmt.Sprintf("%s trails the leader by %d Raft entries", sv.Pod, sv.Lag))
+		}
+	}
+	return waiting, lagging
+}
+
+func (d *Decision) finish(now time.Time, phase v1alpha1.RestorePhase, reason, msg string) {
+	s := &d.Status
+	t := metav1.NewTime(now)
+	s.Phase, s.Reason, s.Message, s.CompletionTime = phase, reason, msg, &t
+	s.Step = ""
+	d.Requeue = 0
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

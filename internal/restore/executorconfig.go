@@ -1,0 +1,92 @@
+package restore
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"regexp"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/identity"
+)
+
+// ExecutorConfig is what `openbao-operator restore` is told: the backup
+// executor's settings (OpenBao, identity, store) and the snapshot.
+type ExecutorConfig struct {
+	backup.ExecutorConfig
+	// Restore names the OpenBaoRestore, for the logs.
+	Restore string
+	// Key, or Latest: the newest snapshot under the cluster's prefix.
+	Key    string
+	Latest bool
+	// ExpectedSHA256 refuses another object; empty checks nothing.
+	ExpectedSHA256 string
+	// Force posts to sys/storage/raft/snapshot-force.
+	Force bool
+}
+
+// Args writes the configuration as the restore subcommand and its flags.
+func (c ExecutorConfig) Args() []string {
+	args := append([]string{"restore"}, c.ExecutorConfig.Flags()...)
+	add := func(name, value string) {
+		if value != "" {
+			args = append(args, "--"+name+"="+value)
+		}
+	}
+	add("restore", c.Restore)
+	add("key", c.Key)
+	if c.Latest {
+		add("latest", "true")
+	}
+	add("expected-sha256", c.ExpectedSHA256)
+	if c.Force {
+		add("force", "true")
+	}
+	return args
+}
+
+var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// ParseExecutorArgs reads the flags after "restore".
+func ParseExecutorArgs(args []string, output io.Writer) (ExecutorConfig, error) {
+	c := ExecutorConfig{}
+	fs := flag.NewFlagSet("openbao-operator restore", flag.ContinueOnError)
+	fs.SetOutput(output)
+	c.ExecutorConfig.Register(fs)
+	fs.StringVar(&c.Restore, "restore", "", "name of the OpenBaoRestore (for the logs)")
+	fs.StringVar(&c.Key, "key", "", "object key of the snapshot")
+	fs.BoolVar(&c.Latest, "latest", false, "restore the newest snapshot under the cluster's prefix")
+	fs.StringVar(&c.ExpectedSHA256, "expected-sha256", "", "hex SHA-256 the object must have")
+	fs.BoolVar(&c.Force, "force", false, "post to sys/storage/raft/snapshot-force (no seal check)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.Auth == backup.AuthJWT && c.JWTRole == "" {
+		c.JWTRole = identity.RestoreRole
+	}
+	if err := c.ExecutorConfig.Complete(); err != nil {
+		return c, err
+	}
+	switch {
+	case (c.Key == "") == !c.Latest:
+		return c, errors.New("set exactly one of --key and --latest")
+	case c.ExpectedSHA256 != "" && !sha256RE.MatchString(c.ExpectedSHA256):
+		return c, errors.New("--expected-sha256 must be 64 lower-case hex digits")
+	}
+	return c, nil
+}
+
+// ExecutorConfigFor is what the Job of restore r of cluster c tells the
+// executor. A JWT login uses the restore role, whose token may post a
+// snapshot; the backup role's may only read one.
+func ExecutorConfigFor(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) ExecutorConfig {
+	base := backup.ExecutorConfigFor(c, "")
+	if base.Auth == backup.AuthJWT {
+		base.JWTRole = identity.RestoreRole
+	}
+	return ExecutorConfig{
+		ExecutorConfig: base, Restore: r.Name, Key: r.Spec.Source.Key, Latest: r.Spec.Source.Latest,
+		ExpectedSHA256: r.Spec.ExpectedSHA256, Force: r.Spec.Force,
+	}
+}

@@ -1,0 +1,91 @@
+package restore
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/backup"
+)
+
+// Reasons a restore does not start, besides backup's (BackupNotConfigured,
+// AuthNotConfigured, ClusterPaused, ClusterNotRunning, UpgradeInProgress,
+// BackupInProgress, IdentityPending).
+const (
+	ReasonRestoreInProgress = "RestoreInProgress"
+)
+
+// PreflightInput is what the preflight looks at.
+type PreflightInput struct {
+	Cluster *v1alpha1.OpenBaoCluster
+	// RunningBackups and RunningRestores name the cluster's backups and
+	// other restores that have started and not finished.
+	RunningBackups, RunningRestores []string
+}
+
+// Check is the preflight's verdict. Permanent says waiting cannot help
+// (the cluster has no backup target or identity): the restore fails
+// instead of waiting.
+type Check struct {
+	OK, Permanent   bool
+	Reason, Message string
+}
+
+// Preflight says whether a restore may start now, the first failing rule
+// naming why: spec.backup with an identity, the cluster not paused (a
+// paused cluster holds a restore that has not started), no rollout under
+// way, Running, the operator's identity set up for a JWT role, and no
+// backup or other restore of it under way.
+func Preflight(in PreflightInput) Check {
+	c := in.Cluster
+	b := c.Spec.Backup
+	switch {
+	case b == nil:
+		return Check{Permanent: true, Reason: backup.ReasonNotConfigured,
+			Message: fmt.Sprintf("OpenBaoCluster %s has no spec.backup: a restore reads the snapshot from its backup target with its backup identity", c.Name)}
+	case b.JWTAuthRole == "" && b.TokenSecretRef == nil:
+		return Check{Permanent: true, Reason: backup.ReasonAuthNotConfigured, Message: "spec.backup names neither jwtAuthRole nor tokenSecretRef"}
+	case c.Spec.Paused:
+		return hold(backup.ReasonClusterPaused, "the cluster is paused (spec.paused); the restore starts once it is resumed")
+	case c.Status.Upgrade != nil || meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionUpgrading):
+		return hold(backup.ReasonUpgradeInProgress, "a rollout is under way; the restore starts once it has finished")
+	case c.Status.Phase != v1alpha1.PhaseRunning:
+		return hold(backup.ReasonClusterNotRunning, fmt.Sprintf("the cluster is %s, not Running", orNone(string(c.Status.Phase))))
+	case b.TokenSecretRef == nil && !c.Status.IdentityConfigured:
+		return hold(backup.ReasonIdentityPending, "the operator's OpenBao identity is not set up yet (status.identityConfigured)")
+	case len(in.RunningBackups) > 0:
+		return hold(backup.ReasonBackupInProgress, "backup "+strings.Join(in.RunningBackups, ", ")+" of this cluster is under way")
+	case len(in.RunningRestores) > 0:
+		return hold(ReasonRestoreInProgress, "restore "+strings.Join(in.RunningRestores, ", ")+" of this cluster is under way")
+	}
+	return Check{OK: true}
+}
+
+func hold(reason, msg string) Check { return Check{Reason: reason, Message: msg} }
+
+func orNone(s string) string {
+	if s == "" {
+		return "without a phase yet"
+	}
+	return s
+}
+
+// Running says a restore holds its cluster's other Day-2 steps: it has
+// started (its Job was named) and has not finished.
+func Running(r *v1alpha1.OpenBaoRestore) bool {
+	return r.Status.JobName != "" && !r.Status.Phase.Done() && r.DeletionTimestamp.IsZero()
+}
+
+// RunningOf names the restores of cluster that are Running, except one.
+func RunningOf(restores []v1alpha1.OpenBaoRestore, cluster, except string) []string {
+	var out []string
+	for i := range restores {
+		r := &restores[i]
+		if r.Spec.ClusterName == cluster && r.Name != except && Running(r) {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,221 @@
+package restore_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/objectstore"
+	"github.com/openbao/operator/internal/restore"
+)
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+func TestSelectLatestTakesTheNewestOfThisClusterOnly(t *testing.T) {
+	prefix := backup.ObjectPrefix("p", "ns", "bao")
+	mine := func(age time.Duration, id string) objectstore.Object {
+		return objectstore.Object{Key: backup.ObjectKey(prefix, t0.Add(-age), id)}
+	}
+	for _, tc := range []struct {
+		name    string
+		objects []objectstore.Object
+		want    string
+	}{
+		{"the newest by the time in its name, not LastModified", []objectstore.Object{
+			mine(time.Hour, "00000001"), {Key: mine(2*time.Hour, "00000002").Key, LastModified: t0.Add(time.Hour)}},
+			mine(time.Hour, "00000001").Key},
+		{"never another cluster's whose name starts with this one's", []objectstore.Object{
+			mine(time.Hour, "00000001"), {Key: backup.ObjectKey(backup.ObjectPrefix("p", "ns", "bao-2"), t0, "00000003")}},
+			mine(time.Hour, "00000001").Key},
+		{"never a deeper path or a file the executor did not name", []objectstore.Object{
+			mine(time.Hour, "00000001"), {Key: backup.ObjectKey(prefix+"old/", t0, "00000004")}, {Key: prefix + "zzz.snap"}},
+			mine(time.Hour, "00000001").Key},
+		{"two of the same second: the greater key, stably", []objectstore.Object{mine(0, "0000000b"), mine(0, "0000000a")},
+			mine(0, "0000000b").Key},
+		{"nothing of this cluster", []objectstore.Object{{Key: backup.ObjectKey(backup.ObjectPrefix("p", "ns", "bao-2"), t0, "00000003")}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := restore.SelectLatest(tc.objects, prefix)
+			if tc.want == "" {
+				if err != restore.ErrNoSnapshot {
+					t.Fatalf("got %v, %v; want ErrNoSnapshot", got, err)
+				}
+				return
+			}
+			if err != nil || got.Key != tc.want {
+				t.Fatalf("got %q, %v; want %q", got.Key, err, tc.want)
+			}
+		})
+	}
+}
+
+func runningCluster() *v1alpha1.OpenBaoCluster {
+	c := &v1alpha1.OpenBaoCluster{ObjectMeta: metav1.ObjectMeta{Name: "bao", Namespace: "ns"}}
+	c.Spec.Replicas = 3
+	c.Spec.Backup = &v1alpha1.BackupSpec{JWTAuthRole: "backup"}
+	c.Status.Phase, c.Status.IdentityConfigured = v1alpha1.PhaseRunning, true
+	return c
+}
+
+func TestPreflightHoldsARestoreThatHasNotStarted(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		mutate    func(*v1alpha1.OpenBaoCluster, *restore.PreflightInput)
+		reason    string
+		permanent bool
+	}{
+		{"a running cluster with nothing under way", func(*v1alpha1.OpenBaoCluster, *restore.PreflightInput) {}, "", false},
+		{"no spec.backup", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) { c.Spec.Backup = nil }, backup.ReasonNotConfigured, true},
+		{"paused", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) { c.Spec.Paused = true }, backup.ReasonClusterPaused, false},
+		{"a rollout under way", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) {
+			c.Status.Upgrade = &v1alpha1.UpgradeStatus{}
+		}, backup.ReasonUpgradeInProgress, false},
+		{"not Running", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) {
+			c.Status.Phase = v1alpha1.PhaseInitializing
+		}, backup.ReasonClusterNotRunning, false},
+		{"a backup under way", func(_ *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) { in.RunningBackups = []string{"b1"} }, backup.ReasonBackupInProgress, false},
+		{"another restore under way", func(_ *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) { in.RunningRestores = []string{"r0"} }, restore.ReasonRestoreInProgress, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := runningCluster()
+			in := restore.PreflightInput{Cluster: c}
+			tc.mutate(c, &in)
+			got := restore.Preflight(in)
+			if got.OK != (tc.reason == "") || got.Reason != tc.reason || got.Permanent != tc.permanent {
+				t.Fatalf("got %+v, want reason %q permanent %v", got, tc.reason, tc.permanent)
+			}
+		})
+	}
+}
+
+func newRestore(status v1alpha1.OpenBaoRestoreStatus) *v1alpha1.OpenBaoRestore {
+	return &v1alpha1.OpenBaoRestore{
+		ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "ns"},
+		Spec:       v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}},
+		Status:     status,
+	}
+}
+
+func restoring() v1alpha1.OpenBaoRestoreStatus {
+	start := metav1.NewTime(t0)
+	return v1alpha1.OpenBaoRestoreStatus{Phase: v1alpha1.RestoreRunning, Step: v1alpha1.RestoreStepRestoring,
+		JobName: "restore-bao-r1", StartTime: &start}
+}
+
+func verifying(restoredAgo time.Duration, restarted ...string) v1alpha1.OpenBaoRestoreStatus {
+	s := restoring()
+	at := metav1.NewTime(t0.Add(-restoredAgo))
+	s.Step, s.RestoredAt, s.Key, s.RestartedPods = v1alpha1.RestoreStepVerifying, &at, "ns/bao/x.snap", restarted
+	return s
+}
+
+func servers(lag ...uint64) *restore.Servers {
+	out := &restore.Servers{Replicas: len(lag), AutopilotHealthy: true}
+	for i, l := range lag {
+		out.Servers = append(out.Servers, restore.Server{Pod: "bao-" + string(rune('0'+i)), Answered: true, Initialized: true, Lag: l, LagKnown: true})
+	}
+	return out
+}
+
+// TestDecideTakesARestoreFromPendingToItsOutcome walks the state machine
+// over observed states; each row starts from a status alone, as an
+// operator that restarted does.
+func TestDecideTakesARestoreFromPendingToItsOutcome(t *testing.T) {
+	ok := backup.Report{Key: "ns/bao/x.snap", Size: 10, SHA256: strings.Repeat("a", 64), RaftIndex: 42}
+	for _, tc := range []struct {
+		name      string
+		o         restore.Observed
+		phase     v1alpha1.RestorePhase
+		step      v1alpha1.RestoreStep
+		reason    string
+		createJob bool
+		restart   []string
+	}{
+		{"held by the preflight: Pending, looks again", restore.Observed{Restore: newRestore(v1alpha1.OpenBaoRestoreStatus{}),
+			Preflight: restore.Check{Reason: backup.ReasonClusterPaused}}, v1alpha1.RestorePending, "", backup.ReasonClusterPaused, false, nil},
+		{"refused for good: Failed, nothing changed", restore.Observed{Restore: newRestore(v1alpha1.OpenBaoRestoreStatus{}),
+			Preflight: restore.Check{Permanent: true, Reason: backup.ReasonNotConfigured}}, v1alpha1.RestoreFailed, "", backup.ReasonNotConfigured, false, nil},
+		{"preflight passes: the Job is named, then created", restore.Observed{Restore: newRestore(v1alpha1.OpenBaoRestoreStatus{}),
+			Preflight: restore.Check{OK: true}}, v1alpha1.RestoreRunning, v1alpha1.RestoreStepRestoring, restore.ReasonJobCreated, true, nil},
+		{"restarted after naming the Job, which is missing: created again", restore.Observed{Restore: newRestore(restoring()),
+			Job: &restore.Job{}}, v1alpha1.RestoreRunning, v1alpha1.RestoreStepRestoring, "", true, nil},
+		{"a Job of someone else's", restore.Observed{Restore: newRestore(restoring()), Job: &restore.Job{Found: true}},
+			v1alpha1.RestoreFailed, "", restore.ReasonJobNameTaken, false, nil},
+		{"the Job runs", restore.Observed{Restore: newRestore(restoring()), Job: &restore.Job{Found: true, Owned: true}},
+			v1alpha1.RestoreRunning, v1alpha1.RestoreStepRestoring, "", false, nil},
+		{"the executor refused another seal's snapshot", restore.Observed{Restore: newRestore(restoring()), Job: &restore.Job{Found: true, Owned: true,
+			Failed: true, ReportRead: true, Report: backup.Report{Reason: restore.ReasonSealMismatch, Error: restore.SealMismatchMessage}}},
+			v1alpha1.RestoreFailed, "", restore.ReasonSealMismatch, false, nil},
+		{"the snapshot is installed: verify", restore.Observed{Restore: newRestore(restoring()), Job: &restore.Job{Found: true, Owned: true,
+			Succeeded: true, ReportRead: true, Report: ok}}, v1alpha1.RestoreRunning, v1alpha1.RestoreStepVerifying, restore.ReasonSnapshotInstalled, false, nil},
+		{"a server trails within the grace: wait", restore.Observed{Restore: newRestore(verifying(time.Second)), Servers: servers(0, 5, 0)},
+			v1alpha1.RestoreRunning, v1alpha1.RestoreStepVerifying, restore.ReasonSnapshotInstalled, false, nil},
+		{"a server trails after the grace: restart it", restore.Observed{Restore: newRestore(verifying(time.Minute)), Servers: servers(0, 5, 0)},
+			v1alpha1.RestoreRunning, v1alpha1.RestoreStepVerifying, restore.ReasonRestartingServers, false, []string{"bao-1"}},
+		{"a server restarted once is not restarted again", restore.Observed{Restore: newRestore(verifying(time.Minute, "bao-1")), Servers: servers(0, 5, 0)},
+			v1alpha1.RestoreRunning, v1alpha1.RestoreStepVerifying, restore.ReasonSnapshotInstalled, false, nil},
+		{"a sealed server is waited for, not restarted", restore.Observed{Restore: newRestore(verifying(time.Minute)), Servers: func() *restore.Servers {
+			s := servers(0, 0)
+			s.Servers[1].Sealed = true
+			return s
+		}()}, v1alpha1.RestoreRunning, v1alpha1.RestoreStepVerifying, restore.ReasonSnapshotInstalled, false, nil},
+		{"every server healthy and caught up: Succeeded", restore.Observed{Restore: newRestore(verifying(time.Minute, "bao-1")), Servers: servers(0, 0, 0)},
+			v1alpha1.RestoreSucceeded, "", restore.ReasonRestored, false, nil},
+		{"still trailing after the timeout: Failed, saying what state the cluster is in", restore.Observed{Restore: newRestore(verifying(time.Hour, "bao-1")),
+			Servers: servers(0, 5, 0)}, v1alpha1.RestoreFailed, "", restore.ReasonVerificationFailed, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Now = t0
+			if tc.o.Cluster == nil {
+				tc.o.Cluster = runningCluster()
+			}
+			d := restore.Decide(tc.o)
+			s := d.Status
+			if s.Phase != tc.phase || s.Step != tc.step || (tc.reason != "" && s.Reason != tc.reason) || d.CreateJob != tc.createJob ||
+				strings.Join(d.RestartPods, ",") != strings.Join(tc.restart, ",") {
+				t.Fatalf("got phase %s step %s reason %s (%s) createJob %v restart %v", s.Phase, s.Step, s.Reason, s.Message, d.CreateJob, d.RestartPods)
+			}
+			if s.Phase.Done() && s.CompletionTime == nil {
+				t.Error("a finished restore has no completion time")
+			}
+		})
+	}
+}
+
+func TestDecideFailsARestoreOfAClusterThatDoesNotExist(t *testing.T) {
+	d := restore.Decide(restore.Observed{Now: t0, Restore: newRestore(v1alpha1.OpenBaoRestoreStatus{})})
+	if d.Status.Phase != v1alpha1.RestoreFailed || d.Status.Reason != restore.ReasonClusterNotFound || !strings.Contains(d.Status.Message, "nothing was changed") {
+		t.Fatalf("%+v", d.Status)
+	}
+	d = restore.Decide(restore.Observed{Now: t0, Restore: newRestore(restoring())})
+	if d.Status.Phase != v1alpha1.RestoreFailed || strings.Contains(d.Status.Message, "nothing was changed") || d.CreateJob {
+		t.Fatalf("a cluster deleted mid-restore: %+v", d.Status)
+	}
+}
+
+func TestTheJobRunsTheRestoreSubcommandUnderTheBackupIdentity(t *testing.T) {
+	c := runningCluster()
+	c.Spec.Backup.Target = v1alpha1.BackupTarget{Endpoint: "https://s3.example.com", Bucket: "b"}
+	r := newRestore(restoring())
+	r.Spec.ExpectedSHA256, r.Spec.Force = strings.Repeat("a", 64), true
+	job := restore.JobFor(c, r, "operator:1")
+	pod := job.Spec.Template.Spec
+	args := strings.Join(pod.Containers[0].Args, " ")
+	for _, want := range []string{"restore ", "--latest=true", "--force=true", "--jwt-role=restore", "--expected-sha256=" + r.Spec.ExpectedSHA256} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	if pod.ServiceAccountName != c.BackupServiceAccountName() || job.Name != "restore-bao-r1" || job.OwnerReferences[0].Kind != v1alpha1.RestoreKind ||
+		job.Labels[v1alpha1.LabelRestore] != "r1" || *pod.Containers[0].SecurityContext.ReadOnlyRootFilesystem != true {
+		t.Errorf("job %+v", job)
+	}
+	cfg, err := restore.ParseExecutorArgs(pod.Containers[0].Args[1:], nil)
+	if err != nil || !cfg.Latest || !cfg.Force || cfg.JWTRole != "restore" {
+		t.Errorf("the executor reads back %+v, %v", cfg, err)
+	}
+}

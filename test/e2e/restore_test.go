@@ -1,0 +1,137 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/podstate"
+	"github.com/openbao/operator/test/miniotest"
+)
+
+// TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer: a
+// three-server cluster backs up to MinIO with the operator's JWT identity;
+// more is written; an OpenBaoRestore of the latest snapshot (with its
+// digest) runs as a Job, and every key written before the snapshot is
+// back, and none written after, read through each server.
+func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
+	installOperator(t)
+	cl := backupClient(t)
+	ctx := context.Background()
+	start := time.Now()
+	m := startBridgeMinIO(t)
+	ns := createNamespace(ctx, t, cl, "e2e-restore")
+	if err := cl.Create(ctx, clusterObject(t, ns, "bao", nil)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, 5*time.Minute, fmt.Sprintf("phase Running with %d ready servers and the operator's identity", replicas), func() (bool, string) {
+		st := clusterStatus(ctx, t, cl, ns, "bao")
+		return st["phase"] == "Running" && fmt.Sprint(st["readyReplicas"]) == fmt.Sprint(replicas) && st["identityConfigured"] == true, fmt.Sprint(st)
+	})
+	root := string(secretData(ctx, t, cl, ns, "bao-root-token", "token"))
+	active := activeBaoAPI(ctx, t, cl, ns, root)
+	active.call(t, http.MethodPost, "sys/mounts/kv", map[string]any{"type": "kv"})
+	active.call(t, http.MethodPost, "kv/before", map[string]any{"value": "one"})
+	enableOnDemandBackups(ctx, t, cl, ns, m)
+	b := waitBackup(ctx, t, cl, ns, takeBackup(ctx, t, cl, ns, "before-restore"), v1alpha1.BackupSucceeded)
+	logf("backup %s (%d bytes) %s after the test started", b.Status.Key, b.Status.Size, time.Since(start).Round(100*time.Millisecond))
+	active.call(t, http.MethodPost, "kv/after", map[string]any{"value": "two"})
+	active.call(t, http.MethodPost, "kv/before", map[string]any{"value": "changed"})
+
+	restoreStart := time.Now()
+	rs := &v1alpha1.OpenBaoRestore{ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: ns}, Spec: v1alpha1.OpenBaoRestoreSpec{
+		ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}, ExpectedSHA256: b.Status.SHA256}}
+	if err := cl.Create(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	waitEvery(ctx, t, time.Second, 10*time.Minute, "restore r1 finished", func() (bool, string) {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(rs), rs); err != nil {
+			return false, err.Error()
+		}
+		return rs.Status.Phase.Done(), fmt.Sprintf("%s/%s %s: %s", rs.Status.Phase, rs.Status.Step, rs.Status.Reason, rs.Status.Message)
+	})
+	if rs.Status.Phase != v1alpha1.RestoreSucceeded || rs.Status.Key != b.Status.Key || rs.Status.SHA256 != b.Status.SHA256 {
+		t.Fatalf("restore: %+v", rs.Status)
+	}
+	logf("restore of %s succeeded in %s (restarted: %v): %s", rs.Status.Key, time.Since(restoreStart).Round(100*time.Millisecond),
+		rs.Status.RestartedPods, rs.Status.Message)
+	checkEveryServerServesTheSnapshot(ctx, t, cl, ns, root)
+}
+
+// checkEveryServerServesTheSnapshot reads through each server: kv/before
+// is the snapshot's value and kv/after does not exist.
+func checkEveryServerServesTheSnapshot(ctx context.Context, t *testing.T, cl client.Client, ns, root string) {
+	t.Helper()
+	caPEM := secretData(ctx, t, cl, ns, "bao-tls-ca", "ca.crt")
+	for _, pod := range serverPods(ctx, t, cl, ns, replicas) {
+		bao := &baoAPI{client: tlsClient(caPEM, dnsName(pod, ns), nil), addr: "https://" + net.JoinHostPort(pod.Status.PodIP, "8200"), root: root}
+		waitFor(ctx, t, time.Minute, pod.Name+" serves the snapshot's data", func() (bool, string) {
+			before, beforeCode := bao.read(t, "kv/before")
+			_, afterCode := bao.read(t, "kv/after")
+			return beforeCode == http.StatusOK && strings.Contains(before, `"one"`) && afterCode == http.StatusNotFound,
+				fmt.Sprintf("kv/before %d %s, kv/after %d", beforeCode, before, afterCode)
+		})
+	}
+}
+
+// read returns the answer's body and status code.
+func (b *baoAPI) read(t testing.TB, path string) (string, int) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, b.addr+"/v1/"+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Vault-Token", b.root)
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return err.Error(), 0
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return string(body), resp.StatusCode
+}
+
+// activeBaoAPI reaches the server whose pod OpenBao labeled active.
+func activeBaoAPI(ctx context.Context, t testing.TB, cl client.Client, ns, root string) *baoAPI {
+	t.Helper()
+	caPEM := secretData(ctx, t, cl, ns, "bao-tls-ca", "ca.crt")
+	for _, pod := range serverPods(ctx, t, cl, ns, replicas) {
+		if pod.Labels[podstate.LabelActive] == "true" {
+			return &baoAPI{client: tlsClient(caPEM, dnsName(pod, ns), nil), addr: "https://" + net.JoinHostPort(pod.Status.PodIP, "8200"), root: root}
+		}
+	}
+	t.Fatal("no pod is labeled active")
+	return nil
+}
+
+// enableOnDemandBackups sets spec.backup without a schedule, so that no
+// scheduled backup waits beside the restore.
+func enableOnDemandBackups(ctx context.Context, t *testing.T, cl client.Client, ns string, m *miniotest.Server) {
+	t.Helper()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "store-credentials", Namespace: ns}, StringData: map[string]string{
+		backup.AccessKeyIDKey: m.AccessKey, backup.SecretAccessKeyKey: m.SecretKey}}
+	if err := cl.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	c := &v1alpha1.OpenBaoCluster{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, c); err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.Backup = &v1alpha1.BackupSpec{JWTAuthRole: "backup",
+		Target: v1alpha1.BackupTarget{Endpoint: m.Endpoint, Bucket: m.Bucket, PathPrefix: "e2e-restore", UsePathStyle: true,
+			CredentialsSecretRef: &corev1.LocalObjectReference{Name: "store-credentials"}}}
+	if err := cl.Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+}
