@@ -14,6 +14,7 @@ import (
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/identity"
 	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/podstate"
 	"github.com/openbao/operator/test/baotest"
 )
 
@@ -200,9 +201,19 @@ func TestTransitSealInitializesAndAutoUnsealsAfterRestart(t *testing.T) {
 	node.Restart(t)
 	c := baoClient(t, node, certs.CA, openbao.Token{})
 	waitForActive(t, c, 60*time.Second)
-	d := decideFromHealth(t, c, false)
-	if d.Action != bootstrap.ActionAdopt {
-		t.Errorf("after restart: %s (%s), want an initialized cluster to adopt, never to initialize", d.Action, d.Reason)
+	h, err := c.Health(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod0 := &podstate.Pod{Name: "node-0", Running: true}
+	// With the token this operator stored: marked initialized, never
+	// initialized again. Without it, nobody this operator knows initialized
+	// the server: a security event, not an adoption.
+	if d := bootstrap.Decide(bootstrap.Observed{Pod0: pod0, Health: &h, RootTokenSecretExists: true, Now: time.Now()}); d.Action != bootstrap.ActionMarkInitialized {
+		t.Errorf("after restart, token stored: %s (%s), want MarkInitialized", d.Action, d.Reason)
+	}
+	if d := bootstrap.Decide(bootstrap.Observed{Pod0: pod0, Health: &h, Now: time.Now()}); d.Reason != bootstrap.ReasonInitializedElsewhere {
+		t.Errorf("after restart, no token stored: %s (%s), want InitializedElsewhere", d.Action, d.Reason)
 	}
 	if _, err := baoClient(t, node, certs.CA, root).RaftConfiguration(context.Background()); err != nil {
 		t.Errorf("the root token from before the restart: %v", err)
