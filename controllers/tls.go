@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"time"
@@ -65,8 +64,11 @@ func (r *OpenBaoClusterReconciler) observeExternalTLS(ctx context.Context, p *pa
 		return nil
 	}
 	certPEM := serverSecret.Data[pki.CertKey]
-	if msg := externalProblem(caSecret, serverSecret); msg != "" {
+	if problem := pki.CheckExternal(caSecret.Data[pki.CAKey], certPEM, serverSecret.Data[pki.KeyKey], values.PKISpec(c), p.now); problem != "" {
+		msg := fmt.Sprintf("Secrets %s and %s: %s; the operator does not talk to servers it cannot verify until they are fixed",
+			c.TLSCASecretName(), c.TLSServerSecretName(), problem)
 		p.setCondition(v1alpha1.ConditionTLSReady, false, v1alpha1.ReasonInvalidExternalSecrets, msg)
+		p.degrade(v1alpha1.ReasonInvalidExternalSecrets, msg)
 		return nil
 	}
 	recordExpiry(c, "server", certPEM)
@@ -74,18 +76,6 @@ func (r *OpenBaoClusterReconciler) observeExternalTLS(ctx context.Context, p *pa
 		fmt.Sprintf("serving the certificate from Secret %s", c.TLSServerSecretName()))
 	p.tls = servedTLS{certPEM: certPEM, caPEM: caSecret.Data[pki.CAKey], ready: true}
 	return nil
-}
-
-// externalProblem says what is wrong with user-provided Secrets, naming
-// Secrets and keys only.
-func externalProblem(caSecret, serverSecret *corev1.Secret) string {
-	if len(caSecret.Data[pki.CAKey]) == 0 {
-		return fmt.Sprintf("Secret %s has no key ca.crt", caSecret.Name)
-	}
-	if _, err := tls.X509KeyPair(serverSecret.Data[pki.CertKey], serverSecret.Data[pki.KeyKey]); err != nil {
-		return fmt.Sprintf("Secret %s: keys tls.crt and tls.key are not a certificate and its private key", serverSecret.Name)
-	}
-	return ""
 }
 
 func (r *OpenBaoClusterReconciler) reconcileOperatorTLS(ctx context.Context, p *pass) error {

@@ -62,9 +62,53 @@ spec: {version: 2.4.0, tls: {mode: External}}
 
 func externalRetry() time.Duration { return 20 * time.Second }
 
+// TestExternalTLSRefusesACertificateOfAnotherCA: Secrets that exist but do
+// not fit (here a server certificate of another CA than ca.crt) leave
+// TLSReady False with a message saying what is wrong, and the cluster
+// Degraded: a person must act.
+func TestExternalTLSRefusesACertificateOfAnotherCA(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, managedNamespace, `
+metadata: {name: ext-mismatch}
+spec: {version: 2.4.0, tls: {mode: External}}
+`)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	createExternalSecretsSignedBy(t, c, false)
+	eventually(t, externalRetry()+wait, "TLSReady=False InvalidExternalSecrets", func() error {
+		cond, err := condition(ctx, c, v1alpha1.ConditionTLSReady)
+		if err != nil {
+			return err
+		}
+		if cond.Status != metav1.ConditionFalse || cond.Reason != v1alpha1.ReasonInvalidExternalSecrets ||
+			!strings.Contains(cond.Message, "does not chain to a certificate in ca.crt") {
+			return fmt.Errorf("TLSReady %s/%s: %s", cond.Status, cond.Reason, cond.Message)
+		}
+		return nil
+	})
+	eventually(t, wait, "Degraded=True InvalidExternalSecrets", func() error {
+		cond, err := condition(ctx, c, v1alpha1.ConditionDegraded)
+		if err != nil {
+			return err
+		}
+		if cond.Status != metav1.ConditionTrue || cond.Reason != v1alpha1.ReasonInvalidExternalSecrets {
+			return fmt.Errorf("Degraded %s/%s", cond.Status, cond.Reason)
+		}
+		return nil
+	})
+}
+
 // createExternalSecrets provides the Secrets as a user would, with no label
 // or owner of the operator's.
 func createExternalSecrets(t *testing.T, c *v1alpha1.OpenBaoCluster) {
+	t.Helper()
+	createExternalSecretsSignedBy(t, c, true)
+}
+
+// createExternalSecretsSignedBy issues the server certificate from the CA
+// in ca.crt, or, with sameCA false, from another one.
+func createExternalSecretsSignedBy(t *testing.T, c *v1alpha1.OpenBaoCluster, sameCA bool) {
 	t.Helper()
 	spec := pki.Spec{ClusterName: c.Name, Namespace: c.Namespace, HeadlessService: c.HeadlessServiceName(),
 		ClientService: c.ClientServiceName(), Replicas: 3}
@@ -73,7 +117,13 @@ func createExternalSecrets(t *testing.T, c *v1alpha1.OpenBaoCluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, key, err := pki.IssueServerCert(caCert, caKey, spec, now, rand.Reader)
+	issuerCert, issuerKey := caCert, caKey
+	if !sameCA {
+		if issuerCert, issuerKey, err = pki.NewCA(spec, now, rand.Reader); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cert, key, err := pki.IssueServerCert(issuerCert, issuerKey, spec, now, rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,73 @@
+package pki
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// CheckExternal judges certificates a user provides (TLS mode External):
+// ca.crt must hold PEM certificates, tls.crt and tls.key must be a pair,
+// the server certificate must chain to ca.crt (through intermediates that
+// tls.crt may carry after it), be valid now, and carry the names the
+// operator and the servers reach each other by. It returns what is wrong,
+// in words naming the key, never key material; "" when all holds.
+func CheckExternal(caPEM, certPEM, keyPEM []byte, spec Spec, now time.Time) string {
+	cas := parseCerts(caPEM)
+	if len(cas) == 0 {
+		return "ca.crt holds no PEM certificate"
+	}
+	roots := x509.NewCertPool()
+	for _, ca := range cas {
+		roots.AddCert(ca)
+	}
+	// The error of X509KeyPair is not passed on: it may describe the key.
+	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		return "tls.crt and tls.key are not a certificate and its private key"
+	}
+	chain := parseCerts(certPEM)
+	leaf := chain[0]
+	if now.Before(leaf.NotBefore) || now.After(leaf.NotAfter) {
+		return fmt.Sprintf("tls.crt is valid from %s to %s, not now", stamp(leaf.NotBefore), stamp(leaf.NotAfter))
+	}
+	intermediates := x509.NewCertPool()
+	for _, c := range chain[1:] {
+		intermediates.AddCert(c)
+	}
+	opts := x509.VerifyOptions{Roots: roots, Intermediates: intermediates, CurrentTime: now}
+	if _, err := leaf.Verify(opts); err != nil {
+		return "tls.crt does not chain to a certificate in ca.crt: " + err.Error()
+	}
+	if missing := missingNames(leaf, RequiredNames(spec)); len(missing) > 0 {
+		return fmt.Sprintf("tls.crt lacks names the servers are reached by: %s", strings.Join(missing, ", "))
+	}
+	return ""
+}
+
+// RequiredNames are the names a server certificate must answer for: each
+// pod's stable name, by which the operator and joining peers reach it, and
+// the client Service, in their .svc form.
+func RequiredNames(s Spec) []string {
+	var names []string
+	for i := int32(0); i < s.Replicas; i++ {
+		names = append(names, fmt.Sprintf("%s-%d.%s.%s.svc", s.ClusterName, i, s.HeadlessService, s.Namespace))
+	}
+	if s.ClientService != "" {
+		names = append(names, s.ClientService+"."+s.Namespace+".svc")
+	}
+	return names
+}
+
+// missingNames lists the names leaf does not verify for, wildcards
+// included.
+func missingNames(leaf *x509.Certificate, names []string) []string {
+	var missing []string
+	for _, name := range names {
+		if leaf.VerifyHostname(name) != nil {
+			missing = append(missing, name)
+		}
+	}
+	return missing
+}
