@@ -36,6 +36,9 @@ import (
 // DefaultChunkSize bounds the memory of an upload (one chunk).
 const DefaultChunkSize = 8 << 20
 
+// maxAttempts bounds the client's tries of one call.
+const maxAttempts = 3
+
 // chunkUnit is GCS's granularity of resumable chunks.
 const chunkUnit = 256 << 10
 
@@ -61,6 +64,10 @@ func New(ctx context.Context, cfg objectstore.Config) (objectstore.Store, error)
 	if err != nil {
 		return nil, fmt.Errorf("GCS client: %w", err)
 	}
+	// The client retries until its context ends; the executor retries
+	// whole runs itself and retention runs again later, so a few tries
+	// suffice and a store that is down is reported within seconds.
+	client.SetRetry(storage.WithMaxAttempts(maxAttempts))
 	chunk := cfg.PartSize
 	if chunk <= 0 {
 		chunk = DefaultChunkSize
