@@ -10,12 +10,14 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 
 	"github.com/openbao/operator/test/emulator"
 	"github.com/openbao/operator/test/testbin"
@@ -64,13 +66,34 @@ func (s *Server) ContainerURL() string {
 	return s.Endpoint + "/" + s.AccountName + "/" + s.Container
 }
 
-func (s *Server) makeContainer(ctx context.Context) error {
+// SASToken is a SAS token of the container (read, write, list and
+// delete, for an hour), without the leading "?".
+func (s *Server) SASToken(t testing.TB) string {
+	t.Helper()
+	c, err := s.adminClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	perms := sas.ContainerPermissions{Read: true, Add: true, Create: true, Write: true, Delete: true, List: true}
+	u, err := c.GetSASURL(perms, time.Now().Add(time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, token, _ := strings.Cut(u, "?")
+	return token
+}
+
+func (s *Server) adminClient() (*container.Client, error) {
 	cred, err := container.NewSharedKeyCredential(s.AccountName, s.AccountKey)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	c, err := container.NewClientWithSharedKeyCredential(s.ContainerURL(), cred,
+	return container.NewClientWithSharedKeyCredential(s.ContainerURL(), cred,
 		&container.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: http.DefaultClient}})
+}
+
+func (s *Server) makeContainer(ctx context.Context) error {
+	c, err := s.adminClient()
 	if err != nil {
 		return err
 	}
