@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -25,9 +26,35 @@ func (s *store) fail(op, key string, err error) error {
 		}
 		err = &responseError{code: resp.ErrorCode, status: resp.StatusCode, cause: err}
 	} else if s.sasToken != "" {
-		err = &redactedError{text: strings.ReplaceAll(err.Error(), s.sasToken, "[redacted]"), cause: err}
+		err = &redactedError{text: redactSAS(err, s.sasToken), cause: err}
 	}
 	return &objectstore.Error{Op: op, Key: key, Permanent: permanent, Err: err}
+}
+
+// redactSAS prints err without the SAS token. The client reorders the
+// token's parameters in the request's URL, so the URL of a *url.Error
+// loses its whole query, and every value of the token is cut out of what
+// remains.
+func redactSAS(err error, token string) string {
+	text := err.Error()
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		if u, perr := url.Parse(uerr.URL); perr == nil && u.RawQuery != "" {
+			u.RawQuery = "[redacted]"
+			text = strings.ReplaceAll(text, uerr.URL, u.String())
+		}
+	}
+	text = strings.ReplaceAll(text, token, "[redacted]")
+	if params, perr := url.ParseQuery(strings.TrimPrefix(token, "?")); perr == nil {
+		for _, values := range params {
+			for _, v := range values {
+				if len(v) >= 8 { // a short value could cut unrelated words; the signature is long
+					text = strings.ReplaceAll(strings.ReplaceAll(text, url.QueryEscape(v), "[redacted]"), v, "[redacted]")
+				}
+			}
+		}
+	}
+	return text
 }
 
 // responseError prints the service's code and status only.
