@@ -25,7 +25,7 @@ build: ## Build the operator and the bao-wrapper binaries into bin/.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/bao-wrapper ./cmd/bao-wrapper
 
 .PHONY: tools
-tools: ## Build the pinned tool binaries (cached outside the clone) and link them into bin/.
+tools: ## Build the pinned tool binaries and install Azurite from npm (cached outside the clone), linked into bin/.
 	@bash test/tools/build.sh
 
 .PHONY: generate

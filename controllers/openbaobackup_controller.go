@@ -22,7 +22,6 @@ import (
 	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/children"
 	"github.com/openbao/operator/internal/objectstore"
-	"github.com/openbao/operator/internal/objectstore/s3store"
 )
 
 // OpenBaoBackupReconciler runs each OpenBaoBackup: a preflight, then a Job
@@ -38,8 +37,8 @@ type OpenBaoBackupReconciler struct {
 	// OperatorImage runs the executor unless spec.backup.executorImage is
 	// set.
 	OperatorImage string
-	// NewStore opens the backup target for retention; nil is s3store.New.
-	NewStore func(s3store.Config) (objectstore.Store, error)
+	// NewStore opens the backup target for retention; nil is open.Store.
+	NewStore func(context.Context, objectstore.Config) (objectstore.Store, error)
 
 	mu sync.Mutex
 	// started remembers, per cluster, the backup this process started

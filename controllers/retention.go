@@ -13,7 +13,8 @@ import (
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/executor"
-	"github.com/openbao/operator/internal/objectstore/s3store"
+	"github.com/openbao/operator/internal/objectstore"
+	"github.com/openbao/operator/internal/objectstore/open"
 	"github.com/openbao/operator/internal/secrets"
 )
 
@@ -64,9 +65,9 @@ func (r *OpenBaoBackupReconciler) deleteExpired(ctx context.Context, c *v1alpha1
 	}
 	newStore := r.NewStore
 	if newStore == nil {
-		newStore = s3store.New
+		newStore = open.Store
 	}
-	store, err := newStore(cfg)
+	store, err := newStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -75,9 +76,9 @@ func (r *OpenBaoBackupReconciler) deleteExpired(ctx context.Context, c *v1alpha1
 
 // storeConfig reads the target's credentials and CA from their Secrets,
 // exactly: they are the user's and carry no label of ours.
-func (r *OpenBaoBackupReconciler) storeConfig(ctx context.Context, c *v1alpha1.OpenBaoCluster) (s3store.Config, error) {
+func (r *OpenBaoBackupReconciler) storeConfig(ctx context.Context, c *v1alpha1.OpenBaoCluster) (objectstore.Config, error) {
 	t := c.Spec.Backup.Target
-	cfg := s3store.Config{Endpoint: t.Endpoint, Bucket: t.Bucket, Region: t.Region, PathStyle: t.UsePathStyle}
+	cfg := objectstore.Config{Provider: t.Provider, Endpoint: t.Endpoint, Bucket: t.Bucket, Region: t.Region, PathStyle: t.UsePathStyle}
 	if ref := t.CASecretRef; ref != nil {
 		s, err := r.readSecret(ctx, c.Namespace, ref.Name)
 		if err != nil {
@@ -90,11 +91,11 @@ func (r *OpenBaoBackupReconciler) storeConfig(ctx context.Context, c *v1alpha1.O
 		if err != nil {
 			return cfg, err
 		}
-		value := func(k string) s3store.Secret { return s3store.NewSecret(strings.TrimSpace(string(s.Data[k]))) }
-		cfg.Credentials = &s3store.Credentials{
-			AccessKeyID: value(backup.AccessKeyIDKey), SecretAccessKey: value(backup.SecretAccessKeyKey),
-			SessionToken: value(backup.SessionTokenKey),
+		creds, err := backup.StoreCredentials(t.Provider, func(k string) (string, error) { return string(s.Data[k]), nil })
+		if err != nil {
+			return cfg, fmt.Errorf("Secret %s: %w", ref.Name, err)
 		}
+		cfg.Credentials = creds
 	}
 	return cfg, nil
 }

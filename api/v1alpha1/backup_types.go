@@ -72,15 +72,35 @@ type BackupSpec struct {
 	HistoryLimit *int32 `json:"historyLimit,omitempty"`
 }
 
-// BackupTarget is an S3-compatible bucket.
+// BackupTarget is a bucket of S3 or an S3-compatible store, of Google
+// Cloud Storage, or a container of Azure Blob Storage.
+// +kubebuilder:validation:XValidation:rule="(has(self.provider) && self.provider != 'S3') || has(self.endpoint)",message="backup.target.endpoint is required for provider S3 (optional for GCS and Azure)"
+// +kubebuilder:validation:XValidation:rule="!has(self.provider) || self.provider != 'Azure' || has(self.credentialsSecretRef)",message="backup.target.credentialsSecretRef is required for provider Azure: a Secret with accountName and accountKey or sasToken"
+// +kubebuilder:validation:XValidation:rule="!has(self.provider) || self.provider == 'S3' || !has(self.region) || size(self.region) == 0",message="backup.target.region is allowed only for provider S3"
+// +kubebuilder:validation:XValidation:rule="!has(self.provider) || self.provider != 'GCS' || !has(self.usePathStyle) || !self.usePathStyle",message="backup.target.usePathStyle is allowed only for providers S3 and Azure"
 type BackupTarget struct {
+	// Provider is the kind of store: S3 (AWS S3 or any S3-compatible
+	// store), GCS (Google Cloud Storage, JSON API) or Azure (Azure Blob
+	// Storage; bucket names the container).
+	// +kubebuilder:validation:Enum=S3;GCS;Azure
+	// +kubebuilder:default=S3
+	// +optional
+	Provider string `json:"provider,omitempty"`
+
 	// Endpoint is the store's URL, for example https://s3.eu-west-1.amazonaws.com
-	// or https://minio.storage.svc:9000.
+	// or https://minio.storage.svc:9000. Required for S3. For GCS, empty
+	// is https://storage.googleapis.com; set it for an emulator or a
+	// private endpoint. For Azure, empty is
+	// https://<accountName>.blob.core.windows.net; with usePathStyle the
+	// account name is put in the path (<endpoint>/<accountName>), as the
+	// Azurite emulator and some private endpoints want.
 	// +kubebuilder:validation:Pattern=`^https?://[^\s/?#]+/?$`
 	// +kubebuilder:validation:MaxLength=2048
-	Endpoint string `json:"endpoint"`
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
 
-	// Bucket holds the snapshots.
+	// Bucket holds the snapshots: the S3 or GCS bucket, or the Azure
+	// container.
 	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`
 	Bucket string `json:"bucket"`
 
@@ -100,7 +120,8 @@ type BackupTarget struct {
 	// UsePathStyle addresses the bucket as <endpoint>/<bucket> instead of
 	// <bucket>.<host>; most self-hosted stores need it. False lets the
 	// client choose: virtual-hosted for AWS and Google, path style
-	// otherwise.
+	// otherwise. For Azure it puts the account name in the endpoint's
+	// path; GCS does not use it.
 	// +optional
 	UsePathStyle bool `json:"usePathStyle,omitempty"`
 
@@ -110,11 +131,18 @@ type BackupTarget struct {
 	// +optional
 	CASecretRef *SecretKeyRef `json:"caSecretRef,omitempty"`
 
-	// CredentialsSecretRef names a Secret with the keys AWS_ACCESS_KEY_ID
-	// and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN if needed). It is
-	// mounted as files into the backup pod and read by the operator for
-	// retention. Without it the client uses the pod's cloud identity (IRSA,
-	// EKS Pod Identity or instance metadata).
+	// CredentialsSecretRef names a Secret with the store's credentials.
+	// It is mounted as files into the backup pod and read by the operator
+	// for retention. Its keys depend on the provider:
+	//   - S3: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and
+	//     AWS_SESSION_TOKEN if needed). Without the Secret the client uses
+	//     the pod's cloud identity (IRSA, EKS Pod Identity or instance
+	//     metadata).
+	//   - GCS: service-account.json, a service account's JSON key. Without
+	//     the Secret the client uses Application Default Credentials (GKE
+	//     Workload Identity or instance metadata).
+	//   - Azure (required): accountName, and either accountKey (shared
+	//     key) or sasToken (a SAS token, without the leading "?").
 	// +optional
 	CredentialsSecretRef *corev1.LocalObjectReference `json:"credentialsSecretRef,omitempty"`
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/executor"
-	"github.com/openbao/operator/internal/objectstore/s3store"
+	"github.com/openbao/operator/internal/objectstore/open"
 	"github.com/openbao/operator/internal/openbao"
 )
 
@@ -41,7 +41,7 @@ func runBackup(args []string, stderr io.Writer) error {
 	peakAnon := executor.SamplePeak(executor.AnonRSS, 50*time.Millisecond)
 	report := executor.Run(logr.NewContext(ctx, log), cfg, executor.Deps{
 		OpenBao:  openbao.New,
-		NewStore: s3store.New,
+		NewStore: open.Store,
 		ReadFile: os.ReadFile,
 		Clock:    clock.RealClock{},
 		Random:   rand.Reader,

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/openbao/operator/internal/executor"
-	"github.com/openbao/operator/internal/objectstore/s3store"
+	"github.com/openbao/operator/internal/objectstore/open"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/restore"
 )
@@ -38,7 +38,7 @@ func runRestore(args []string, stderr io.Writer) error {
 	defer stop()
 	report := executor.RunRestore(logr.NewContext(ctx, log), cfg, executor.Deps{
 		OpenBao:  openbao.New,
-		NewStore: s3store.New,
+		NewStore: open.Store,
 		ReadFile: os.ReadFile,
 		Clock:    clock.RealClock{},
 		Random:   rand.Reader,

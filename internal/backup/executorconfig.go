@@ -49,7 +49,8 @@ type ExecutorConfig struct {
 	JWTFile   string
 	TokenFile string
 
-	// The object store.
+	// The object store; Provider is S3 when empty.
+	Provider       string
 	Endpoint       string
 	Bucket         string
 	Region         string
@@ -97,6 +98,9 @@ func (c ExecutorConfig) Flags() []string {
 	add("jwt-role", c.JWTRole)
 	add("jwt-file", c.JWTFile)
 	add("token-file", c.TokenFile)
+	if c.Provider != "" && c.Provider != ProviderS3 {
+		add("provider", c.Provider)
+	}
 	add("endpoint", c.Endpoint)
 	add("bucket", c.Bucket)
 	add("region", c.Region)
@@ -145,12 +149,13 @@ func (c *ExecutorConfig) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.JWTRole, "jwt-role", "", "JWT auth role (default "+DefaultBackupRole+")")
 	fs.StringVar(&c.JWTFile, "jwt-file", "", "file of the projected service-account token")
 	fs.StringVar(&c.TokenFile, "token-file", "", "file of the OpenBao token")
-	fs.StringVar(&c.Endpoint, "endpoint", "", "object store URL")
+	fs.StringVar(&c.Provider, "provider", ProviderS3, "object store provider: S3, GCS or Azure")
+	fs.StringVar(&c.Endpoint, "endpoint", "", "object store URL (required for S3)")
 	fs.StringVar(&c.Bucket, "bucket", "", "bucket")
 	fs.StringVar(&c.Region, "region", "", "bucket region")
 	fs.BoolVar(&c.PathStyle, "path-style", false, "path-style addressing")
 	fs.StringVar(&c.StoreCAFile, "store-ca-file", "", "PEM CA bundle verifying the object store")
-	fs.StringVar(&c.CredentialsDir, "credentials-dir", "", "directory of AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (, AWS_SESSION_TOKEN) files")
+	fs.StringVar(&c.CredentialsDir, "credentials-dir", "", "directory of the credentials Secret's files (keys by provider)")
 	fs.StringVar(&c.PathPrefix, "path-prefix", "", "prefix of object keys")
 	fs.DurationVar(&c.Timeout, "timeout", DefaultTimeout, "bound of the whole run")
 	fs.Int64Var(&c.PartSize, "part-size", DefaultPartSize, "bytes per uploaded part")
@@ -170,10 +175,13 @@ func (c *ExecutorConfig) Complete() error {
 func (c ExecutorConfig) validate() error {
 	var missing []string
 	for _, f := range []struct{ name, value string }{{"namespace", c.Namespace}, {"cluster", c.Cluster},
-		{"openbao-address", c.OpenBaoAddress}, {"endpoint", c.Endpoint}, {"bucket", c.Bucket}} {
+		{"openbao-address", c.OpenBaoAddress}, {"bucket", c.Bucket}} {
 		if f.value == "" {
 			missing = append(missing, "--"+f.name)
 		}
+	}
+	if c.Provider == ProviderS3 && c.Endpoint == "" {
+		missing = append(missing, "--endpoint")
 	}
 	switch {
 	case len(missing) > 0:
@@ -184,6 +192,8 @@ func (c ExecutorConfig) validate() error {
 		return errors.New("--auth=token needs --token-file")
 	case c.Auth != AuthJWT && c.Auth != AuthToken:
 		return fmt.Errorf("--auth=%s: want jwt or token", c.Auth)
+	case c.Provider != ProviderS3 && c.Provider != ProviderGCS && c.Provider != ProviderAzure:
+		return fmt.Errorf("--provider=%s: want S3, GCS or Azure", c.Provider)
 	case c.Concurrency < 1:
 		return errors.New("--concurrency must be at least 1")
 	}

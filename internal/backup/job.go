@@ -31,11 +31,19 @@ const (
 	executorMemLimit = "128Mi"
 )
 
-// Credential keys the executor reads from CredentialsDir.
+// Keys of the credentials Secret, by provider: the executor reads them as
+// files of CredentialsDir, retention from the Secret.
 const (
+	// S3: a static access key, and a session token when it is temporary.
 	AccessKeyIDKey     = "AWS_ACCESS_KEY_ID"
 	SecretAccessKeyKey = "AWS_SECRET_ACCESS_KEY"
 	SessionTokenKey    = "AWS_SESSION_TOKEN"
+	// GCS: a service account's JSON key.
+	GCSServiceAccountKey = "service-account.json"
+	// Azure: the storage account, with its shared key or a SAS token.
+	AzureAccountNameKey = "accountName"
+	AzureAccountKeyKey  = "accountKey"
+	AzureSASTokenKey    = "sasToken"
 )
 
 // JobInput is what a backup Job is built from.
@@ -177,7 +185,7 @@ func ExecutorConfigFor(c *v1alpha1.OpenBaoCluster, backup string) ExecutorConfig
 		Namespace: c.Namespace, Cluster: c.Name, Backup: backup,
 		OpenBaoAddress: "https://" + c.ClientServiceDNSName() + ":8200",
 		ServerDomain:   c.HeadlessServiceName() + "." + c.Namespace + ".svc",
-		Endpoint:       spec.Target.Endpoint, Bucket: spec.Target.Bucket, Region: spec.Target.Region,
+		Provider:       spec.Target.Provider, Endpoint: spec.Target.Endpoint, Bucket: spec.Target.Bucket, Region: spec.Target.Region,
 		PathStyle: spec.Target.UsePathStyle, PathPrefix: spec.Target.PathPrefix,
 		Timeout:  Timeout(spec) - executorMargin,
 		PartSize: DefaultPartSize, Concurrency: DefaultConcurrency,

@@ -60,6 +60,14 @@ var jobCases = map[string]*v1alpha1.OpenBaoCluster{
 		c.Spec.Backup.ExecutorImage = "registry.example.com/executor:v1"
 		c.Spec.Backup.Timeout = &metav1.Duration{Duration: 10 * time.Minute}
 	}),
+	// GCS with the pod's identity (Workload Identity): no endpoint, no Secret.
+	"job-gcs": backupCluster(func(c *v1alpha1.OpenBaoCluster) {
+		c.Spec.Backup.Target = v1alpha1.BackupTarget{Provider: backup.ProviderGCS, Bucket: "backups", PathPrefix: "openbao"}
+	}),
+	"job-azure": backupCluster(func(c *v1alpha1.OpenBaoCluster) {
+		c.Spec.Backup.Target = v1alpha1.BackupTarget{Provider: backup.ProviderAzure, Bucket: "backups",
+			CredentialsSecretRef: &corev1.LocalObjectReference{Name: "azure-storage"}}
+	}),
 }
 
 func TestJobGolden(t *testing.T) {

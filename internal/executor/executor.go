@@ -19,7 +19,6 @@ import (
 
 	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/objectstore"
-	"github.com/openbao/operator/internal/objectstore/s3store"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/snapshot"
 )
@@ -27,8 +26,9 @@ import (
 // Deps are the executor's seams: how it reaches OpenBao and the store,
 // reads its mounted files, tells time and draws randomness.
 type Deps struct {
-	OpenBao  openbao.Factory
-	NewStore func(s3store.Config) (objectstore.Store, error)
+	OpenBao openbao.Factory
+	// NewStore opens the target; open.Store in production.
+	NewStore func(context.Context, objectstore.Config) (objectstore.Store, error)
 	ReadFile func(path string) ([]byte, error)
 	Clock    clock.PassiveClock
 	Random   io.Reader
@@ -76,7 +76,7 @@ func Run(ctx context.Context, cfg backup.ExecutorConfig, deps Deps) backup.Repor
 }
 
 func run(ctx context.Context, cfg backup.ExecutorConfig, deps Deps, secrets *redactor) backup.Report {
-	s, err := prepare(cfg, deps, secrets)
+	s, err := prepare(ctx, cfg, deps, secrets)
 	if err != nil {
 		return failed(ReasonConfig, err)
 	}

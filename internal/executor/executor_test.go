@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,6 @@ import (
 	"github.com/openbao/operator/internal/executor"
 	"github.com/openbao/operator/internal/objectstore"
 	"github.com/openbao/operator/internal/objectstore/memstore"
-	"github.com/openbao/operator/internal/objectstore/s3store"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/openbao/openbaofake"
 	"github.com/openbao/operator/internal/snapshot"
@@ -88,7 +88,7 @@ func (h *harness) run(t *testing.T) backup.Report {
 			h.addresses = append(h.addresses, a)
 			return h.bao, nil
 		},
-		NewStore: func(c s3store.Config) (objectstore.Store, error) {
+		NewStore: func(_ context.Context, c objectstore.Config) (objectstore.Store, error) {
 			if c.Credentials == nil || c.Credentials.SecretAccessKey.Reveal() != secretKey {
 				return nil, errors.New("credentials not read")
 			}
@@ -97,7 +97,7 @@ func (h *harness) run(t *testing.T) backup.Report {
 		ReadFile: func(p string) ([]byte, error) {
 			v, ok := h.files[p]
 			if !ok {
-				return nil, fmt.Errorf("open %s: no such file", p)
+				return nil, fmt.Errorf("open %s: %w", p, fs.ErrNotExist)
 			}
 			return []byte(v), nil
 		},

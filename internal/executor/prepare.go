@@ -2,21 +2,22 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"path/filepath"
 	"strings"
 
 	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/objectstore"
-	"github.com/openbao/operator/internal/objectstore/s3store"
 	"github.com/openbao/operator/internal/openbao"
 )
 
 // prepare reads the mounted files once and builds the store. Every secret
 // it reads goes into the redactor before anything else can print it.
-func prepare(cfg backup.ExecutorConfig, deps Deps, secrets *redactor) (*runner, error) {
+func prepare(ctx context.Context, cfg backup.ExecutorConfig, deps Deps, secrets *redactor) (*runner, error) {
 	s := &runner{cfg: cfg, deps: deps, prefix: backup.ObjectPrefix(cfg.PathPrefix, cfg.Namespace, cfg.Cluster)}
 	if cfg.OpenBaoCAFile != "" {
 		ca, err := deps.ReadFile(cfg.OpenBaoCAFile)
@@ -29,16 +30,16 @@ func prepare(cfg backup.ExecutorConfig, deps Deps, secrets *redactor) (*runner, 
 	if err != nil {
 		return nil, err
 	}
-	if s.store, err = deps.NewStore(storeCfg); err != nil {
+	if s.store, err = deps.NewStore(ctx, storeCfg); err != nil {
 		return nil, err
 	}
 	s.auth, err = authenticator(cfg, deps, s, secrets)
 	return s, err
 }
 
-func storeConfig(cfg backup.ExecutorConfig, deps Deps, secrets *redactor) (s3store.Config, error) {
-	out := s3store.Config{
-		Endpoint: cfg.Endpoint, Bucket: cfg.Bucket, Region: cfg.Region, PathStyle: cfg.PathStyle,
+func storeConfig(cfg backup.ExecutorConfig, deps Deps, secrets *redactor) (objectstore.Config, error) {
+	out := objectstore.Config{
+		Provider: cfg.Provider, Endpoint: cfg.Endpoint, Bucket: cfg.Bucket, Region: cfg.Region, PathStyle: cfg.PathStyle,
 		PartSize: cfg.PartSize, Concurrency: cfg.Concurrency,
 	}
 	if cfg.StoreCAFile != "" {
@@ -51,27 +52,25 @@ func storeConfig(cfg backup.ExecutorConfig, deps Deps, secrets *redactor) (s3sto
 	if cfg.CredentialsDir == "" {
 		return out, nil // the pod's cloud identity
 	}
-	read := func(key string, required bool) (s3store.Secret, error) {
+	// A key the Secret lacks is a missing file; StoreCredentials says
+	// which keys the provider needs.
+	read := func(key string) (string, error) {
 		data, err := deps.ReadFile(filepath.Join(cfg.CredentialsDir, key))
-		if err != nil && required {
-			return s3store.Secret{}, fmt.Errorf("read %s of the store credentials: %w", key, err)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
 		}
 		v := strings.TrimSpace(string(data))
 		secrets.add(v)
-		return s3store.NewSecret(v), nil
+		return v, nil
 	}
-	var creds s3store.Credentials
-	var err error
-	if creds.AccessKeyID, err = read(backup.AccessKeyIDKey, true); err != nil {
+	creds, err := backup.StoreCredentials(cfg.Provider, read)
+	if err != nil {
 		return out, err
 	}
-	if creds.SecretAccessKey, err = read(backup.SecretAccessKeyKey, true); err != nil {
-		return out, err
-	}
-	if creds.SessionToken, err = read(backup.SessionTokenKey, false); err != nil {
-		return out, err
-	}
-	out.Credentials = &creds
+	out.Credentials = creds
 	return out, nil
 }
 

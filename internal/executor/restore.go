@@ -53,7 +53,7 @@ type checked struct {
 }
 
 func runRestore(ctx context.Context, cfg restore.ExecutorConfig, deps Deps, secrets *redactor) backup.Report {
-	s, err := prepare(cfg.ExecutorConfig, deps, secrets)
+	s, err := prepare(ctx, cfg.ExecutorConfig, deps, secrets)
 	if err != nil {
 		return failed(ReasonConfig, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,6 @@ import (
 	"github.com/openbao/operator/internal/executor"
 	"github.com/openbao/operator/internal/identity"
 	"github.com/openbao/operator/internal/objectstore"
-	"github.com/openbao/operator/internal/objectstore/s3store"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/restore"
 )
@@ -30,11 +30,11 @@ func (h *harness) restore(t *testing.T, mutate func(*restore.ExecutorConfig)) ba
 	mutate(&cfg)
 	return executor.RunRestore(context.Background(), cfg, executor.Deps{
 		OpenBao:  func(openbao.Options) (openbao.Client, error) { return h.bao, nil },
-		NewStore: func(s3store.Config) (objectstore.Store, error) { return h.store, nil },
+		NewStore: func(context.Context, objectstore.Config) (objectstore.Store, error) { return h.store, nil },
 		ReadFile: func(p string) ([]byte, error) {
 			v, ok := h.files[p]
 			if !ok {
-				return nil, fmt.Errorf("open %s: no such file", p)
+				return nil, fmt.Errorf("open %s: %w", p, fs.ErrNotExist)
 			}
 			return []byte(v), nil
 		},

@@ -23,6 +23,7 @@ import (
 	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/executor"
 	"github.com/openbao/operator/internal/identity"
+	"github.com/openbao/operator/internal/objectstore/open"
 	"github.com/openbao/operator/internal/objectstore/s3store"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/snapshot"
@@ -72,7 +73,7 @@ func executorFiles(t *testing.T, jwt string, m *miniotest.Server) (jwtFile, cred
 func runExecutor(t *testing.T, cfg backup.ExecutorConfig) backup.Report {
 	t.Helper()
 	return executor.Run(context.Background(), cfg, executor.Deps{
-		OpenBao: openbao.New, NewStore: s3store.New, ReadFile: os.ReadFile, Clock: clock.RealClock{},
+		OpenBao: openbao.New, NewStore: open.Store, ReadFile: os.ReadFile, Clock: clock.RealClock{},
 		Random: rand.Reader, Sleep: executor.SleepContext, PeakRSS: executor.PeakRSS,
 	})
 }

@@ -4,20 +4,21 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"github.com/openbao/operator/internal/objectstore/s3store"
 	"io"
-	"k8s.io/utils/clock"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/minio/minio-go/v7"
 
 	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/executor"
 	"github.com/openbao/operator/internal/identity"
+	"github.com/openbao/operator/internal/objectstore/open"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/restore"
 	"github.com/openbao/operator/test/baotest"
@@ -27,7 +28,7 @@ import (
 func runRestoreExecutor(t *testing.T, cfg restore.ExecutorConfig) backup.Report {
 	t.Helper()
 	return executor.RunRestore(context.Background(), cfg, executor.Deps{
-		OpenBao: openbao.New, NewStore: newS3, ReadFile: readFile, Clock: realClock, Random: randReader,
+		OpenBao: openbao.New, NewStore: open.Store, ReadFile: readFile, Clock: realClock, Random: randReader,
 		Sleep: executor.SleepContext, PeakRSS: executor.PeakRSS,
 	})
 }
@@ -222,7 +223,6 @@ func putObject(t *testing.T, m *miniotest.Server, key string, data []byte) {
 }
 
 var (
-	newS3      = s3store.New
 	readFile   = os.ReadFile
 	realClock  = clock.RealClock{}
 	randReader = rand.Reader

@@ -38,8 +38,57 @@ recipes() {
 	echo "bao-next|openbao|.|2.4.1|-s -w -X github.com/openbao/openbao/version.fullVersion=2.4.1|"
 	echo "coredns|coredns|.|v1.15.0|-s -w|"
 	echo "minio|minio|github.com/minio/minio|20260212201848|-s -w|"
+	echo "fake-gcs-server|fake-gcs-server|github.com/fsouza/fake-gcs-server|v1.56.1|-s -w|"
 	echo "controller-gen|controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|v0.23.0|-s -w|"
 	echo "kustomize|kustomize|sigs.k8s.io/kustomize/kustomize/v5|v5.8.2|-s -w|"
+}
+
+# name | package directory under test/tools | version | binaries to link
+# Installed from the npm registry with `npm ci`, so the committed
+# package-lock.json pins every transitive package too.
+npm_recipes() {
+	echo "azurite|azurite|3.35.0|azurite-blob"
+}
+
+# ensure_npm installs node and npm with apt when they are missing; it fails
+# (the caller skips the tool, and its tests skip) when that is not possible.
+ensure_npm() {
+	if command -v node >/dev/null && command -v npm >/dev/null; then
+		return 0
+	fi
+	local sudo=""
+	if [ "$(id -u)" != 0 ]; then
+		sudo="sudo -n"
+	fi
+	if ! command -v apt-get >/dev/null || { [ -n "$sudo" ] && ! sudo -n true 2>/dev/null; }; then
+		return 1
+	fi
+	echo "tools: installing nodejs and npm with apt ..."
+	$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+}
+
+install_npm_one() {
+	local name=$1 module=$2 version=$3 bins=$4
+	local key dir start b
+	if ! ensure_npm; then
+		echo "tools: $name not installed: node/npm are missing and apt-get cannot install them; its tests will skip" >&2
+		return 0
+	fi
+	key=$({ node --version; echo "$name|$version|$bins"; cat "$tools_dir/$module/package.json" "$tools_dir/$module/package-lock.json"; } | sha256sum | cut -c1-12)
+	dir="$cache/tools/$name-$version-$key"
+	if [ ! -e "$dir/.done" ]; then
+		start=$(date +%s)
+		echo "tools: installing $name $version from npm ..."
+		rm -rf "$dir.tmp.$$" && mkdir -p "$dir.tmp.$$"
+		cp "$tools_dir/$module/package.json" "$tools_dir/$module/package-lock.json" "$dir.tmp.$$/"
+		(cd "$dir.tmp.$$" && npm ci --no-audit --no-fund --omit=dev --loglevel=error)
+		touch "$dir.tmp.$$/.done"
+		rm -rf "$dir" && mv "$dir.tmp.$$" "$dir"
+		echo "tools: installed $name $version in $(($(date +%s) - start))s"
+	fi
+	for b in $bins; do
+		ln -sfn "$dir/node_modules/.bin/$b" "$bin_dir/$b"
+	done
 }
 
 # cache_key prints a short hash of everything that decides the binary's bytes.
@@ -72,9 +121,9 @@ build_one() {
 
 main() {
 	mkdir -p "$bin_dir"
-	trap 'rm -f "$cache"/tools/*/*.tmp.$$' EXIT
+	trap 'rm -rf "$cache"/tools/*/*.tmp.$$ "$cache"/tools/*.tmp.$$' EXIT
 	local want=" $* " line name rest total_start known
-	known=" $(recipes | cut -d'|' -f1 | tr '\n' ' ')"
+	known=" $({ recipes; npm_recipes; } | cut -d'|' -f1 | tr '\n' ' ')"
 	for name in "$@"; do
 		if [[ "$known" != *" $name "* ]]; then
 			echo "tools: unknown tool '$name'; known:$known" >&2
@@ -91,6 +140,12 @@ main() {
 		IFS='|' read -r module pkg version ldflags tags <<<"$rest"
 		build_one "$name" "$module" "$pkg" "$version" "$ldflags" "$tags"
 	done < <(recipes)
+	while IFS='|' read -r name module version bins; do
+		if [ $# -gt 0 ] && [[ "$want" != *" $name "* ]]; then
+			continue
+		fi
+		install_npm_one "$name" "$module" "$version" "$bins"
+	done < <(npm_recipes)
 	echo "tools: ready in $(($(date +%s) - total_start))s (cache $cache/tools)"
 }
 

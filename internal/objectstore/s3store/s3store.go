@@ -13,15 +13,11 @@ package s3store
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
-	"net"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -34,21 +30,10 @@ import (
 )
 
 // Secret is a credential string that prints as [redacted].
-type Secret struct{ value string }
+type Secret = objectstore.Secret
 
 // NewSecret wraps a credential.
-func NewSecret(v string) Secret { return Secret{value: v} }
-
-// Reveal returns the value, for the client only.
-func (s Secret) Reveal() string { return s.value }
-
-// IsZero says the secret is empty.
-func (s Secret) IsZero() bool { return s.value == "" }
-
-func (s Secret) String() string               { return "[redacted]" }
-func (s Secret) GoString() string             { return "[redacted]" }
-func (s Secret) Format(f fmt.State, _ rune)   { _, _ = f.Write([]byte("[redacted]")) }
-func (s Secret) MarshalText() ([]byte, error) { return []byte("[redacted]"), nil }
+func NewSecret(v string) Secret { return objectstore.NewSecret(v) }
 
 // Credentials are static S3 credentials.
 type Credentials struct {
@@ -96,7 +81,7 @@ func New(cfg Config) (objectstore.Store, error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("object store endpoint %q: want https://host[:port] or http://host[:port]", cfg.Endpoint)
 	}
-	transport, err := newTransport(cfg.CAPEM)
+	transport, err := objectstore.NewHTTPTransport(cfg.CAPEM)
 	if err != nil {
 		return nil, err
 	}
@@ -127,33 +112,23 @@ func New(cfg Config) (objectstore.Store, error) {
 	return s, nil
 }
 
+// FromConfig is the S3 store of a provider-neutral configuration.
+func FromConfig(cfg objectstore.Config) (objectstore.Store, error) {
+	var creds *Credentials
+	if c := cfg.Credentials; c != nil {
+		creds = &Credentials{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken}
+	}
+	return New(Config{
+		Endpoint: cfg.Endpoint, Bucket: cfg.Bucket, Region: cfg.Region, PathStyle: cfg.PathStyle, CAPEM: cfg.CAPEM,
+		Credentials: creds, PartSize: cfg.PartSize, Concurrency: cfg.Concurrency,
+	})
+}
+
 func credentialsOf(c *Credentials) *credentials.Credentials {
 	if c == nil {
 		return credentials.NewIAM("")
 	}
 	return credentials.NewStaticV4(c.AccessKeyID.Reveal(), c.SecretAccessKey.Reveal(), c.SessionToken.Reveal())
-}
-
-func newTransport(caPEM []byte) (*http.Transport, error) {
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
-	if len(caPEM) > 0 {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(caPEM) {
-			return nil, errors.New("object store CA bundle holds no PEM certificate")
-		}
-		tlsConfig.RootCAs = pool
-	}
-	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSClientConfig:       tlsConfig,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 2 * time.Minute,
-		MaxIdleConnsPerHost:   4,
-		IdleConnTimeout:       30 * time.Second,
-		// Snapshots are compressed already.
-		DisableCompression: true,
-	}, nil
 }
 
 func (s *store) Put(ctx context.Context, key string, r io.Reader) (objectstore.PutResult, error) {
