@@ -154,6 +154,11 @@ func deleteNamespace(ctx context.Context, t testing.TB, cl client.Client, name s
 	if err := cl.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
 		t.Fatalf("delete namespace %s: %v", name, err)
 	}
+	// Servers that all stop at once lose their quorum and wait out their
+	// grace period: the test is over, so they are stopped at once.
+	if err := cl.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(name), client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+		t.Fatalf("stop the pods of %s: %v", name, err)
+	}
 	waitFor(ctx, t, 2*time.Minute, "namespace "+name+" to be gone", func() (bool, string) {
 		err := cl.Get(ctx, client.ObjectKey{Name: name}, ns)
 		return apierrors.IsNotFound(err), fmt.Sprintf("phase %s (%v)", ns.Status.Phase, err)
