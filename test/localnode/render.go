@@ -107,6 +107,10 @@ func schedulerArgs(c Config) []string {
 		"--secure-port=0",
 		"--leader-elect=false",
 		"--profiling=false",
+		// A pod scheduled while its claim was still being provisioned was
+		// seen to miss the claim's binding under load and wait out the
+		// default 5 minutes as unschedulable; 10 s bounds such a stall.
+		"--pod-max-in-unschedulable-pods-duration=10s",
 	}
 }
 
