@@ -64,6 +64,37 @@ var (
 		Name: "openbao_backup_consecutive_failures",
 		Help: "Backups of a cluster that failed since its last success.",
 	}, []string{"namespace", "name"})
+	// The cluster's own state, per cluster; phase has one series per phase
+	// (1 for the current one, 0 for the others), as kube-state-metrics
+	// exports enums, so a query never joins on a changing label value.
+	clusterReadyReplicas = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_cluster_ready_replicas",
+		Help: "Servers of a cluster whose pods are ready.",
+	}, []string{"namespace", "name"})
+	clusterDesiredReplicas = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_cluster_desired_replicas",
+		Help: "Servers a cluster's spec asks for.",
+	}, []string{"namespace", "name"})
+	clusterSealedReplicas = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_cluster_sealed_replicas",
+		Help: "Servers of a cluster whose pod label says they are sealed.",
+	}, []string{"namespace", "name"})
+	clusterPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_cluster_phase",
+		Help: "Phase of a cluster: 1 for the current phase, 0 for the others.",
+	}, []string{"namespace", "name", "phase"})
+	raftFailureTolerance = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_cluster_raft_failure_tolerance",
+		Help: "Voters a cluster can lose and keep its quorum, as autopilot last reported it (status.raft).",
+	}, []string{"namespace", "name"})
+	raftHealthy = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_cluster_raft_healthy",
+		Help: "Autopilot's verdict on a cluster as last read (status.raft): 1 healthy, 0 not.",
+	}, []string{"namespace", "name"})
+	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "openbao_reconcile_errors_total",
+		Help: "Reconcile passes of a cluster that ended in an error (and were retried with backoff).",
+	}, []string{"namespace", "name"})
 	renderDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "openbao_render_duration_seconds",
 		Help:    "Duration of computing a cluster's chart values and rendering the chart, render cache hits included.",
@@ -73,6 +104,8 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(tlsCertExpiry, tlsRotations, reconcileDuration, renderDuration,
+		clusterReadyReplicas, clusterDesiredReplicas, clusterSealedReplicas, clusterPhase,
+		raftFailureTolerance, raftHealthy, reconcileErrors,
 		upgradeStatus, upgradeDuration, upgradeStepDowns,
 		backupSuccesses, backupFailures, backupLastSuccess, backupLastSize, backupLastDuration, backupConsecutiveFailures)
 }
@@ -92,12 +125,50 @@ func recordRollout(c *v1alpha1.OpenBaoCluster, o upgrade.Observed, d upgrade.Dec
 	}
 }
 
+// allPhases are the values of the phase label, one series each.
+var allPhases = []v1alpha1.ClusterPhase{v1alpha1.PhasePending, v1alpha1.PhaseInitializing,
+	v1alpha1.PhaseRunning, v1alpha1.PhaseUpgrading, v1alpha1.PhaseDegraded, v1alpha1.PhasePaused}
+
+// recordCluster exports the state a pass wrote into the status.
+func recordCluster(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus, sealed int) {
+	ns, name := c.Namespace, c.Name
+	clusterReadyReplicas.WithLabelValues(ns, name).Set(float64(status.ReadyReplicas))
+	clusterDesiredReplicas.WithLabelValues(ns, name).Set(float64(c.Spec.Replicas))
+	clusterSealedReplicas.WithLabelValues(ns, name).Set(float64(sealed))
+	for _, ph := range allPhases {
+		v := 0.0
+		if ph == status.Phase {
+			v = 1
+		}
+		clusterPhase.WithLabelValues(ns, name, string(ph)).Set(v)
+	}
+	if status.Raft == nil {
+		raftFailureTolerance.DeleteLabelValues(ns, name)
+		raftHealthy.DeleteLabelValues(ns, name)
+		return
+	}
+	raftFailureTolerance.WithLabelValues(ns, name).Set(float64(status.Raft.FailureTolerance))
+	healthy := 0.0
+	if status.Raft.Healthy {
+		healthy = 1
+	}
+	raftHealthy.WithLabelValues(ns, name).Set(healthy)
+}
+
+// recordReconcileError counts a pass that failed; the pass of a cluster
+// that is gone never gets here, so no series outlives its cluster.
+func recordReconcileError(namespace, name string) {
+	reconcileErrors.WithLabelValues(namespace, name).Inc()
+}
+
 // forgetClusterMetrics drops the series of a deleted cluster.
 func forgetClusterMetrics(namespace, name string) {
 	labels := prometheus.Labels{"namespace": namespace, "name": name}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		tlsCertExpiry, tlsRotations, upgradeStatus, upgradeDuration, upgradeStepDowns,
 		backupSuccesses, backupFailures, backupLastSuccess, backupLastSize, backupLastDuration, backupConsecutiveFailures,
+		clusterReadyReplicas, clusterDesiredReplicas, clusterSealedReplicas, clusterPhase,
+		raftFailureTolerance, raftHealthy, reconcileErrors,
 	} {
 		v.DeletePartialMatch(labels)
 	}

@@ -98,15 +98,21 @@ func (r *OpenBaoClusterReconciler) steps() []step {
 		{"cert-hash", r.annotateCertHash},
 		{"autopilot", r.reconcileAutopilot},
 		{"servers", r.observeServers},
+		{"raft", r.publishRaft},
 		{"backup", r.reconcileBackup},
 	}
 }
 
 // Reconcile runs one pass: the steps in order, each of which may end it,
 // then one write of the status they built.
-func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	started := time.Now()
-	defer func() { reconcileDuration.Observe(time.Since(started).Seconds()) }()
+	defer func() {
+		reconcileDuration.Observe(time.Since(started).Seconds())
+		if err != nil {
+			recordReconcileError(req.Namespace, req.Name)
+		}
+	}()
 	cluster, err := r.readCluster(ctx, req.NamespacedName)
 	if cluster == nil || err != nil {
 		return ctrl.Result{}, err
@@ -134,6 +140,7 @@ func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 		return ctrl.Result{}, err
 	}
+	recordCluster(cluster, p.status, sealedServers(p))
 	for _, e := range p.events {
 		r.Recorder.Eventf(cluster, nil, e.kind, e.reason, e.action, "%s", e.note)
 	}

@@ -6,6 +6,7 @@ package envtest_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -44,6 +45,9 @@ var (
 	cfg    *rest.Config
 	scheme = runtime.NewScheme()
 	k8s    client.Client // the tests' own client
+	// metricsURL is the manager's Prometheus endpoint, served as the
+	// operator serves it.
+	metricsURL string
 )
 
 func TestMain(m *testing.M) {
@@ -100,9 +104,14 @@ func zapLevel() int8 {
 func startManager(ctx context.Context) error {
 	cacheOptions := controllers.CacheOptions()
 	cacheOptions.DefaultNamespaces = map[string]cache.Config{managedNamespace: {}}
+	metricsAddr, err := freeLoopbackAddress()
+	if err != nil {
+		return err
+	}
+	metricsURL = "http://" + metricsAddr + "/metrics"
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
+		Metrics: metricsserver.Options{BindAddress: metricsAddr},
 		Cache:   cacheOptions,
 	})
 	if err != nil {
@@ -126,6 +135,17 @@ func startManager(ctx context.Context) error {
 		}
 	}()
 	return nil
+}
+
+// freeLoopbackAddress finds a port nobody listens on: the metrics server
+// does not tell which port ":0" gave it.
+func freeLoopbackAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port for the metrics endpoint: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }
 
 func newReconciler(c client.Client, reader client.Reader, rec recorder.EventRecorder) (*controllers.OpenBaoClusterReconciler, error) {

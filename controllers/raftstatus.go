@@ -1,0 +1,40 @@
+package controllers
+
+import (
+	"context"
+
+	"github.com/openbao/operator/internal/podstate"
+	"github.com/openbao/operator/internal/raftstatus"
+)
+
+// publishRaft owns status.raft. It reuses the view a rollout or scale-down
+// read in this pass; otherwise it reads OpenBao only when the copy in the
+// status is about one resync period old, so an idle cluster costs one read
+// of OpenBao (and one status write) per resync, never one per pass. A read
+// that fails keeps the last copy: its observedAt shows its age.
+func (r *OpenBaoClusterReconciler) publishRaft(ctx context.Context, p *pass) error {
+	if !p.status.Initialized || !p.status.IdentityConfigured || r.OpenBao == nil {
+		return nil
+	}
+	if p.openbao == nil && !raftstatus.Due(p.status.Raft, p.now, r.ResyncPeriod) {
+		return nil
+	}
+	v := r.view(ctx, p)
+	if v.autopilot == nil {
+		return nil
+	}
+	p.status.Raft = raftstatus.Of(*v.autopilot, v.raft, p.now)
+	return nil
+}
+
+// sealedServers counts the pods whose service-registration label says
+// their server is sealed.
+func sealedServers(p *pass) int {
+	n := 0
+	for _, s := range p.servers {
+		if sealed, known := s.LabelState(podstate.LabelSealed); known && sealed {
+			n++
+		}
+	}
+	return n
+}
