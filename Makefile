@@ -20,9 +20,10 @@ help: ## List the targets.
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## Build the operator and the bao-wrapper binaries into bin/.
+build: ## Build the operator, the bao-wrapper and the kubectl-openbao plugin binaries into bin/.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/openbao-operator ./cmd/openbao-operator
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/bao-wrapper ./cmd/bao-wrapper
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/kubectl-openbao ./cmd/kubectl-openbao
 
 .PHONY: tools
 tools: ## Build the pinned tool binaries (cached outside the clone) and link them into bin/.
