@@ -100,6 +100,7 @@ func (r *OpenBaoClusterReconciler) steps() []step {
 		{"servers", r.observeServers},
 		{"raft", r.publishRaft},
 		{"backup", r.reconcileBackup},
+		{"step-down", r.reconcileStepDownRequest},
 	}
 }
 

@@ -59,6 +59,9 @@ type OpenBaoClusterStatus struct {
 	// Backup is what the cluster's backups came to.
 	// +optional
 	Backup *BackupStatus `json:"backup,omitempty"`
+	// StepDown is the outcome of the last spec.stepDownRequest handled.
+	// +optional
+	StepDown *StepDownStatus `json:"stepDown,omitempty"`
 	// Raft is the cluster's Raft membership as autopilot last reported it
 	// to the operator, so that readers need no OpenBao token. It is
 	// refreshed when a rollout or scale-down reads it anyway, else at most
@@ -71,6 +74,26 @@ type OpenBaoClusterStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// StepDownStatus is what the operator did about a step-down request.
+type StepDownStatus struct {
+	// Request is the spec.stepDownRequest value handled.
+	Request string `json:"request"`
+	// Time is when it was handled.
+	Time metav1.Time `json:"time"`
+	// Server is the pod that was asked to step down; empty when none was
+	// active.
+	// +optional
+	Server string `json:"server,omitempty"`
+	// Result is StepDownRequested or NoActiveServer.
+	Result string `json:"result"`
+}
+
+// Results of a step-down request.
+const (
+	StepDownRequested      = "StepDownRequested"
+	StepDownNoActiveServer = "NoActiveServer"
+)
 
 // RaftStatus is the Raft membership and autopilot's verdict on it.
 type RaftStatus struct {

@@ -30,6 +30,9 @@ Commands:
                      certificate expiry, last backup, conditions
   pause <cluster>    set spec.paused: the operator changes nothing until resume
   resume <cluster>   clear spec.paused
+  step-down <cluster>
+                     have the operator ask the active server to step down
+                     (writes spec.stepDownRequest; no OpenBao token needed)
   backup <cluster>   create an OpenBaoBackup (an on-demand backup)
   report <cluster>   write a support bundle (tar.gz) without any Secret value
 
@@ -102,6 +105,13 @@ func dispatch(ctx context.Context, cmds *plugin.Commands, o options, command, cl
 		}
 		fmt.Fprintf(stdout, "openbaocluster %s/%s: spec.paused=%t\n", cmds.Namespace, cluster, command == "pause")
 		return nil
+	case "step-down":
+		request, err := cmds.RequestStepDown(ctx, cluster)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "step-down %s requested; status.stepDown.request shows it once the operator acted\n", request)
+		return nil
 	case "backup":
 		name, err := cmds.Backup(ctx, cluster)
 		if err != nil {
@@ -113,7 +123,7 @@ func dispatch(ctx context.Context, cmds *plugin.Commands, o options, command, cl
 	case "report":
 		return writeReport(ctx, cmds, o, cluster, stdout)
 	default:
-		return fmt.Errorf("unknown command %q (want status, pause, resume, backup or report)", command)
+		return fmt.Errorf("unknown command %q (want status, pause, resume, step-down, backup or report)", command)
 	}
 }
 

@@ -103,3 +103,20 @@ func (c *Commands) Backup(ctx context.Context, name string) (string, error) {
 	}
 	return b.Name, nil
 }
+
+// RequestStepDown writes spec.stepDownRequest (the current time): the
+// operator asks the active server to step down once, with its own OpenBao
+// identity, so the caller needs no token. It returns the request's value,
+// which status.stepDown.request shows once handled.
+func (c *Commands) RequestStepDown(ctx context.Context, name string) (string, error) {
+	cluster, err := c.cluster(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	request := c.Now().UTC().Format(time.RFC3339Nano)
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"stepDownRequest":%q}}`, request))
+	if err := c.Client.Patch(ctx, cluster, patch); err != nil {
+		return "", fmt.Errorf("request a step-down of %s: %w", name, err)
+	}
+	return request, nil
+}

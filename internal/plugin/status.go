@@ -48,6 +48,9 @@ func WriteStatus(w io.Writer, in StatusInput) error {
 		row("Certificate ("+what+"):", certificateLine(in, what))
 	}
 	row("Last backup:", lastBackup(st.Backup, in.Now))
+	if sd := st.StepDown; sd != nil {
+		row("Last step-down:", fmt.Sprintf("%s %s (%s ago, request %s)", sd.Result, orNone(sd.Server), ago(in.Now, sd.Time.Time), sd.Request))
+	}
 	if st.Upgrade != nil {
 		row("Upgrade:", fmt.Sprintf("to %s, partition %d, halted: %s", st.Upgrade.TargetVersion,
 			st.Upgrade.CurrentPartition, orNone(st.Upgrade.Halted)))

@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/plugin"
@@ -195,4 +196,45 @@ func keys(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestPluginCommandsChangeOnlyWhatTheyName: pause and resume flip
+// spec.paused, step-down writes spec.stepDownRequest, backup creates an
+// OpenBaoBackup naming the cluster; the rest of the spec is untouched.
+func TestPluginCommandsChangeOnlyWhatTheyName(t *testing.T) {
+	ctx := context.Background()
+	f := newPluginFixture(t, "plugin-commands")
+	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	cmds := &plugin.Commands{Client: k8s, Namespace: "plugin-commands", Now: func() time.Time { return now }}
+	get := func() *v1alpha1.OpenBaoCluster {
+		c := &v1alpha1.OpenBaoCluster{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(f.cluster), c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if err := cmds.SetPaused(ctx, "bao", true); err != nil || !get().Spec.Paused {
+		t.Fatalf("pause: %v, paused=%v", err, get().Spec.Paused)
+	}
+	if err := cmds.SetPaused(ctx, "bao", false); err != nil || get().Spec.Paused {
+		t.Fatalf("resume: %v, paused=%v", err, get().Spec.Paused)
+	}
+	request, err := cmds.RequestStepDown(ctx, "bao")
+	if err != nil || get().Spec.StepDownRequest != request || request != "2026-05-01T10:00:00Z" {
+		t.Fatalf("step-down: %v, request %q, spec %q", err, request, get().Spec.StepDownRequest)
+	}
+	if c := get(); c.Spec.Replicas != 3 || c.Spec.Version != "2.4.0" {
+		t.Errorf("the commands changed other spec fields: %+v", c.Spec)
+	}
+	name, err := cmds.Backup(ctx, "bao")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &v1alpha1.OpenBaoBackup{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "plugin-commands", Name: name}, b); err != nil || b.Spec.ClusterName != "bao" {
+		t.Fatalf("backup %s: %v, %+v", name, err, b.Spec)
+	}
+	if _, err := cmds.Backup(ctx, "missing"); err == nil {
+		t.Error("a backup of a cluster that does not exist was created")
+	}
 }
