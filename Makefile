@@ -45,12 +45,17 @@ lint: ## Check formatting (gofmt) and run go vet.
 
 .PHONY: test
 test: tools ## Run every test tier: unit, envtest, OpenBao, e2e.
-	@$(MAKE) --no-print-directory test-unit test-envtest test-openbao test-e2e
+	@$(MAKE) --no-print-directory test-unit test-monitoring test-envtest test-openbao test-e2e
 
 .PHONY: test-unit
 test-unit: ## Unit tests: pure packages, golden files, fuzz seeds.
 	@echo "=== tier: unit"
 	$(GO_TEST) $(UNIT_PACKAGES)
+
+.PHONY: test-monitoring
+test-monitoring: ## Monitoring tier: the chart's alert rules and the Grafana dashboard, checked and unit-tested by promtool from bin/.
+	@echo "=== tier: monitoring"
+	$(GO_TEST) ./test/monitoring/...
 
 .PHONY: test-envtest
 test-envtest: ## envtest tier: the real kube-apiserver and etcd from bin/.

@@ -102,12 +102,33 @@ var (
 	})
 )
 
+// exported are every collector the operator registers.
+var exported = []prometheus.Collector{tlsCertExpiry, tlsRotations, reconcileDuration, renderDuration,
+	upgradeStatus, upgradeDuration, upgradeStepDowns,
+	backupSuccesses, backupFailures, backupLastSuccess, backupLastSize, backupLastDuration, backupConsecutiveFailures,
+	clusterReadyReplicas, clusterDesiredReplicas, clusterSealedReplicas, clusterPhase,
+	raftFailureTolerance, raftHealthy, reconcileErrors,
+}
+
 func init() {
-	metrics.Registry.MustRegister(tlsCertExpiry, tlsRotations, reconcileDuration, renderDuration,
-		clusterReadyReplicas, clusterDesiredReplicas, clusterSealedReplicas, clusterPhase,
-		raftFailureTolerance, raftHealthy, reconcileErrors,
-		upgradeStatus, upgradeDuration, upgradeStepDowns,
-		backupSuccesses, backupFailures, backupLastSuccess, backupLastSize, backupLastDuration, backupConsecutiveFailures)
+	metrics.Registry.MustRegister(exported...)
+}
+
+// ExportedMetrics describes every metric family the operator exports, for
+// the tests that keep the alerts and the dashboard on real series.
+func ExportedMetrics() []*prometheus.Desc {
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		for _, c := range exported {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	var out []*prometheus.Desc
+	for d := range ch {
+		out = append(out, d)
+	}
+	return out
 }
 
 // recordRollout exports the rollout's state after a pass.

@@ -40,6 +40,7 @@ recipes() {
 	echo "minio|minio|github.com/minio/minio|20260212201848|-s -w|"
 	echo "controller-gen|controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|v0.23.0|-s -w|"
 	echo "kustomize|kustomize|sigs.k8s.io/kustomize/kustomize/v5|v5.8.2|-s -w|"
+	echo "promtool|promtool|github.com/prometheus/prometheus/cmd/promtool|v0.316.0|-s -w|"
 }
 
 # cache_key prints a short hash of everything that decides the binary's bytes.
