@@ -114,7 +114,8 @@ func (c *Commands) collectSecretNames(ctx context.Context, b *bundle, name strin
 }
 
 // collectEvents keeps the namespace's Events about the cluster's objects,
-// whose names all start with the cluster's name.
+// whose names are the cluster's or start with it and a dash (bao, bao-0,
+// bao-tls-server), and leaves out those about Secrets.
 func (c *Commands) collectEvents(ctx context.Context, b *bundle, name string) {
 	events := &corev1.EventList{}
 	if err := c.Client.List(ctx, events, client.InNamespace(c.Namespace)); err != nil {
@@ -123,7 +124,8 @@ func (c *Commands) collectEvents(ctx context.Context, b *bundle, name string) {
 	}
 	kept := events.Items[:0]
 	for _, e := range events.Items {
-		if strings.HasPrefix(e.InvolvedObject.Name, name) && e.InvolvedObject.Kind != "Secret" {
+		n := e.InvolvedObject.Name
+		if (n == name || strings.HasPrefix(n, name+"-")) && e.InvolvedObject.Kind != "Secret" {
 			e.ManagedFields = nil
 			kept = append(kept, e)
 		}

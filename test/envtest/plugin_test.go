@@ -142,6 +142,14 @@ func TestPluginStatusShowsTheLeaderVotersAndCertificateExpiry(t *testing.T) {
 // searches every file of it for each Secret value, as is and base64.
 func TestPluginReportHoldsNoSecretValue(t *testing.T) {
 	f := newPluginFixture(t, "plugin-report")
+	for name, message := range map[string]string{"bao": "about the cluster", "baox": "about another cluster"} {
+		e := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "plugin-report", GenerateName: "e-"},
+			InvolvedObject: corev1.ObjectReference{Kind: v1alpha1.Kind, Namespace: "plugin-report", Name: name},
+			Reason:         "Test", Message: message, Type: corev1.EventTypeNormal}
+		if err := k8s.Create(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cmds := &plugin.Commands{Client: k8s, Namespace: "plugin-report", Now: time.Now}
 	var archive bytes.Buffer
 	if err := cmds.Report(context.Background(), "bao", plugin.ReportOptions{}, &archive); err != nil {
@@ -152,6 +160,10 @@ func TestPluginReportHoldsNoSecretValue(t *testing.T) {
 		if _, ok := files["openbao-report-plugin-report-bao/"+want]; !ok {
 			t.Errorf("report lacks %s; has %v", want, keys(files))
 		}
+	}
+	events := files["openbao-report-plugin-report-bao/events.yaml"]
+	if !strings.Contains(events, "about the cluster") || strings.Contains(events, "about another cluster") {
+		t.Errorf("events.yaml should hold the cluster's Event and not another cluster's:\n%s", events)
 	}
 	listing := files["openbao-report-plugin-report-bao/secrets.txt"]
 	if !strings.Contains(listing, f.cluster.RootTokenSecretName()) || !strings.Contains(listing, "keys: token") {
