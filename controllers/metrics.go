@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/upgrade"
@@ -101,6 +103,25 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 8), // 0.1 ms to 1.6 s
 	})
 )
+
+// The authenticated endpoint asks the API server who the scraper is and
+// whether it may GET /metrics.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// MetricsServerOptions is how the manager serves its metrics: plain HTTP,
+// or with secure set HTTPS where each scrape must carry a bearer token of
+// a subject allowed to GET the non-resource URL /metrics (the ClusterRole
+// openbao-operator-metrics-reader), checked through TokenReview and
+// SubjectAccessReview. The certificate is self-signed unless CertDir holds
+// tls.crt and tls.key.
+func MetricsServerOptions(addr string, secure bool) metricsserver.Options {
+	if !secure {
+		return metricsserver.Options{BindAddress: addr}
+	}
+	return metricsserver.Options{BindAddress: addr, SecureServing: true,
+		FilterProvider: filters.WithAuthenticationAndAuthorization}
+}
 
 // exported are every collector the operator registers.
 var exported = []prometheus.Collector{tlsCertExpiry, tlsRotations, reconcileDuration, renderDuration,

@@ -2,30 +2,113 @@ package envtest_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/yaml"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/test/testbin"
 )
 
-// scrape reads the manager's metrics endpoint and returns the samples of
-// family whose namespace and name labels are the cluster's, keyed by their
-// remaining labels ("" when there are none).
+// scraperNamespace holds the ServiceAccounts the tests scrape as.
+const scraperNamespace = "metrics-scrapers"
+
+var (
+	scraperOnce  sync.Once
+	scraperToken string
+	scraperErr   error
+)
+
+// scraperBearer is a token of a ServiceAccount bound to the ClusterRole
+// config/rbac gives scrapers, as Prometheus would hold it.
+func scraperBearer(t *testing.T) string {
+	t.Helper()
+	scraperOnce.Do(func() { scraperToken, scraperErr = newScraper(t, "prometheus", true) })
+	if scraperErr != nil {
+		t.Fatal(scraperErr)
+	}
+	return scraperToken
+}
+
+// newScraper creates a ServiceAccount, bound to the metrics-reader
+// ClusterRole of config/rbac when allowed, and returns a token of it.
+func newScraper(t *testing.T, name string, allowed bool) (string, error) {
+	ctx := context.Background()
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scraperNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: scraperNamespace, Name: name}}
+	if err := k8s.Create(ctx, sa); err != nil {
+		return "", err
+	}
+	if allowed {
+		role := &rbacv1.ClusterRole{}
+		root, _ := testbin.RepoRoot()
+		raw, err := os.ReadFile(filepath.Join(root, "config", "rbac", "metrics_reader_role.yaml"))
+		if err != nil {
+			return "", err
+		}
+		if err := yaml.Unmarshal(raw, role); err != nil {
+			return "", err
+		}
+		if err := k8s.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", err
+		}
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "scrape-" + name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: scraperNamespace, Name: name}}}
+		if err := k8s.Create(ctx, binding); err != nil {
+			return "", err
+		}
+	}
+	req := &authenticationv1.TokenRequest{}
+	if err := k8s.SubResource("token").Create(ctx, sa, req); err != nil {
+		return "", fmt.Errorf("request a token of %s: %w", name, err)
+	}
+	return req.Status.Token, nil
+}
+
+// get reads the metrics endpoint with a bearer token ("" for none). The
+// endpoint's certificate is self-signed: the test checks who may scrape,
+// not the certificate.
+func get(token string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, metricsURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	insecure := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // self-signed test endpoint
+	return (&http.Client{Transport: insecure, Timeout: 10 * time.Second}).Do(req)
+}
+
+// scrape reads the manager's metrics endpoint as an allowed scraper and
+// returns the samples of family whose namespace and name labels are the
+// cluster's, keyed by their remaining labels ("" when there are none).
 func scrape(t *testing.T, family, namespace, name string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(metricsURL)
+	resp, err := get(scraperBearer(t))
 	if err != nil {
 		t.Fatalf("scrape %s: %v", metricsURL, err)
 	}
@@ -69,6 +152,32 @@ func otherLabels(m *dto.Metric, namespace, name string) (string, bool) {
 		}
 	}
 	return rest, ns == namespace && n == name
+}
+
+// TestMetricsEndpointServesOnlyAllowedScrapers: no token is refused as
+// unauthenticated, a token without the metrics-reader role as forbidden.
+func TestMetricsEndpointServesOnlyAllowedScrapers(t *testing.T) {
+	stranger, err := newScraper(t, "stranger", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for who, tc := range map[string]struct {
+		token string
+		want  int
+	}{
+		"no token":               {"", http.StatusUnauthorized},
+		"a token without rights": {stranger, http.StatusForbidden},
+		"the metrics reader":     {scraperBearer(t), http.StatusOK},
+	} {
+		resp, err := get(tc.token)
+		if err != nil {
+			t.Fatalf("%s: %v", who, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: %s, want %d", who, resp.Status, tc.want)
+		}
+	}
 }
 
 // TestClusterMetricsAreServedWhileTheClusterLivesAndOnlyThen lets the

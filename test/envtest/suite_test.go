@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/openbao/operator/api/v1alpha1"
@@ -46,7 +45,7 @@ var (
 	scheme = runtime.NewScheme()
 	k8s    client.Client // the tests' own client
 	// metricsURL is the manager's Prometheus endpoint, served as the
-	// operator serves it.
+	// operator serves it with --metrics-secure.
 	metricsURL string
 )
 
@@ -108,10 +107,10 @@ func startManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	metricsURL = "http://" + metricsAddr + "/metrics"
+	metricsURL = "https://" + metricsAddr + "/metrics"
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: metricsAddr},
+		Metrics: controllers.MetricsServerOptions(metricsAddr, true),
 		Cache:   cacheOptions,
 	})
 	if err != nil {
@@ -134,7 +133,23 @@ func startManager(ctx context.Context) error {
 			fmt.Fprintf(os.Stderr, "manager stopped: %v\n", err)
 		}
 	}()
-	return nil
+	return waitForListener(metricsAddr, 30*time.Second)
+}
+
+// waitForListener waits until addr accepts connections: the metrics
+// server starts with the manager, after its self-signed certificate.
+func waitForListener(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return conn.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the metrics endpoint %s is not up after %s: %w", addr, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // freeLoopbackAddress finds a port nobody listens on: the metrics server
