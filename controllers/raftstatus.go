@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 
-	"github.com/openbao/operator/internal/podstate"
 	"github.com/openbao/operator/internal/raftstatus"
 )
 
@@ -25,16 +24,4 @@ func (r *OpenBaoClusterReconciler) publishRaft(ctx context.Context, p *pass) err
 	}
 	p.status.Raft = raftstatus.Of(*v.autopilot, v.raft, p.now)
 	return nil
-}
-
-// sealedServers counts the pods whose service-registration label says
-// their server is sealed.
-func sealedServers(p *pass) int {
-	n := 0
-	for _, s := range p.servers {
-		if sealed, known := s.LabelState(podstate.LabelSealed); known && sealed {
-			n++
-		}
-	}
-	return n
 }
