@@ -5,11 +5,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/controllers"
+	"github.com/openbao/operator/internal/podstate"
 )
 
 func (ro *rollout) latest() *v1alpha1.OpenBaoCluster {
@@ -90,5 +92,26 @@ func TestAStepDownRequestIsCarriedOutOncePerValue(t *testing.T) {
 	ro.pass()
 	if got := ro.bao.CallCount("StepDown"); got != 2 {
 		t.Fatalf("a second request led to %d step-downs in all, want 2", got)
+	}
+}
+
+// TestSealedServersAreExported: a pod whose service-registration label says
+// sealed is counted in openbao_cluster_sealed_replicas after the next pass.
+func TestSealedServersAreExported(t *testing.T) {
+	ro := newRollout(t, "sealed-metric", 3)
+	if got := scrape(t, "openbao_cluster_sealed_replicas", "sealed-metric", "bao"); got[""] != 0 {
+		t.Fatalf("sealed before any server is: %v", got)
+	}
+	pod := &corev1.Pod{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: "sealed-metric", Name: "bao-2"}, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Labels[podstate.LabelSealed] = "true"
+	if err := k8s.Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	ro.pass()
+	if got := scrape(t, "openbao_cluster_sealed_replicas", "sealed-metric", "bao"); got[""] != 1 {
+		t.Fatalf("openbao_cluster_sealed_replicas: %v, want 1", got)
 	}
 }
