@@ -12,7 +12,7 @@ import (
 // of OpenBao (and one status write) per resync, never one per pass. A read
 // that fails keeps the last copy: its observedAt shows its age.
 func (r *OpenBaoClusterReconciler) publishRaft(ctx context.Context, p *pass) error {
-	if !p.status.Initialized || !p.status.IdentityConfigured || r.OpenBao == nil {
+	if !p.status.Initialized || !r.canUseUpgradeToken(p) {
 		return nil
 	}
 	if p.openbao == nil && !raftstatus.Due(p.status.Raft, p.now, r.ResyncPeriod) {
@@ -24,4 +24,13 @@ func (r *OpenBaoClusterReconciler) publishRaft(ctx context.Context, p *pass) err
 	}
 	p.status.Raft = raftstatus.Of(*v.autopilot, v.raft, p.now)
 	return nil
+}
+
+// canUseUpgradeToken says whether upgradeToken has a way to a token: a
+// client factory and the operator's identity, a JWT role or a token Secret
+// named in spec.upgrade. Without one, reading autopilot would fail on
+// every pass that tried.
+func (r *OpenBaoClusterReconciler) canUseUpgradeToken(p *pass) bool {
+	u := p.cluster.Spec.Upgrade
+	return r.OpenBao != nil && (p.status.IdentityConfigured || u.JWTAuthRole != "" || u.TokenSecretRef != nil)
 }

@@ -19,7 +19,7 @@ import (
 // pending.
 func (r *OpenBaoClusterReconciler) reconcileStepDownRequest(ctx context.Context, p *pass) error {
 	request := p.cluster.Spec.StepDownRequest
-	switch stepdown.Decide(request, p.status, r.OpenBao != nil) {
+	switch stepdown.Decide(request, p.status, r.canUseUpgradeToken(p)) {
 	case stepdown.None, stepdown.Wait:
 		return nil
 	case stepdown.NoActiveServer:

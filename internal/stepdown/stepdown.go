@@ -21,12 +21,13 @@ const (
 )
 
 // Decide looks at the request, the status being built and whether the
-// operator can reach OpenBao at all.
-func Decide(request string, status *v1alpha1.OpenBaoClusterStatus, canReachOpenBao bool) Action {
+// operator can reach OpenBao with a token allowed to step down (its own
+// identity, or the one spec.upgrade names).
+func Decide(request string, status *v1alpha1.OpenBaoClusterStatus, canStepDown bool) Action {
 	switch {
 	case request == "" || (status.StepDown != nil && status.StepDown.Request == request):
 		return None
-	case !status.Initialized || !status.IdentityConfigured || status.Upgrade != nil || !canReachOpenBao:
+	case !status.Initialized || status.Upgrade != nil || !canStepDown:
 		return Wait
 	case status.ActiveLeader == "":
 		return NoActiveServer

@@ -31,8 +31,7 @@ func TestDecide(t *testing.T) {
 		}), true, StepDown},
 		{"during a rollout: wait", "t1", ready(func(s *v1alpha1.OpenBaoClusterStatus) { s.Upgrade = &v1alpha1.UpgradeStatus{} }), true, Wait},
 		{"before initialization: wait", "t1", ready(func(s *v1alpha1.OpenBaoClusterStatus) { s.Initialized = false }), true, Wait},
-		{"without the operator's identity: wait", "t1", ready(func(s *v1alpha1.OpenBaoClusterStatus) { s.IdentityConfigured = false }), true, Wait},
-		{"without a way to reach OpenBao: wait", "t1", ready(nil), false, Wait},
+		{"without a token to step down with: wait", "t1", ready(nil), false, Wait},
 		{"no active server: recorded, nobody asked", "t1", ready(func(s *v1alpha1.OpenBaoClusterStatus) { s.ActiveLeader = "" }), true, NoActiveServer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
