@@ -17,10 +17,14 @@ import (
 // Due says whether status.raft should be read again: never read, or read
 // at least most of a period ago. The tenth of slack lets the resync pass
 // that comes one period after the last read refresh it, instead of the
-// pass after that.
+// pass after that. Without a period (no resync configured) only the first
+// read is due: reading on every pass is what this guards against.
 func Due(last *v1alpha1.RaftStatus, now time.Time, period time.Duration) bool {
 	if last == nil {
 		return true
+	}
+	if period <= 0 {
+		return false
 	}
 	return now.Sub(last.ObservedAt.Time) >= period-period/10
 }

@@ -17,17 +17,20 @@ func TestDue(t *testing.T) {
 		return &v1alpha1.RaftStatus{ObservedAt: metav1.NewTime(now.Add(-ago))}
 	}
 	for _, tc := range []struct {
-		name string
-		last *v1alpha1.RaftStatus
-		want bool
+		name   string
+		last   *v1alpha1.RaftStatus
+		period time.Duration
+		want   bool
 	}{
-		{"never read: due", nil, true},
-		{"read a minute ago with a ten-minute period: not due", read(time.Minute), false},
-		{"read just under a period ago (the resync pass): due", read(9*time.Minute + 30*time.Second), true},
-		{"read two periods ago: due", read(20 * time.Minute), true},
+		{"never read: due", nil, 10 * time.Minute, true},
+		{"read a minute ago with a ten-minute period: not due", read(time.Minute), 10 * time.Minute, false},
+		{"read just under a period ago (the resync pass): due", read(9*time.Minute + 30*time.Second), 10 * time.Minute, true},
+		{"read two periods ago: due", read(20 * time.Minute), 10 * time.Minute, true},
+		{"no resync period, never read: due", nil, 0, true},
+		{"no resync period, read long ago: not due (no read on every pass)", read(24 * time.Hour), 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Due(tc.last, now, 10*time.Minute); got != tc.want {
+			if got := Due(tc.last, now, tc.period); got != tc.want {
 				t.Fatalf("Due = %v, want %v", got, tc.want)
 			}
 		})
