@@ -20,9 +20,10 @@ help: ## List the targets.
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## Build the operator and the bao-wrapper binaries into bin/.
+build: ## Build the operator, the bao-wrapper and the kubectl-openbao plugin binaries into bin/.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/openbao-operator ./cmd/openbao-operator
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/bao-wrapper ./cmd/bao-wrapper
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/kubectl-openbao ./cmd/kubectl-openbao
 
 .PHONY: tools
 tools: ## Build the pinned tool binaries and install Azurite from npm (cached outside the clone), linked into bin/.
@@ -44,12 +45,17 @@ lint: ## Check formatting (gofmt) and run go vet.
 
 .PHONY: test
 test: tools ## Run every test tier: unit, envtest, OpenBao, e2e.
-	@$(MAKE) --no-print-directory test-unit test-envtest test-openbao test-e2e
+	@$(MAKE) --no-print-directory test-unit test-monitoring test-envtest test-openbao test-e2e
 
 .PHONY: test-unit
 test-unit: ## Unit tests: pure packages, golden files, fuzz seeds.
 	@echo "=== tier: unit"
 	$(GO_TEST) $(UNIT_PACKAGES)
+
+.PHONY: test-monitoring
+test-monitoring: ## Monitoring tier: the chart's alert rules and the Grafana dashboard, checked and unit-tested by promtool from bin/.
+	@echo "=== tier: monitoring"
+	$(GO_TEST) ./test/monitoring/...
 
 .PHONY: test-envtest
 test-envtest: ## envtest tier: the real kube-apiserver and etcd from bin/.

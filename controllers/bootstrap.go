@@ -127,6 +127,8 @@ func (r *OpenBaoClusterReconciler) initialize(ctx context.Context, p *pass) erro
 	msg := fmt.Sprintf("initialized through sys/init; the root token is in Secret %s", c.RootTokenSecretName())
 	p.setCondition(v1alpha1.ConditionOpenBaoInitialized, true, bootstrap.ReasonInitialized, msg)
 	p.record("Normal", bootstrap.ReasonInitialized, "Initialize", msg)
+	ctrl.LoggerFrom(ctx).Info("initialized the cluster through sys/init", "audit", true,
+		"event_type", "openbao.cluster.initialized", "rootTokenSecret", c.RootTokenSecretName())
 	if out.AutopilotErr != nil {
 		ctrl.LoggerFrom(ctx).Info("autopilot not configured yet; retrying", "reason", out.AutopilotErr.Error())
 	}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/upgrade"
@@ -76,6 +78,37 @@ var (
 		Name: "openbao_restores_total",
 		Help: "Finished restores of a cluster, by outcome (Succeeded or Failed).",
 	}, []string{"namespace", "name", "phase"})
+	// The cluster's own state, per cluster; phase has one series per phase
+	// (1 for the current one, 0 for the others), as kube-state-metrics
+	// exports enums, so a query never joins on a changing label value.
+	clusterReadyReplicas = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_cluster_ready_replicas",
+		Help: "Servers of a cluster whose pods are ready.",
+	}, []string{"namespace", "name"})
+	clusterDesiredReplicas = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_cluster_desired_replicas",
+		Help: "Servers a cluster's spec asks for.",
+	}, []string{"namespace", "name"})
+	clusterSealedReplicas = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_cluster_sealed_replicas",
+		Help: "Servers of a cluster whose pod label says they are sealed.",
+	}, []string{"namespace", "name"})
+	clusterPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_cluster_phase",
+		Help: "Phase of a cluster: 1 for the current phase, 0 for the others.",
+	}, []string{"namespace", "name", "phase"})
+	raftFailureTolerance = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_cluster_raft_failure_tolerance",
+		Help: "Voters a cluster can lose and keep its quorum, as autopilot last reported it (status.raft).",
+	}, []string{"namespace", "name"})
+	raftHealthy = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_cluster_raft_healthy",
+		Help: "Autopilot's verdict on a cluster as last read (status.raft): 1 healthy, 0 not.",
+	}, []string{"namespace", "name"})
+	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "openbao_reconcile_errors_total",
+		Help: "Reconcile passes of a cluster that ended in an error (and were retried with backoff).",
+	}, []string{"namespace", "name"})
 	renderDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "openbao_render_duration_seconds",
 		Help:    "Duration of computing a cluster's chart values and rendering the chart, render cache hits included.",
@@ -83,11 +116,53 @@ var (
 	})
 )
 
+// The authenticated endpoint asks the API server who the scraper is and
+// whether it may GET /metrics.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// MetricsServerOptions is how the manager serves its metrics: plain HTTP,
+// or with secure set HTTPS where each scrape must carry a bearer token of
+// a subject allowed to GET the non-resource URL /metrics (the ClusterRole
+// openbao-operator-metrics-reader), checked through TokenReview and
+// SubjectAccessReview. The certificate is self-signed unless CertDir holds
+// tls.crt and tls.key.
+func MetricsServerOptions(addr string, secure bool) metricsserver.Options {
+	if !secure {
+		return metricsserver.Options{BindAddress: addr}
+	}
+	return metricsserver.Options{BindAddress: addr, SecureServing: true,
+		FilterProvider: filters.WithAuthenticationAndAuthorization}
+}
+
+// exported are every collector the operator registers.
+var exported = []prometheus.Collector{tlsCertExpiry, tlsRotations, reconcileDuration, renderDuration,
+	upgradeStatus, upgradeDuration, upgradeStepDowns,
+	backupSuccesses, backupFailures, backupLastSuccess, backupLastSize, backupLastDuration, backupConsecutiveFailures,
+	clusterReadyReplicas, clusterDesiredReplicas, clusterSealedReplicas, clusterPhase,
+	raftFailureTolerance, raftHealthy, reconcileErrors,
+	restorePhase, restoreDuration, restoresTotal,
+}
+
 func init() {
-	metrics.Registry.MustRegister(tlsCertExpiry, tlsRotations, reconcileDuration, renderDuration,
-		upgradeStatus, upgradeDuration, upgradeStepDowns,
-		backupSuccesses, backupFailures, backupLastSuccess, backupLastSize, backupLastDuration, backupConsecutiveFailures,
-		restorePhase, restoreDuration, restoresTotal)
+	metrics.Registry.MustRegister(exported...)
+}
+
+// ExportedMetrics describes every metric family the operator exports, for
+// the tests that keep the alerts and the dashboard on real series.
+func ExportedMetrics() []*prometheus.Desc {
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		for _, c := range exported {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	var out []*prometheus.Desc
+	for d := range ch {
+		out = append(out, d)
+	}
+	return out
 }
 
 // recordRollout exports the rollout's state after a pass.
@@ -105,6 +180,42 @@ func recordRollout(c *v1alpha1.OpenBaoCluster, o upgrade.Observed, d upgrade.Dec
 	}
 }
 
+// allPhases are the values of the phase label, one series each.
+var allPhases = []v1alpha1.ClusterPhase{v1alpha1.PhasePending, v1alpha1.PhaseInitializing,
+	v1alpha1.PhaseRunning, v1alpha1.PhaseUpgrading, v1alpha1.PhaseDegraded, v1alpha1.PhasePaused}
+
+// recordCluster exports the state a pass wrote into the status.
+func recordCluster(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus, sealed int) {
+	ns, name := c.Namespace, c.Name
+	clusterReadyReplicas.WithLabelValues(ns, name).Set(float64(status.ReadyReplicas))
+	clusterDesiredReplicas.WithLabelValues(ns, name).Set(float64(c.Spec.Replicas))
+	clusterSealedReplicas.WithLabelValues(ns, name).Set(float64(sealed))
+	for _, ph := range allPhases {
+		v := 0.0
+		if ph == status.Phase {
+			v = 1
+		}
+		clusterPhase.WithLabelValues(ns, name, string(ph)).Set(v)
+	}
+	if status.Raft == nil {
+		raftFailureTolerance.DeleteLabelValues(ns, name)
+		raftHealthy.DeleteLabelValues(ns, name)
+		return
+	}
+	raftFailureTolerance.WithLabelValues(ns, name).Set(float64(status.Raft.FailureTolerance))
+	healthy := 0.0
+	if status.Raft.Healthy {
+		healthy = 1
+	}
+	raftHealthy.WithLabelValues(ns, name).Set(healthy)
+}
+
+// recordReconcileError counts a pass that failed; the pass of a cluster
+// that is gone never gets here, so no series outlives its cluster.
+func recordReconcileError(namespace, name string) {
+	reconcileErrors.WithLabelValues(namespace, name).Inc()
+}
+
 // forgetClusterMetrics drops the series of a deleted cluster.
 func forgetClusterMetrics(namespace, name string) {
 	labels := prometheus.Labels{"namespace": namespace, "name": name}
@@ -112,6 +223,8 @@ func forgetClusterMetrics(namespace, name string) {
 		tlsCertExpiry, tlsRotations, upgradeStatus, upgradeDuration, upgradeStepDowns,
 		backupSuccesses, backupFailures, backupLastSuccess, backupLastSize, backupLastDuration, backupConsecutiveFailures,
 		restorePhase, restoreDuration, restoresTotal,
+		clusterReadyReplicas, clusterDesiredReplicas, clusterSealedReplicas, clusterPhase,
+		raftFailureTolerance, raftHealthy, reconcileErrors,
 	} {
 		v.DeletePartialMatch(labels)
 	}

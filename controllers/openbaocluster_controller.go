@@ -43,7 +43,7 @@ import (
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies;ingresses,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=tlsroutes,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors;prometheusrules,verbs=get;list;watch;create;update;patch;delete
 // The Role the chart renders lets OpenBao label its own pods; RBAC allows
 // creating it only to a holder of the same permissions.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update;patch
@@ -98,15 +98,22 @@ func (r *OpenBaoClusterReconciler) steps() []step {
 		{"cert-hash", r.annotateCertHash},
 		{"autopilot", r.reconcileAutopilot},
 		{"servers", r.observeServers},
+		{"raft", r.publishRaft},
 		{"backup", r.reconcileBackup},
+		{"step-down", r.reconcileStepDownRequest},
 	}
 }
 
 // Reconcile runs one pass: the steps in order, each of which may end it,
 // then one write of the status they built.
-func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	started := time.Now()
-	defer func() { reconcileDuration.Observe(time.Since(started).Seconds()) }()
+	defer func() {
+		reconcileDuration.Observe(time.Since(started).Seconds())
+		if err != nil {
+			recordReconcileError(req.Namespace, req.Name)
+		}
+	}()
 	cluster, err := r.readCluster(ctx, req.NamespacedName)
 	if cluster == nil || err != nil {
 		return ctrl.Result{}, err
@@ -134,6 +141,7 @@ func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 		return ctrl.Result{}, err
 	}
+	recordCluster(cluster, p.status, sealedServers(p))
 	for _, e := range p.events {
 		r.Recorder.Eventf(cluster, nil, e.kind, e.reason, e.action, "%s", e.note)
 	}

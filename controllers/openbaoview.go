@@ -15,9 +15,11 @@ import (
 // each server's sys/health and Raft lag (both need no token), and the
 // leader's autopilot state read with the upgrade role's token.
 type openbaoView struct {
-	// raft is nil when it could not be read; problem says why.
-	raft    *upgrade.Raft
-	problem string
+	// raft is nil when it could not be read; problem says why. autopilot
+	// is the leader's answer raft was computed from, for status.raft.
+	raft      *upgrade.Raft
+	autopilot *openbao.AutopilotState
+	problem   string
 	// health holds the answers of the servers that gave one.
 	health map[string]upgrade.Health
 	// active is the pod whose server says it is active.
@@ -115,6 +117,7 @@ func (r *OpenBaoClusterReconciler) readRaft(ctx context.Context, p *pass, v *ope
 	if err != nil {
 		return nil, "read the autopilot state: " + err.Error()
 	}
+	v.autopilot = &state
 	return raftOf(leader, state), ""
 }
 

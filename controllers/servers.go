@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/podstate"
 )
 
 // observeServers fills readyReplicas, activeLeader and currentVersion from
@@ -32,4 +33,16 @@ func (r *OpenBaoClusterReconciler) observeServers(ctx context.Context, p *pass) 
 			"no server is active and ready: clients of the Service have no endpoint")
 	}
 	return nil
+}
+
+// sealedServers counts the pods whose service-registration label says
+// their server is sealed.
+func sealedServers(p *pass) int {
+	n := 0
+	for _, s := range p.servers {
+		if sealed, known := s.LabelState(podstate.LabelSealed); known && sealed {
+			n++
+		}
+	}
+	return n
 }

@@ -59,11 +59,78 @@ type OpenBaoClusterStatus struct {
 	// Backup is what the cluster's backups came to.
 	// +optional
 	Backup *BackupStatus `json:"backup,omitempty"`
+	// StepDown is the outcome of the last spec.stepDownRequest handled.
+	// +optional
+	StepDown *StepDownStatus `json:"stepDown,omitempty"`
+	// Raft is the cluster's Raft membership as autopilot last reported it
+	// to the operator, so that readers need no OpenBao token. It is
+	// refreshed when a rollout or scale-down reads it anyway, else at most
+	// once per resync period; observedAt says how old it is.
+	// +optional
+	Raft *RaftStatus `json:"raft,omitempty"`
 	// Conditions: Degraded, Paused, and those of the later steps.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// StepDownStatus is what the operator did about a step-down request.
+type StepDownStatus struct {
+	// Request is the spec.stepDownRequest value handled.
+	Request string `json:"request"`
+	// Time is when it was handled.
+	Time metav1.Time `json:"time"`
+	// Server is the pod that was asked to step down; empty when none was
+	// active.
+	// +optional
+	Server string `json:"server,omitempty"`
+	// Result is StepDownRequested or NoActiveServer.
+	Result string `json:"result"`
+}
+
+// Results of a step-down request.
+const (
+	StepDownRequested      = "StepDownRequested"
+	StepDownNoActiveServer = "NoActiveServer"
+)
+
+// RaftStatus is the Raft membership and autopilot's verdict on it.
+type RaftStatus struct {
+	// ObservedAt is when the operator read it.
+	ObservedAt metav1.Time `json:"observedAt"`
+	// Leader is the node id (pod name) of the Raft leader.
+	// +optional
+	Leader string `json:"leader,omitempty"`
+	// Healthy is autopilot's verdict on the whole cluster.
+	Healthy bool `json:"healthy"`
+	// FailureTolerance is how many voters the cluster can lose and keep
+	// its quorum.
+	FailureTolerance int32 `json:"failureTolerance"`
+	// Servers are the Raft peers, by node id.
+	// +listType=map
+	// +listMapKey=id
+	// +optional
+	Servers []RaftServer `json:"servers,omitempty"`
+}
+
+// RaftServer is one Raft peer as autopilot reports it.
+type RaftServer struct {
+	// ID is the node id, which is the pod name.
+	ID string `json:"id"`
+	// Voter is true for voters and the leader.
+	Voter bool `json:"voter"`
+	// Healthy is autopilot's verdict on the server.
+	Healthy bool `json:"healthy"`
+	// LastIndex is the last Raft log index the server holds.
+	// +optional
+	LastIndex int64 `json:"lastIndex,omitempty"`
+	// Lag is how many entries the server trails the leader's committed index.
+	// +optional
+	Lag int64 `json:"lag,omitempty"`
+	// LastContact is how long before observedAt the leader last heard from it.
+	// +optional
+	LastContact *metav1.Duration `json:"lastContact,omitempty"`
 }
 
 // OpenBaoCluster is an OpenBao cluster run by the operator.
@@ -76,6 +143,7 @@ type OpenBaoClusterStatus struct {
 // +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.activeLeader`
 // +kubebuilder:printcolumn:name="Upgrading To",type=string,JSONPath=`.status.upgrade.targetVersion`
 // +kubebuilder:printcolumn:name="Partition",type=integer,JSONPath=`.status.upgrade.currentPartition`,priority=1
+// +kubebuilder:printcolumn:name="Tolerance",type=integer,JSONPath=`.status.raft.failureTolerance`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 40",message="metadata.name must be a DNS label of at most 40 characters starting with a letter, so that every child object's name stays valid"
 type OpenBaoCluster struct {

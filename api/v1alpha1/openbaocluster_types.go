@@ -39,6 +39,16 @@ type OpenBaoClusterSpec struct {
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 
+	// StepDownRequest asks the operator, once per new value, to have the
+	// active server give up leadership (a Raft election follows); `kubectl
+	// openbao step-down` writes the current time. The operator acts with its
+	// own OpenBao identity, so the requester needs no token, only the right
+	// to patch the OpenBaoCluster; status.stepDown records the value it
+	// handled. A request waits while a rollout runs or the cluster is paused.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	StepDownRequest string `json:"stepDownRequest,omitempty"`
+
 	// TLS configures the certificates OpenBao serves and Raft peers verify.
 	// +kubebuilder:default={mode: OperatorManaged}
 	// +optional

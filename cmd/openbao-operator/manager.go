@@ -16,7 +16,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/openbao/operator/controllers"
 	"github.com/openbao/operator/internal/bootstrap"
@@ -28,6 +27,7 @@ import (
 // managerFlags are the command-line settings of the manager.
 type managerFlags struct {
 	metricsAddr    string
+	metricsSecure  bool
 	probeAddr      string
 	leaderElection bool
 	watchesFile    string
@@ -39,6 +39,7 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	var f managerFlags
 	fs := flag.NewFlagSet("openbao-operator", flag.ContinueOnError)
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to; \"0\" disables it")
+	fs.BoolVar(&f.metricsSecure, "metrics-secure", false, "serve metrics over HTTPS to scrapers whose token may GET /metrics (ClusterRole openbao-operator-metrics-reader)")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz endpoints bind to")
 	fs.BoolVar(&f.leaderElection, "leader-elect", false, "elect one active manager among replicas through a Lease")
 	fs.StringVar(&f.watchesFile, "watches-file", "", "watches.yaml to use instead of the embedded one")
@@ -74,7 +75,7 @@ func runManager(args []string) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  newScheme(),
-		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
+		Metrics:                 controllers.MetricsServerOptions(f.metricsAddr, f.metricsSecure),
 		HealthProbeBindAddress:  f.probeAddr,
 		LeaderElection:          f.leaderElection,
 		LeaderElectionID:        "openbao-operator.openbao.org",

@@ -83,6 +83,7 @@ var all = []Kind{
 	{GVK: networkingv1.SchemeGroupVersion.WithKind("Ingress"), New: func() Object { return &networkingv1.Ingress{} }, Rendered: true, Watch: ByOwner},
 	{GVK: schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1alpha2", Kind: "TLSRoute"}, Rendered: true},
 	{GVK: schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"}, Rendered: true},
+	{GVK: schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PrometheusRule"}, Rendered: true},
 	// Written by the reconcile steps, not the chart. The ones that go with
 	// the data (seal key, root token, CA) have no owner, so Secrets are
 	// mapped to their cluster by its label.

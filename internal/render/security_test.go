@@ -16,7 +16,7 @@ import (
 )
 
 // crdKinds are rendered kinds whose types live outside client-go.
-var crdKinds = map[string]bool{"TLSRoute": true, "ServiceMonitor": true}
+var crdKinds = map[string]bool{"TLSRoute": true, "ServiceMonitor": true, "PrometheusRule": true}
 
 // TestRenderedObjectsDecodeStrictly converts every built-in object into its
 // typed Go struct and fails on any field the type does not know, so a typo

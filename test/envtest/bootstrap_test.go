@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr/funcr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,7 +30,10 @@ import (
 // the root token lands in its Secret and nowhere else; the next pass
 // renders spec.replicas.
 func TestStandardInitStoresTheTokenOnceThenScalesOut(t *testing.T) {
-	ctx := context.Background()
+	var logged strings.Builder
+	ctx := ctrl.LoggerInto(context.Background(), funcr.New(func(prefix, args string) {
+		logged.WriteString(args + "\n")
+	}, funcr.Options{Verbosity: 1}))
 	createNamespace(t, "boot")
 	c := newCluster(t, "boot", `
 metadata: {name: boot}
@@ -83,6 +87,10 @@ spec: {version: 2.4.0, replicas: 3}
 		t.Fatalf("a pass that read a stale uninitialized status left %d replicas, want 3", got)
 	}
 	assertNoLeak(t, c, recorder, token)
+	if n := strings.Count(logged.String(), `"event_type"="openbao.cluster.initialized"`); n != 1 ||
+		!strings.Contains(logged.String(), `"audit"=true`) || strings.Contains(logged.String(), token) {
+		t.Fatalf("want one audit line of the initialization and no token in the log, got %d in:\n%s", n, logged.String())
+	}
 	r.Client = k8s
 	tokenSecretDeletedAndBack(t, c, secret, reconcile, bao, recorder)
 }

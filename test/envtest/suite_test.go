@@ -6,6 +6,7 @@ package envtest_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/openbao/operator/api/v1alpha1"
@@ -44,6 +44,9 @@ var (
 	cfg    *rest.Config
 	scheme = runtime.NewScheme()
 	k8s    client.Client // the tests' own client
+	// metricsURL is the manager's Prometheus endpoint, served as the
+	// operator serves it with --metrics-secure.
+	metricsURL string
 )
 
 func TestMain(m *testing.M) {
@@ -100,9 +103,14 @@ func zapLevel() int8 {
 func startManager(ctx context.Context) error {
 	cacheOptions := controllers.CacheOptions()
 	cacheOptions.DefaultNamespaces = map[string]cache.Config{managedNamespace: {}}
+	metricsAddr, err := freeLoopbackAddress()
+	if err != nil {
+		return err
+	}
+	metricsURL = "https://" + metricsAddr + "/metrics"
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
+		Metrics: controllers.MetricsServerOptions(metricsAddr, true),
 		Cache:   cacheOptions,
 	})
 	if err != nil {
@@ -125,7 +133,34 @@ func startManager(ctx context.Context) error {
 			fmt.Fprintf(os.Stderr, "manager stopped: %v\n", err)
 		}
 	}()
-	return nil
+	return waitForListener(metricsAddr, 30*time.Second)
+}
+
+// waitForListener waits until addr accepts connections: the metrics
+// server starts with the manager, after its self-signed certificate.
+func waitForListener(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return conn.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the metrics endpoint %s is not up after %s: %w", addr, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// freeLoopbackAddress finds a port nobody listens on: the metrics server
+// does not tell which port ":0" gave it.
+func freeLoopbackAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port for the metrics endpoint: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }
 
 func newReconciler(c client.Client, reader client.Reader, rec recorder.EventRecorder) (*controllers.OpenBaoClusterReconciler, error) {

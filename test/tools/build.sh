@@ -41,6 +41,7 @@ recipes() {
 	echo "fake-gcs-server|fake-gcs-server|github.com/fsouza/fake-gcs-server|v1.56.1|-s -w|"
 	echo "controller-gen|controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|v0.23.0|-s -w|"
 	echo "kustomize|kustomize|sigs.k8s.io/kustomize/kustomize/v5|v5.8.2|-s -w|"
+	echo "promtool|promtool|github.com/prometheus/prometheus/cmd/promtool|v0.316.0|-s -w|"
 }
 
 # name | package directory under test/tools | version | binaries to link

@@ -1,0 +1,122 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/api/v1alpha1"
+)
+
+// Commands carry out the plugin's commands in one namespace.
+type Commands struct {
+	Client client.Client
+	// Logs reads pod logs for report; nil leaves them out.
+	Logs      kubernetes.Interface
+	Namespace string
+	Now       func() time.Time
+}
+
+func (c *Commands) cluster(ctx context.Context, name string) (*v1alpha1.OpenBaoCluster, error) {
+	cluster := &v1alpha1.OpenBaoCluster{}
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, cluster); err != nil {
+		return nil, fmt.Errorf("read OpenBaoCluster %s/%s: %w", c.Namespace, name, err)
+	}
+	return cluster, nil
+}
+
+// Status prints the cluster at a glance.
+func (c *Commands) Status(ctx context.Context, name string, w io.Writer) error {
+	cluster, err := c.cluster(ctx, name)
+	if err != nil {
+		return err
+	}
+	pods := &corev1.PodList{}
+	if err := c.Client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(cluster.PodSelectorLabels())); err != nil {
+		return fmt.Errorf("list the pods of %s: %w", name, err)
+	}
+	in := StatusInput{Cluster: cluster, Pods: pods.Items, Now: c.Now(),
+		Certificates: map[string]time.Time{}, CertificateProblems: map[string]string{}}
+	for what, ref := range map[string][2]string{
+		"server": {cluster.TLSServerSecretName(), corev1.TLSCertKey},
+		"ca":     {cluster.TLSCASecretName(), "ca.crt"},
+	} {
+		expiry, problem := c.certificateExpiry(ctx, ref[0], ref[1])
+		if problem != "" {
+			in.CertificateProblems[what] = problem
+			continue
+		}
+		in.Certificates[what] = expiry
+	}
+	return WriteStatus(w, in)
+}
+
+// certificateExpiry reads one public certificate of a TLS Secret; the
+// Secret's other keys (the private key) are never looked at. The problem
+// names the Secret and what went wrong, never its content.
+func (c *Commands) certificateExpiry(ctx context.Context, secretName, key string) (time.Time, string) {
+	s := &corev1.Secret{}
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: secretName}, s); err != nil {
+		return time.Time{}, fmt.Sprintf("cannot read Secret %s: %v", secretName, err)
+	}
+	expiry, err := CertificateExpiry(s.Data[key])
+	if err != nil {
+		return time.Time{}, fmt.Sprintf("Secret %s key %s: %v", secretName, key, err)
+	}
+	return expiry, ""
+}
+
+// SetPaused sets spec.paused with a merge patch, so nothing else of the
+// spec is written.
+func (c *Commands) SetPaused(ctx context.Context, name string, paused bool) error {
+	cluster, err := c.cluster(ctx, name)
+	if err != nil {
+		return err
+	}
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"paused":%t}}`, paused))
+	if err := c.Client.Patch(ctx, cluster, patch); err != nil {
+		return fmt.Errorf("set spec.paused of %s to %t: %w", name, paused, err)
+	}
+	return nil
+}
+
+// Backup asks for an on-demand backup: an OpenBaoBackup naming the cluster,
+// which the operator runs like a scheduled one. It returns its name.
+func (c *Commands) Backup(ctx context.Context, name string) (string, error) {
+	if _, err := c.cluster(ctx, name); err != nil {
+		return "", err
+	}
+	b := &v1alpha1.OpenBaoBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, GenerateName: name + "-manual-",
+			Labels: map[string]string{v1alpha1.LabelCluster: name}},
+		Spec: v1alpha1.OpenBaoBackupSpec{ClusterName: name},
+	}
+	if err := c.Client.Create(ctx, b); err != nil {
+		return "", fmt.Errorf("create an OpenBaoBackup of %s: %w", name, err)
+	}
+	return b.Name, nil
+}
+
+// RequestStepDown writes spec.stepDownRequest (the current time): the
+// operator asks the active server to step down once, with its own OpenBao
+// identity, so the caller needs no token. It returns the request's value,
+// which status.stepDown.request shows once handled.
+func (c *Commands) RequestStepDown(ctx context.Context, name string) (string, error) {
+	cluster, err := c.cluster(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	request := c.Now().UTC().Format(time.RFC3339Nano)
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"stepDownRequest":%q}}`, request))
+	if err := c.Client.Patch(ctx, cluster, patch); err != nil {
+		return "", fmt.Errorf("request a step-down of %s: %w", name, err)
+	}
+	return request, nil
+}

@@ -1,0 +1,90 @@
+package plugin
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/podstate"
+)
+
+func serverPod(name string, active, sealed string, ready bool) corev1.Pod {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
+	if active != "" {
+		p.Labels[podstate.LabelActive] = active
+	}
+	if sealed != "" {
+		p.Labels[podstate.LabelSealed] = sealed
+	}
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
+	return p
+}
+
+// TestStatusShowsEachServerWithItsRoleSealAndRaftState checks the lines a
+// person reads first: which server leads, which is sealed, which is a
+// voter and how far behind, when the certificate expires.
+func TestStatusShowsEachServerWithItsRoleSealAndRaftState(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	c := &v1alpha1.OpenBaoCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "bao"}}
+	c.Spec.Replicas, c.Spec.Version = 3, "2.4.0"
+	c.Status = v1alpha1.OpenBaoClusterStatus{Phase: v1alpha1.PhaseRunning, CurrentVersion: "2.4.0", ReadyReplicas: 2, ActiveLeader: "bao-0",
+		Raft: &v1alpha1.RaftStatus{ObservedAt: metav1.NewTime(now.Add(-3 * time.Minute)), Leader: "bao-0", Healthy: true, FailureTolerance: 1,
+			Servers: []v1alpha1.RaftServer{{ID: "bao-0", Voter: true, Healthy: true},
+				{ID: "bao-1", Voter: true, Healthy: true, Lag: 2, LastContact: &metav1.Duration{Duration: 30 * time.Millisecond}},
+				{ID: "bao-2", Voter: false, Healthy: false, Lag: 900}}},
+		Backup:     &v1alpha1.BackupStatus{LastBackupTime: &metav1.Time{Time: now.Add(-5 * time.Hour)}, LastBackupName: "bao-schedule-1", LastBackupSize: 4096},
+		Conditions: []metav1.Condition{{Type: "Available", Status: metav1.ConditionTrue, Reason: "ActiveServerReady", Message: "bao-0 is active"}},
+	}
+	pods := []corev1.Pod{serverPod("bao-2", "false", "true", false), serverPod("bao-0", "true", "false", true), serverPod("bao-1", "false", "false", true)}
+	var out bytes.Buffer
+	err := WriteStatus(&out, StatusInput{Cluster: c, Pods: pods, Now: now,
+		Certificates: map[string]time.Time{"server": now.Add(72 * time.Hour)}, CertificateProblems: map[string]string{"ca": "cannot read Secret bao-tls-ca: forbidden"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"Phase:", "Running", "Ready:", "2/3", "failure tolerance 1 (read 3m ago)",
+		"expires 2026-03-04T12:00:00Z (in 3d)", "unknown: cannot read Secret bao-tls-ca: forbidden",
+		"bao-schedule-1, 4096 bytes",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("status lacks %q:\n%s", want, got)
+		}
+	}
+	lines := map[string][]string{}
+	for _, l := range strings.Split(got, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], "bao-") {
+			lines[f[0]] = f
+		}
+	}
+	for name, want := range map[string]string{
+		"bao-0": "bao-0 active false true leader true 0 -",
+		"bao-1": "bao-1 standby false true voter true 2 30ms",
+		"bao-2": "bao-2 standby true false non-voter false 900 -",
+	} {
+		if strings.Join(lines[name], " ") != want {
+			t.Errorf("server line of %s: got %q, want %q", name, strings.Join(lines[name], " "), want)
+		}
+	}
+}
+
+func TestCertificateExpiryReadsNotAfter(t *testing.T) {
+	notAfter := time.Date(2027, 1, 2, 3, 4, 5, 0, time.UTC)
+	got, err := CertificateExpiry(selfSigned(t, notAfter))
+	if err != nil || !got.Equal(notAfter) {
+		t.Fatalf("CertificateExpiry = %v, %v; want %v", got, err, notAfter)
+	}
+	if _, err := CertificateExpiry([]byte("not pem")); err == nil {
+		t.Fatal("no error for bytes that are no certificate")
+	}
+}

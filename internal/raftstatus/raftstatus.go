@@ -1,0 +1,73 @@
+// Package raftstatus turns what autopilot reports into status.raft and
+// decides when that copy is old enough to read again.
+package raftstatus
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/upgrade"
+)
+
+// Due says whether status.raft should be read again: never read, or read
+// at least most of a period ago. The tenth of slack lets the resync pass
+// that comes one period after the last read refresh it, instead of the
+// pass after that. Without a period (no resync configured) only the first
+// read is due: reading on every pass is what this guards against.
+func Due(last *v1alpha1.RaftStatus, now time.Time, period time.Duration) bool {
+	if last == nil {
+		return true
+	}
+	if period <= 0 {
+		return false
+	}
+	return now.Sub(last.ObservedAt.Time) >= period-period/10
+}
+
+// Of builds status.raft from the autopilot state and the lag the operator
+// computed for each server (raft.Servers, keyed by node id), which is
+// fresher than autopilot's own.
+func Of(state openbao.AutopilotState, raft *upgrade.Raft, now time.Time) *v1alpha1.RaftStatus {
+	out := &v1alpha1.RaftStatus{
+		ObservedAt: metav1.NewTime(now), Leader: state.Leader, Healthy: state.Healthy,
+		FailureTolerance: clampInt32(int64(state.FailureTolerance)),
+	}
+	for id, s := range state.Servers {
+		server := v1alpha1.RaftServer{
+			ID: id, Voter: s.Status == "voter" || s.Status == "leader", Healthy: s.Healthy,
+			LastIndex: clampIndex(s.LastIndex),
+		}
+		if raft != nil {
+			if known, ok := raft.Servers[id]; ok && known.LagKnown {
+				server.Lag = clampIndex(known.Lag)
+			}
+		}
+		if s.Status != "leader" {
+			server.LastContact = &metav1.Duration{Duration: s.LastContact.Round(time.Millisecond)}
+		}
+		out.Servers = append(out.Servers, server)
+	}
+	// Map order is random; a sorted list keeps the status stable, so an
+	// unchanged cluster is not written again.
+	sort.Slice(out.Servers, func(i, j int) bool { return out.Servers[i].ID < out.Servers[j].ID })
+	return out
+}
+
+func clampIndex(v uint64) int64 {
+	if v > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(v)
+}
+
+func clampInt32(v int64) int32 {
+	if v > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int32(v)
+}

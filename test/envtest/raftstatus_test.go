@@ -1,0 +1,117 @@
+package envtest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/controllers"
+	"github.com/openbao/operator/internal/podstate"
+)
+
+func (ro *rollout) latest() *v1alpha1.OpenBaoCluster {
+	ro.t.Helper()
+	c := &v1alpha1.OpenBaoCluster{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ro.c), c); err != nil {
+		ro.t.Fatal(err)
+	}
+	return c
+}
+
+// TestRaftStatusIsReadOncePerResyncPeriodNotEveryPass: a settled cluster's
+// passes read no autopilot state until about a resync period after the
+// last read; then one pass reads it and publishes it in status.raft.
+func TestRaftStatusIsReadOncePerResyncPeriodNotEveryPass(t *testing.T) {
+	ro := newRollout(t, "raft-status", 3)
+	r := ro.r.(*controllers.OpenBaoClusterReconciler)
+	start := time.Now()
+	clock := clocktesting.NewFakePassiveClock(start)
+	r.Clock = clock
+	ro.bao.AutopilotStateAnswer.Leader = "bao-0"
+	first := ro.latest().Status.Raft
+	if first == nil {
+		t.Fatal("status.raft is not published after the cluster's first passes")
+	}
+	reads := ro.bao.CallCount("AutopilotState")
+	for range 3 {
+		ro.pass()
+	}
+	if got := ro.bao.CallCount("AutopilotState"); got != reads {
+		t.Fatalf("passes within the resync period read the autopilot state %d more times, want 0", got-reads)
+	}
+	clock.SetTime(first.ObservedAt.Add(r.ResyncPeriod))
+	ro.pass()
+	if got := ro.bao.CallCount("AutopilotState"); got != reads+1 {
+		t.Fatalf("the pass a resync period later read the autopilot state %d times, want 1", got-reads)
+	}
+	raft := ro.latest().Status.Raft
+	if raft.Leader != "bao-0" || !raft.Healthy || raft.FailureTolerance != 1 || len(raft.Servers) != 3 {
+		t.Fatalf("status.raft: %+v", raft)
+	}
+	if s := raft.Servers[1]; s.ID != "bao-1" || !s.Voter || s.LastIndex != 98 || s.Lag != 2 {
+		t.Errorf("bao-1 in status.raft: %+v (want voter, last index 98, lag 2 behind the committed 100)", s)
+	}
+	if !raft.ObservedAt.After(first.ObservedAt.Time) {
+		t.Errorf("observedAt did not move: %v then %v", first.ObservedAt, raft.ObservedAt)
+	}
+}
+
+// TestAStepDownRequestIsCarriedOutOncePerValue: spec.stepDownRequest makes
+// the operator ask the active server to step down once; the same value
+// again does nothing, a new value asks again.
+func TestAStepDownRequestIsCarriedOutOncePerValue(t *testing.T) {
+	ro := newRollout(t, "step-down-request", 3)
+	request := func(v string) {
+		t.Helper()
+		c := ro.latest()
+		c.Spec.StepDownRequest = v
+		if err := k8s.Update(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := ro.bao.CallCount("StepDown"); got != 0 {
+		t.Fatalf("%d step-downs before any request", got)
+	}
+	request("2026-01-01T00:00:00Z")
+	ro.pass()
+	ro.pass()
+	if got := ro.bao.CallCount("StepDown"); got != 1 {
+		t.Fatalf("one request led to %d step-downs, want 1", got)
+	}
+	sd := ro.latest().Status.StepDown
+	if sd == nil || sd.Request != "2026-01-01T00:00:00Z" || sd.Server != "bao-0" || sd.Result != v1alpha1.StepDownRequested {
+		t.Fatalf("status.stepDown: %+v", sd)
+	}
+	assertEvents(t, ro.rec, v1alpha1.StepDownRequested)
+	request("2026-01-01T00:05:00Z")
+	ro.pass()
+	if got := ro.bao.CallCount("StepDown"); got != 2 {
+		t.Fatalf("a second request led to %d step-downs in all, want 2", got)
+	}
+}
+
+// TestSealedServersAreExported: a pod whose service-registration label says
+// sealed is counted in openbao_cluster_sealed_replicas after the next pass.
+func TestSealedServersAreExported(t *testing.T) {
+	ro := newRollout(t, "sealed-metric", 3)
+	if got := scrape(t, "openbao_cluster_sealed_replicas", "sealed-metric", "bao"); got[""] != 0 {
+		t.Fatalf("sealed before any server is: %v", got)
+	}
+	pod := &corev1.Pod{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: "sealed-metric", Name: "bao-2"}, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Labels[podstate.LabelSealed] = "true"
+	if err := k8s.Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	ro.pass()
+	if got := scrape(t, "openbao_cluster_sealed_replicas", "sealed-metric", "bao"); got[""] != 1 {
+		t.Fatalf("openbao_cluster_sealed_replicas: %v, want 1", got)
+	}
+}
