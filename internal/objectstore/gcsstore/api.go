@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/oauth2"
+
 	"github.com/openbao/operator/internal/objectstore"
 )
 
@@ -92,7 +94,18 @@ func retryable(err error) bool {
 	if errors.As(err, &apiErr) {
 		return apiErr.Code == http.StatusTooManyRequests || apiErr.Code >= 500
 	}
+	if tokenRefused(err) {
+		return false
+	}
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// tokenRefused says the token endpoint refused the credentials (a key
+// revoked, an account deleted): trying again cannot help.
+func tokenRefused(err error) bool {
+	var tokenErr *oauth2.RetrieveError
+	return errors.As(err, &tokenErr) && tokenErr.Response != nil &&
+		tokenErr.Response.StatusCode >= 400 && tokenErr.Response.StatusCode < 500
 }
 
 // call sends a request without a body (GET, DELETE: idempotent) and

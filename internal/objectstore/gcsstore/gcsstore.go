@@ -200,19 +200,14 @@ func (s *store) Delete(ctx context.Context, key string) error {
 // the bucket or of the request cannot pass by retrying; other failures
 // (network, throttling, 5xx) may.
 func (s *store) fail(op, key string, err error) error {
-	permanent := false
+	permanent := tokenRefused(err)
 	var apiErr *apiError
-	var tokenErr *oauth2.RetrieveError
-	switch {
-	case errors.As(err, &apiErr):
+	if errors.As(err, &apiErr) {
 		switch apiErr.Code {
 		case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
 			http.StatusRequestEntityTooLarge:
 			permanent = true
 		}
-	case errors.As(err, &tokenErr):
-		// The token endpoint refused the key (revoked, deleted account).
-		permanent = tokenErr.Response != nil && tokenErr.Response.StatusCode >= 400 && tokenErr.Response.StatusCode < 500
 	}
 	return &objectstore.Error{Op: op, Key: key, Permanent: permanent, Err: err}
 }
