@@ -39,7 +39,14 @@ func runBackup(args []string, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	peakAnon := executor.SamplePeak(executor.AnonRSS, 50*time.Millisecond)
-	report := executor.Run(logr.NewContext(ctx, log), cfg, executor.Deps{
+	report := executor.Run(logr.NewContext(ctx, log), cfg, executorDeps())
+	report.PeakAnonBytes = peakAnon()
+	return reportAndExit(log, cfg.TerminationLog, report, "backup")
+}
+
+// executorDeps are the real I/O of the backup and restore executors.
+func executorDeps() executor.Deps {
+	return executor.Deps{
 		OpenBao:  openbao.New,
 		NewStore: open.Store,
 		ReadFile: os.ReadFile,
@@ -47,13 +54,17 @@ func runBackup(args []string, stderr io.Writer) error {
 		Random:   rand.Reader,
 		Sleep:    executor.SleepContext,
 		PeakRSS:  executor.PeakRSS,
-	})
-	report.PeakAnonBytes = peakAnon()
-	if err := os.WriteFile(cfg.TerminationLog, report.Encode(), 0o644); err != nil {
-		log.Error(err, "write the report", "path", cfg.TerminationLog)
+	}
+}
+
+// reportAndExit writes an executor's report to the Job's termination log,
+// where the operator reads it; the error says only whether it succeeded.
+func reportAndExit(log logr.Logger, path string, report backup.Report, what string) error {
+	if err := os.WriteFile(path, report.Encode(), 0o644); err != nil {
+		log.Error(err, "write the report", "path", path)
 	}
 	if report.Failed() {
-		return fmt.Errorf("backup failed: %s", report.Reason)
+		return fmt.Errorf("%s failed: %s", what, report.Reason)
 	}
 	return nil
 }

@@ -2,21 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"fmt"
 	"io"
-	"os"
 	"os/signal"
 	"runtime/debug"
 	"syscall"
 
 	"github.com/go-logr/logr"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/openbao/operator/internal/executor"
-	"github.com/openbao/operator/internal/objectstore/open"
-	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/restore"
 )
 
@@ -36,20 +30,6 @@ func runRestore(args []string, stderr io.Writer) error {
 		WithValues("namespace", cfg.Namespace, "cluster", cfg.Cluster, "restore", cfg.Restore)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	report := executor.RunRestore(logr.NewContext(ctx, log), cfg, executor.Deps{
-		OpenBao:  openbao.New,
-		NewStore: open.Store,
-		ReadFile: os.ReadFile,
-		Clock:    clock.RealClock{},
-		Random:   rand.Reader,
-		Sleep:    executor.SleepContext,
-		PeakRSS:  executor.PeakRSS,
-	})
-	if err := os.WriteFile(cfg.TerminationLog, report.Encode(), 0o644); err != nil {
-		log.Error(err, "write the report", "path", cfg.TerminationLog)
-	}
-	if report.Failed() {
-		return fmt.Errorf("restore failed: %s", report.Reason)
-	}
-	return nil
+	report := executor.RunRestore(logr.NewContext(ctx, log), cfg, executorDeps())
+	return reportAndExit(log, cfg.TerminationLog, report, "restore")
 }

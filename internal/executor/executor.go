@@ -55,21 +55,31 @@ var retryWaits = []time.Duration{2 * time.Second, 5 * time.Second}
 // Run takes one backup and returns its report; it never returns a secret
 // in it.
 func Run(ctx context.Context, cfg backup.ExecutorConfig, deps Deps) backup.Report {
+	return runBounded(ctx, cfg.Timeout, deps, "backup", "backup stored and verified", func(ctx context.Context, secrets *redactor) backup.Report {
+		return run(ctx, cfg, deps, secrets)
+	})
+}
+
+// runBounded runs one executor's work within its timeout and completes
+// its report: duration, peak memory, secrets redacted; one log line says
+// how it ended.
+func runBounded(ctx context.Context, timeout time.Duration, deps Deps, what, done string,
+	work func(context.Context, *redactor) backup.Report) backup.Report {
 	start := deps.Clock.Now()
-	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	log := logr.FromContextOrDiscard(ctx)
 	secrets := &redactor{}
-	report := run(ctx, cfg, deps, secrets)
+	report := work(ctx, secrets)
 	report.Duration = deps.Clock.Since(start).Round(time.Millisecond).String()
 	if deps.PeakRSS != nil {
 		report.PeakRSSBytes = deps.PeakRSS()
 	}
 	report.Error = secrets.redact(report.Error)
 	if report.Failed() {
-		log.Info("backup failed", "reason", report.Reason, "error", report.Error, "duration", report.Duration)
+		log.Info(what+" failed", "reason", report.Reason, "error", report.Error, "duration", report.Duration)
 	} else {
-		log.Info("backup stored and verified", "key", report.Key, "size", report.Size, "sha256", report.SHA256,
+		log.Info(done, "key", report.Key, "size", report.Size, "sha256", report.SHA256,
 			"raftIndex", report.RaftIndex, "duration", report.Duration)
 	}
 	return report

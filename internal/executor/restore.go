@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/go-logr/logr"
 
@@ -24,24 +23,9 @@ import (
 // streams into the active server, and ends the upload without its final
 // chunk unless the bytes are the same again.
 func RunRestore(ctx context.Context, cfg restore.ExecutorConfig, deps Deps) backup.Report {
-	start := deps.Clock.Now()
-	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	log := logr.FromContextOrDiscard(ctx)
-	secrets := &redactor{}
-	report := runRestore(ctx, cfg, deps, secrets)
-	report.Duration = deps.Clock.Since(start).Round(time.Millisecond).String()
-	if deps.PeakRSS != nil {
-		report.PeakRSSBytes = deps.PeakRSS()
-	}
-	report.Error = secrets.redact(report.Error)
-	if report.Failed() {
-		log.Info("restore failed", "reason", report.Reason, "error", report.Error, "duration", report.Duration)
-	} else {
-		log.Info("snapshot restored", "key", report.Key, "size", report.Size, "sha256", report.SHA256,
-			"raftIndex", report.RaftIndex, "duration", report.Duration)
-	}
-	return report
+	return runBounded(ctx, cfg.Timeout, deps, "restore", "snapshot restored", func(ctx context.Context, secrets *redactor) backup.Report {
+		return runRestore(ctx, cfg, deps, secrets)
+	})
 }
 
 // checked is what the first read found.

@@ -88,3 +88,24 @@ func IsPermanent(err error) bool {
 	var se *Error
 	return errors.As(err, &se) && se.Permanent
 }
+
+// Download passes a download's failures (not its end) through classify,
+// so that an error in mid-read is told as the store's other errors are.
+func Download(body io.ReadCloser, classify func(error) error) io.ReadCloser {
+	return &download{body: body, classify: classify}
+}
+
+type download struct {
+	body     io.ReadCloser
+	classify func(error) error
+}
+
+func (d *download) Read(p []byte) (int, error) {
+	n, err := d.body.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = d.classify(err)
+	}
+	return n, err
+}
+
+func (d *download) Close() error { return d.body.Close() }

@@ -249,7 +249,7 @@ func (s *store) OpenVersion(ctx context.Context, key, version string) (io.ReadCl
 		}
 		return nil, s.fail("get", key, err)
 	}
-	return &objectReader{body: resp.Body, fail: func(err error) error { return s.fail("get", key, err) }}, nil
+	return objectstore.Download(resp.Body, func(err error) error { return s.fail("get", key, err) }), nil
 }
 
 func (s *store) Open(ctx context.Context, key string) (io.ReadCloser, error) {
@@ -257,24 +257,8 @@ func (s *store) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, s.fail("get", key, err)
 	}
-	return &objectReader{body: resp.Body, fail: func(err error) error { return s.fail("get", key, err) }}, nil
+	return objectstore.Download(resp.Body, func(err error) error { return s.fail("get", key, err) }), nil
 }
-
-// objectReader classifies the errors of a download.
-type objectReader struct {
-	body io.ReadCloser
-	fail func(error) error
-}
-
-func (o *objectReader) Read(p []byte) (int, error) {
-	n, err := o.body.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) {
-		err = o.fail(err)
-	}
-	return n, err
-}
-
-func (o *objectReader) Close() error { return o.body.Close() }
 
 func (s *store) List(ctx context.Context, prefix string) ([]objectstore.Object, error) {
 	var out []objectstore.Object

@@ -14,7 +14,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -195,7 +194,7 @@ func (s *store) OpenVersion(ctx context.Context, key, version string) (io.ReadCl
 	if err != nil {
 		return nil, s.fail("get", key, err)
 	}
-	return &objectReader{obj: obj, fail: func(err error) error { return s.fail("get", key, err) }}, nil
+	return objectstore.Download(obj, func(err error) error { return s.fail("get", key, err) }), nil
 }
 
 func (s *store) Open(ctx context.Context, key string) (io.ReadCloser, error) {
@@ -203,24 +202,8 @@ func (s *store) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, s.fail("get", key, err)
 	}
-	return &objectReader{obj: obj, fail: func(err error) error { return s.fail("get", key, err) }}, nil
+	return objectstore.Download(obj, func(err error) error { return s.fail("get", key, err) }), nil
 }
-
-// objectReader classifies the errors of a download.
-type objectReader struct {
-	obj  *minio.Object
-	fail func(error) error
-}
-
-func (r *objectReader) Read(p []byte) (int, error) {
-	n, err := r.obj.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) {
-		err = r.fail(err)
-	}
-	return n, err
-}
-
-func (r *objectReader) Close() error { return r.obj.Close() }
 
 func (s *store) List(ctx context.Context, prefix string) ([]objectstore.Object, error) {
 	var out []objectstore.Object
