@@ -8,14 +8,18 @@ import (
 
 // publishRaft owns status.raft. It reuses the view a rollout or scale-down
 // read in this pass; otherwise it reads OpenBao only when the copy in the
-// status is about one resync period old, so an idle cluster costs one read
-// of OpenBao (and one status write) per resync, never one per pass. A read
-// that fails keeps the last copy: its observedAt shows its age.
+// status is about one resync period old, or, while the copy shows the
+// cluster unsettled (servers joining, promoted, recovering), every 10 s.
+// A settled idle cluster costs one read of OpenBao (and one status write)
+// per resync, never one per pass. A read that fails keeps the last copy:
+// its observedAt shows its age.
 func (r *OpenBaoClusterReconciler) publishRaft(ctx context.Context, p *pass) error {
 	if !p.status.Initialized || !r.canUseUpgradeToken(p) {
 		return nil
 	}
-	if p.openbao == nil && !raftstatus.Due(p.status.Raft, p.now, r.ResyncPeriod) {
+	replicas := p.cluster.Spec.Replicas
+	if p.openbao == nil && !raftstatus.Due(p.status.Raft, replicas, p.now, r.ResyncPeriod) {
+		p.requeueUnlessSettled(replicas)
 		return nil
 	}
 	v := r.view(ctx, p)
@@ -23,7 +27,16 @@ func (r *OpenBaoClusterReconciler) publishRaft(ctx context.Context, p *pass) err
 		return nil
 	}
 	p.status.Raft = raftstatus.Of(*v.autopilot, v.raft, p.now)
+	p.requeueUnlessSettled(replicas)
 	return nil
+}
+
+// requeueUnlessSettled looks again soon at a cluster whose Raft copy shows
+// it still forming, promoting or recovering, even when no event comes.
+func (p *pass) requeueUnlessSettled(replicas int32) {
+	if !raftstatus.Settled(p.status.Raft, replicas) {
+		p.requeueAfter(raftstatus.UnsettledInterval)
+	}
 }
 
 // canUseUpgradeToken says whether upgradeToken has a way to a token: a

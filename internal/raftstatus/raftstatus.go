@@ -14,19 +14,41 @@ import (
 	"github.com/openbao/operator/internal/upgrade"
 )
 
-// Due says whether status.raft should be read again: never read, or read
-// at least most of a period ago. The tenth of slack lets the resync pass
-// that comes one period after the last read refresh it, instead of the
-// pass after that. Without a period (no resync configured) only the first
-// read is due: reading on every pass is what this guards against.
-func Due(last *v1alpha1.RaftStatus, now time.Time, period time.Duration) bool {
+// UnsettledInterval is how soon a copy that does not show the cluster
+// settled is read again: while servers join, are promoted or recover, the
+// copy of a resync period ago would tell a state long gone.
+const UnsettledInterval = 10 * time.Second
+
+// Due says whether status.raft should be read again: never read; or the
+// copy shows the cluster unsettled (Settled) and is UnsettledInterval
+// old; or it is most of a period old. The tenth of slack lets the resync
+// pass that comes one period after the last read refresh it, instead of
+// the pass after that. Without a period (no resync configured) a settled
+// copy is not read again: reading on every pass is what this guards
+// against.
+func Due(last *v1alpha1.RaftStatus, replicas int32, now time.Time, period time.Duration) bool {
 	if last == nil {
 		return true
 	}
-	if period <= 0 {
+	age := now.Sub(last.ObservedAt.Time)
+	if !Settled(last, replicas) {
+		return age >= UnsettledInterval
+	}
+	return period > 0 && age >= period-period/10
+}
+
+// Settled says the copy shows what the cluster should be: as many servers
+// as replicas, every one a healthy voter, and autopilot content.
+func Settled(last *v1alpha1.RaftStatus, replicas int32) bool {
+	if last == nil || !last.Healthy || int32(len(last.Servers)) != replicas {
 		return false
 	}
-	return now.Sub(last.ObservedAt.Time) >= period-period/10
+	for _, s := range last.Servers {
+		if !s.Voter || !s.Healthy {
+			return false
+		}
+	}
+	return true
 }
 
 // Of builds status.raft from the autopilot state and the lag the operator

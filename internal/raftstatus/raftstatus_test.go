@@ -13,8 +13,14 @@ import (
 
 func TestDue(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	read := func(ago time.Duration) *v1alpha1.RaftStatus {
-		return &v1alpha1.RaftStatus{ObservedAt: metav1.NewTime(now.Add(-ago))}
+	settled := func(ago time.Duration) *v1alpha1.RaftStatus {
+		return &v1alpha1.RaftStatus{ObservedAt: metav1.NewTime(now.Add(-ago)), Healthy: true, Servers: []v1alpha1.RaftServer{
+			{ID: "bao-0", Voter: true, Healthy: true}, {ID: "bao-1", Voter: true, Healthy: true}, {ID: "bao-2", Voter: true, Healthy: true}}}
+	}
+	forming := func(ago time.Duration) *v1alpha1.RaftStatus {
+		r := settled(ago)
+		r.Servers = r.Servers[:1] // read right after init, before the others joined
+		return r
 	}
 	for _, tc := range []struct {
 		name   string
@@ -23,17 +29,37 @@ func TestDue(t *testing.T) {
 		want   bool
 	}{
 		{"never read: due", nil, 10 * time.Minute, true},
-		{"read a minute ago with a ten-minute period: not due", read(time.Minute), 10 * time.Minute, false},
-		{"read just under a period ago (the resync pass): due", read(9*time.Minute + 30*time.Second), 10 * time.Minute, true},
-		{"read two periods ago: due", read(20 * time.Minute), 10 * time.Minute, true},
+		{"settled, read a minute ago with a ten-minute period: not due", settled(time.Minute), 10 * time.Minute, false},
+		{"settled, read just under a period ago (the resync pass): due", settled(9*time.Minute + 30*time.Second), 10 * time.Minute, true},
+		{"settled, read two periods ago: due", settled(20 * time.Minute), 10 * time.Minute, true},
 		{"no resync period, never read: due", nil, 0, true},
-		{"no resync period, read long ago: not due (no read on every pass)", read(24 * time.Hour), 0, false},
+		{"no resync period, settled, read long ago: not due (no read on every pass)", settled(24 * time.Hour), 0, false},
+		{"forming, read 5 s ago: not yet", forming(5 * time.Second), 10 * time.Minute, false},
+		{"forming, read 10 s ago: due, not a period later", forming(10 * time.Second), 10 * time.Minute, true},
+		{"forming, no resync period: due all the same", forming(time.Minute), 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Due(tc.last, now, tc.period); got != tc.want {
+			if got := Due(tc.last, 3, now, tc.period); got != tc.want {
 				t.Fatalf("Due = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestSettled(t *testing.T) {
+	voter := v1alpha1.RaftServer{ID: "a", Voter: true, Healthy: true}
+	if !Settled(&v1alpha1.RaftStatus{Healthy: true, Servers: []v1alpha1.RaftServer{voter}}, 1) {
+		t.Error("one healthy voter of one replica is settled")
+	}
+	for name, r := range map[string]*v1alpha1.RaftStatus{
+		"fewer servers than replicas": {Healthy: true, Servers: []v1alpha1.RaftServer{voter}},
+		"a non-voter":                 {Healthy: true, Servers: []v1alpha1.RaftServer{voter, {ID: "b", Healthy: true}}},
+		"an unhealthy voter":          {Healthy: true, Servers: []v1alpha1.RaftServer{voter, {ID: "b", Voter: true}}},
+		"autopilot unhealthy":         {Servers: []v1alpha1.RaftServer{voter, {ID: "b", Voter: true, Healthy: true}}},
+	} {
+		if Settled(r, 2) {
+			t.Errorf("%s: settled", name)
+		}
 	}
 }
 

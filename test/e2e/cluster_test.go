@@ -62,6 +62,7 @@ func TestClusterFormsServesTLSAndRotatesWithoutRestart(t *testing.T) {
 		}
 	}
 	logf("reissued certificate served by all %d servers without a restart", replicas)
+	pluginStatusAndReport(ctx, t, cl, ns)
 	assertNoLeaks(ctx, t, cl, ns, nil)
 }
 
