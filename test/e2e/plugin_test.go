@@ -34,8 +34,8 @@ func pluginStatusAndReport(ctx context.Context, t *testing.T, cl client.Client, 
 	var status string
 	waitFor(ctx, t, 2*time.Minute, "kubectl openbao status to show the leader and 3 voters", func() (bool, string) {
 		status = runPlugin(t, bin, "status", "bao", "-n", ns)
-		leader, voters := strings.Count(status, " leader "), strings.Count(status, " voter ")
-		return leader == 1 && leader+voters == replicas && strings.Contains(status, " active "), status
+		roles := serverRoles(status)
+		return roles["leader"] == 1 && roles["leader"]+roles["voter"] == replicas && roles["active"] == 1, status
 	})
 	if !strings.Contains(status, "Certificate (server):") || strings.Contains(status, "Certificate (server):  -") {
 		t.Errorf("status shows no server certificate expiry:\n%s", status)
@@ -64,6 +64,19 @@ func pluginStatusAndReport(ctx context.Context, t *testing.T, cl client.Client, 
 		}
 	}
 	logf("kubectl openbao report: %d files, %d operator logs, no Secret value", len(files), operatorLogs)
+}
+
+// serverRoles counts the roles in status's server table (SERVER ROLE
+// SEALED READY RAFT ...): active or standby, and leader or voter.
+func serverRoles(status string) map[string]int {
+	roles := map[string]int{}
+	for _, line := range strings.Split(status, "\n") {
+		if f := strings.Fields(line); len(f) >= 5 && strings.HasPrefix(f[0], "bao-") {
+			roles[f[1]]++
+			roles[f[4]]++
+		}
+	}
+	return roles
 }
 
 // runPlugin runs the plugin with the node's kubeconfig and returns its
