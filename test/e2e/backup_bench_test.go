@@ -319,7 +319,7 @@ with the same parts, nothing else). Medians: the executor copies %.0f MiB/s,
 the floor %.0f MiB/s: **%.0f%%** of the floor (goal >= 80%%). The
 executor's peak RSS (VmHWM) is **%.0f MiB**, of which %.0f MiB anonymous
 (heap, stacks, part buffers; sampled every 50 ms); the rest are pages of
-the operator's own 60 MB binary, which every subcommand of it maps (goal
+the operator's own binary (87 MB), which every subcommand of it maps (goal
 <= 64 MiB).
 
 | run | snapshot | executor | floor | executor/floor | executor peak RSS | floor peak RSS |
