@@ -171,25 +171,13 @@ func (b *baoAPI) put(c *http.Client, path string, body []byte) error {
 }
 
 func enableBenchBackups(ctx context.Context, b *testing.B, cl client.Client, ns string, m *miniotest.Server, token string) {
-	for _, s := range []*corev1.Secret{
-		{ObjectMeta: metav1.ObjectMeta{Name: "store-credentials", Namespace: ns}, StringData: map[string]string{
-			backup.AccessKeyIDKey: m.AccessKey, backup.SecretAccessKeyKey: m.SecretKey}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "backup-token", Namespace: ns}, StringData: map[string]string{"token": token}},
-	} {
-		if err := cl.Create(ctx, s); err != nil {
-			b.Fatal(err)
-		}
-	}
-	c := &v1alpha1.OpenBaoCluster{}
-	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, c); err != nil {
+	tokenSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "backup-token", Namespace: ns}, StringData: map[string]string{"token": token}}
+	if err := cl.Create(ctx, tokenSecret); err != nil {
 		b.Fatal(err)
 	}
-	c.Spec.Backup = &v1alpha1.BackupSpec{TokenSecretRef: &v1alpha1.SecretKeyRef{Name: "backup-token"},
-		Target: v1alpha1.BackupTarget{Endpoint: m.Endpoint, Bucket: m.Bucket, PathPrefix: "bench", UsePathStyle: true,
-			CredentialsSecretRef: &corev1.LocalObjectReference{Name: "store-credentials"}}}
-	if err := cl.Update(ctx, c); err != nil {
-		b.Fatal(err)
-	}
+	setBackupToMinIO(ctx, b, cl, ns, m, "bench", func(s *v1alpha1.BackupSpec) {
+		s.TokenSecretRef = &v1alpha1.SecretKeyRef{Name: "backup-token"}
+	})
 }
 
 // executorRun takes a backup as the operator does and reads the

@@ -140,6 +140,19 @@ func createOneServerCluster(ctx context.Context, t testing.TB, cl client.Client,
 // spec.backup: every minute, the JWT identity, retention of two.
 func enableBackups(ctx context.Context, t *testing.T, cl client.Client, ns string, m *miniotest.Server) {
 	t.Helper()
+	maxCount := int32(2)
+	setBackupToMinIO(ctx, t, cl, ns, m, "e2e", func(b *v1alpha1.BackupSpec) {
+		b.Schedule, b.JWTAuthRole = "* * * * *", "backup"
+		b.Retention = &v1alpha1.BackupRetention{MaxCount: &maxCount}
+	})
+}
+
+// setBackupToMinIO stores MinIO's credentials in Secret store-credentials
+// and points the cluster's spec.backup at MinIO under prefix; set adds the
+// rest (identity, schedule, retention).
+func setBackupToMinIO(ctx context.Context, t testing.TB, cl client.Client, ns string, m *miniotest.Server, prefix string,
+	set func(*v1alpha1.BackupSpec)) {
+	t.Helper()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "store-credentials", Namespace: ns}, StringData: map[string]string{
 		backup.AccessKeyIDKey: m.AccessKey, backup.SecretAccessKeyKey: m.SecretKey}}
 	if err := cl.Create(ctx, secret); err != nil {
@@ -149,13 +162,11 @@ func enableBackups(ctx context.Context, t *testing.T, cl client.Client, ns strin
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, c); err != nil {
 		t.Fatal(err)
 	}
-	maxCount := int32(2)
 	c.Spec.Backup = &v1alpha1.BackupSpec{
-		Schedule: "* * * * *", JWTAuthRole: "backup",
-		Target: v1alpha1.BackupTarget{Endpoint: m.Endpoint, Bucket: m.Bucket, PathPrefix: "e2e", UsePathStyle: true,
+		Target: v1alpha1.BackupTarget{Endpoint: m.Endpoint, Bucket: m.Bucket, PathPrefix: prefix, UsePathStyle: true,
 			CredentialsSecretRef: &corev1.LocalObjectReference{Name: "store-credentials"}},
-		Retention: &v1alpha1.BackupRetention{MaxCount: &maxCount},
 	}
+	set(c.Spec.Backup)
 	if err := cl.Update(ctx, c); err != nil {
 		t.Fatal(err)
 	}

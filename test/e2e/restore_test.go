@@ -10,12 +10,10 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
-	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/podstate"
 	"github.com/openbao/operator/test/miniotest"
 )
@@ -119,19 +117,5 @@ func activeBaoAPI(ctx context.Context, t testing.TB, cl client.Client, ns, root 
 // scheduled backup waits beside the restore.
 func enableOnDemandBackups(ctx context.Context, t *testing.T, cl client.Client, ns string, m *miniotest.Server) {
 	t.Helper()
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "store-credentials", Namespace: ns}, StringData: map[string]string{
-		backup.AccessKeyIDKey: m.AccessKey, backup.SecretAccessKeyKey: m.SecretKey}}
-	if err := cl.Create(ctx, secret); err != nil {
-		t.Fatal(err)
-	}
-	c := &v1alpha1.OpenBaoCluster{}
-	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, c); err != nil {
-		t.Fatal(err)
-	}
-	c.Spec.Backup = &v1alpha1.BackupSpec{JWTAuthRole: "backup",
-		Target: v1alpha1.BackupTarget{Endpoint: m.Endpoint, Bucket: m.Bucket, PathPrefix: "e2e-restore", UsePathStyle: true,
-			CredentialsSecretRef: &corev1.LocalObjectReference{Name: "store-credentials"}}}
-	if err := cl.Update(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	setBackupToMinIO(ctx, t, cl, ns, m, "e2e-restore", func(b *v1alpha1.BackupSpec) { b.JWTAuthRole = "backup" })
 }
