@@ -36,6 +36,8 @@ func (r *OpenBaoClusterReconciler) reconcileBootstrap(ctx context.Context, p *pa
 		return r.keepInitializedTold(ctx, p)
 	case bootstrap.ActionInitialize:
 		return r.initialize(ctx, p)
+	case bootstrap.ActionReset:
+		return r.resetBootstrap(ctx, p, d)
 	case bootstrap.ActionAdopt, bootstrap.ActionMarkInitialized:
 		p.status.Initialized = true
 		p.status.SelfInitialized = d.Action == bootstrap.ActionAdopt && d.SelfInitialized
@@ -59,7 +61,16 @@ func (r *OpenBaoClusterReconciler) observeBootstrap(ctx context.Context, p *pass
 		Initialized: status.Initialized, SelfInitialized: status.SelfInitialized,
 		SelfInit:            c.Spec.SelfInit != nil && c.Spec.SelfInit.Enabled,
 		RootTokenSecretName: c.RootTokenSecretName(),
-		Now:                 p.now, InitStarted: status.InitializationStarted != nil,
+		Now:                 p.now,
+		InitStarted:         status.InitializationStarted != nil,
+		ResetDone:           status.BootstrapReset != nil,
+	}
+	if obs.ResetDone && !obs.Initialized {
+		pending, err := r.resetPending(ctx, c, status.BootstrapReset)
+		if err != nil {
+			return obs, err
+		}
+		obs.ResetPending = pending
 	}
 	r.memory.with(client.ObjectKeyFromObject(c), c.UID, func(m *clusterMemory) {
 		obs.InitFailures, obs.LastInitFailure = m.initFailures, m.lastInitFailure
@@ -146,9 +157,14 @@ func (r *OpenBaoClusterReconciler) initFailed(p *pass, initErr *bootstrap.InitEr
 		m.lastInitFailure = p.now
 		failures = m.initFailures
 	})
-	p.status.Initialized = p.status.Initialized || initErr.Initialized
-	p.setCondition(v1alpha1.ConditionOpenBaoInitialized, initErr.Initialized, initErr.Reason, initErr.Error())
+	p.setCondition(v1alpha1.ConditionOpenBaoInitialized, false, initErr.Reason, initErr.Error())
 	p.record("Warning", initErr.Reason, "Initialize", initErr.Error())
+	if initErr.Reason == bootstrap.ReasonRootTokenLost {
+		// status.initialized stays false: the next pass finds OpenBao
+		// initialized without a token and resets it (bootstrap.Decide).
+		p.requeueAfter(bootstrap.PollInterval)
+		return
+	}
 	p.requeueAfter(bootstrap.InitBackoff(failures))
 }
 

@@ -18,6 +18,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=delete
 
 // finalizeRetry paces the wait for the servers to stop.
 const finalizeRetry = 2 * time.Second

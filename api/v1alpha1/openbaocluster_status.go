@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ClusterPhase summarizes where a cluster is in its life.
@@ -48,6 +49,11 @@ type OpenBaoClusterStatus struct {
 	// rather than mistaking the cluster for one initialized elsewhere.
 	// +optional
 	InitializationStarted *metav1.Time `json:"initializationStarted,omitempty"`
+	// BootstrapReset records the one time the operator wiped pod-0 to
+	// initialize again, after its sys/init call was cut off and the root
+	// token reached no one.
+	// +optional
+	BootstrapReset *BootstrapReset `json:"bootstrapReset,omitempty"`
 	// IdentityConfigured says the operator's own identity is in place in
 	// OpenBao: the JWT auth method at openbao-operator and the upgrade and
 	// backup roles and policies, set up once at initialization.
@@ -165,4 +171,23 @@ type OpenBaoClusterList struct {
 
 func init() {
 	SchemeBuilder.Register(&OpenBaoCluster{}, &OpenBaoClusterList{})
+}
+
+// BootstrapReset is the record of the operator wiping pod-0 after a lost
+// initialization: no credential existed, so no data could have been
+// written. It is written before anything is deleted and stays, so that a
+// cluster is reset at most once.
+type BootstrapReset struct {
+	// LostInitializationStarted is when the sys/init call whose root token
+	// was lost began.
+	// +optional
+	LostInitializationStarted *metav1.Time `json:"lostInitializationStarted,omitempty"`
+	// Started is when the operator began the reset.
+	Started metav1.Time `json:"started"`
+	// PodUID and ClaimUID name the pod and the data volume claim that held
+	// the lost initialization; the reset is under way while either exists.
+	// +optional
+	PodUID types.UID `json:"podUID,omitempty"`
+	// +optional
+	ClaimUID types.UID `json:"claimUID,omitempty"`
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -45,7 +46,9 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	fs.StringVar(&f.watchesFile, "watches-file", "", "watches.yaml to use instead of the embedded one")
 	fs.StringVar(&f.namespace, "operator-namespace", os.Getenv("OPERATOR_NAMESPACE"), "namespace the operator runs in (its pods may reach OpenBao's API port)")
 	fs.StringVar(&f.image, "operator-image", os.Getenv("OPERATOR_IMAGE"), "the operator's image, whose bao-wrapper OpenBao pods run (default: read from the operator's own pod, POD_NAME)")
-	zapOpts := zap.Options{}
+	// Audit lines of one bootstrap fall within a second; RFC 3339 with
+	// nanoseconds keeps their order readable (--zap-time-encoding overrides).
+	zapOpts := zap.Options{TimeEncoder: zapcore.RFC3339NanoTimeEncoder}
 	zapOpts.BindFlags(fs)
 	return f, zapOpts, fs.Parse(args)
 }

@@ -25,6 +25,11 @@ const (
 	// ActionMarkInitialized: this operator initialized it (the token is
 	// stored) but status was not written; set status.initialized.
 	ActionMarkInitialized Action = "MarkInitialized"
+	// ActionReset: the root token of this operator's own sys/init reached
+	// no one, so no credential exists and no data can have been written:
+	// record the reset (once), delete pod-0 and its data volume, and let
+	// the StatefulSet bring up an empty pod-0 to initialize again.
+	ActionReset Action = "Reset"
 	// ActionDegraded: set Degraded with Reason and Message; requeue after
 	// RequeueAfter.
 	ActionDegraded Action = "Degraded"
@@ -50,6 +55,9 @@ const (
 	// operator, during its own bootstrap.
 	ReasonInitializedElsewhere = "InitializedElsewhere"
 	ReasonInitFailed           = "InitFailed"
+	// ReasonResettingLostInitialization: pod-0 is being wiped to
+	// initialize again after a lost root token.
+	ReasonResettingLostInitialization = "ResettingLostInitialization"
 )
 
 // Requeue intervals.
@@ -91,6 +99,9 @@ func Decide(o Observed) Decision {
 	if o.Initialized {
 		return Decision{Action: ActionNone, Reason: ReasonInitialized}
 	}
+	if o.ResetPending {
+		return reset(o)
+	}
 	if o.Pod0 == nil {
 		return wait(ReasonPodMissing, "waiting for pod-0 to be created", WatchedWait)
 	}
@@ -128,14 +139,18 @@ func adopt(o Observed) Decision {
 	case o.RootTokenSecretExists:
 		return Decision{Action: ActionMarkInitialized, Reason: ReasonInitialized,
 			Message: fmt.Sprintf("initialized; the root token is in Secret %s", o.RootTokenSecretName)}
+	case o.InitStarted && !o.ResetDone:
+		// This operator called sys/init and the answer reached nobody (it
+		// was killed inside the call, or could not store the token): no
+		// credential exists, so nobody can have written data. Starting over
+		// loses nothing; once, so that a fault that repeats is shown.
+		return reset(o)
 	case o.InitStarted:
-		// This operator called sys/init and stopped before it stored the
-		// answer: OpenBao finished, the token reached nobody. Saying so
-		// beats adopting the cluster as if someone else had initialized it.
 		return Decision{Action: ActionAdopt, Reason: ReasonRootTokenLost, Message: fmt.Sprintf(
-			"the operator stopped during its sys/init call, so the root token was never stored in Secret %s. "+
-				"The cluster holds no data yet: to start over, delete the OpenBaoCluster and pod-0's volume "+
-				"(data-<cluster>-0) and create it again", o.RootTokenSecretName)}
+			"the root token of the operator's sys/init was lost again after pod-0 had already been wiped once "+
+				"to initialize anew, so it was never stored in Secret %s and the operator does not wipe again. "+
+				"The cluster holds no data: find why the token could not be stored (the operator's logs and Events), "+
+				"then delete the OpenBaoCluster and pod-0's volume (data-<cluster>-0) and create it again", o.RootTokenSecretName)}
 	}
 	// Nobody the operator knows initialized it: whoever reached port 8200
 	// first may hold the root token. That is a security event, never an
@@ -147,6 +162,13 @@ func adopt(o Observed) Decision {
 			"OpenBaoCluster and its pods' data volumes and create it again. If it was you (for example the volumes of an earlier "+
 			"cluster of this name), store its root token in Secret %s under the key token and the operator adopts it",
 		o.Pod0.Name, o.RootTokenSecretName, o.RootTokenSecretName))
+}
+
+func reset(o Observed) Decision {
+	return Decision{Action: ActionReset, Reason: ReasonResettingLostInitialization, RequeueAfter: PollInterval, Message: fmt.Sprintf(
+		"the operator's sys/init call was cut off before the root token was stored in Secret %s, so nobody holds a "+
+			"credential and no data can have been written: pod-0 and its data volume are being deleted to initialize "+
+			"again, once", o.RootTokenSecretName)}
 }
 
 func initialize(o Observed) Decision {

@@ -171,22 +171,48 @@ func TestNeedsHealthOnlyWhenLabelsDoNotTell(t *testing.T) {
 	}
 }
 
-// TestAnInitCutShortIsReportedNotAdopted: the operator recorded that it was
-// calling sys/init, then stopped; OpenBao finished and the token reached
-// nobody. The next operator must say the token is lost, not adopt the
-// cluster as one initialized elsewhere, and never initialize again.
-func TestAnInitCutShortIsReportedNotAdopted(t *testing.T) {
-	d := bootstrap.Decide(bootstrap.Observed{
+// TestAnInitCutShortIsResetOnceThenReported: the operator recorded that it
+// was calling sys/init, then stopped; OpenBao finished and the token
+// reached nobody. Nobody holds a credential, so the next operator wipes
+// pod-0 and initializes again, once; it never adopts the cluster as one
+// initialized elsewhere. A second loss is reported, not reset again.
+func TestAnInitCutShortIsResetOnceThenReported(t *testing.T) {
+	lost := bootstrap.Observed{
 		Pod0: pod0(label(podstate.LabelInitialized, "true")), Health: health(true), InitStarted: true,
 		RootTokenSecretName: "bao-root-token", Now: now,
-	})
-	if d.Action != bootstrap.ActionAdopt || d.Reason != bootstrap.ReasonRootTokenLost {
-		t.Fatalf("got %s/%s, want Adopt/RootTokenLost", d.Action, d.Reason)
 	}
-	withSecret := bootstrap.Decide(bootstrap.Observed{
-		Pod0: pod0(label(podstate.LabelInitialized, "true")), Health: health(true), InitStarted: true, RootTokenSecretExists: true, Now: now,
-	})
-	if withSecret.Action != bootstrap.ActionMarkInitialized {
-		t.Fatalf("with the token stored: got %s, want MarkInitialized", withSecret.Action)
+	if d := bootstrap.Decide(lost); d.Action != bootstrap.ActionReset || d.RequeueAfter <= 0 {
+		t.Fatalf("first loss: got %s/%s (requeue %s), want Reset with a requeue", d.Action, d.Reason, d.RequeueAfter)
+	}
+	again := lost
+	again.ResetDone = true
+	if d := bootstrap.Decide(again); d.Action != bootstrap.ActionAdopt || d.Reason != bootstrap.ReasonRootTokenLost {
+		t.Fatalf("loss after a reset: got %s/%s, want Adopt/RootTokenLost", d.Action, d.Reason)
+	}
+	withSecret := lost
+	withSecret.RootTokenSecretExists = true
+	if d := bootstrap.Decide(withSecret); d.Action != bootstrap.ActionMarkInitialized {
+		t.Fatalf("with the token stored: got %s, want MarkInitialized", d.Action)
+	}
+}
+
+// TestAResetUnderWayIsFinishedBeforeAnythingElse: while the old pod-0 or
+// its volume exists, the reset goes on, whatever the old pod still says;
+// once both are gone, an empty pod-0 is initialized as usual.
+func TestAResetUnderWayIsFinishedBeforeAnythingElse(t *testing.T) {
+	pending := bootstrap.Observed{
+		Pod0: pod0(label(podstate.LabelInitialized, "true")), Health: health(true),
+		ResetDone: true, ResetPending: true, Now: now,
+	}
+	if d := bootstrap.Decide(pending); d.Action != bootstrap.ActionReset {
+		t.Fatalf("reset under way: got %s/%s, want Reset", d.Action, d.Reason)
+	}
+	pending.Pod0 = nil
+	if d := bootstrap.Decide(pending); d.Action != bootstrap.ActionReset {
+		t.Fatalf("reset under way, pod gone: got %s/%s, want Reset", d.Action, d.Reason)
+	}
+	fresh := bootstrap.Observed{Pod0: pod0(label(podstate.LabelInitialized, "false")), ResetDone: true, Now: now}
+	if d := bootstrap.Decide(fresh); d.Action != bootstrap.ActionInitialize {
+		t.Fatalf("after the reset: got %s/%s, want Initialize", d.Action, d.Reason)
 	}
 }

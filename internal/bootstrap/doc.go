@@ -30,13 +30,15 @@
 //     finishes sys/init whatever the caller does. Only a hard kill (SIGKILL,
 //     a lost node) inside step 2 loses the token;
 //  4. if every attempt fails, the cluster is initialized and the token is
-//     lost: InitError{Reason: RootTokenLost, Initialized: true}. The
-//     reconciler marks status.initialized (so replicas scale out and init
-//     is never retried) and sets Degraded RootTokenLost. sys/init is sent
-//     as {} (no recovery keys), so generate-root has nothing to work with;
-//     but the cluster was initialized moments ago and holds no data, so
-//     the recovery is to delete pod-0's volume and let the operator
-//     initialize again (a user decision, never automatic). The operator
+//     lost: InitError{Reason: RootTokenLost, Initialized: true}. sys/init
+//     is sent as {} (no recovery keys), so generate-root has nothing to
+//     work with; but nobody holds a credential, so nobody can have written
+//     data. The reconciler leaves status.initialized false, and Decide
+//     answers the next pass with ActionReset: pod-0 and its volume are
+//     wiped and initialized again, once (status.bootstrapReset); a second
+//     loss is Degraded RootTokenLost. The same holds for a hard kill
+//     inside step 2 (status.initializationStarted is the trace). The
+//     operator
 //     never holds the token elsewhere (no log, event, condition, error,
 //     annotation, or retry buffer across reconciles).
 //

@@ -11,17 +11,21 @@ import (
 
 // FuzzDecide holds the invariants of Decide over arbitrary snapshots:
 // no hot loop, no second init, no init in self-init mode, no init over an
-// existing root-token Secret, no adoption a label alone asserts, and every
-// outcome has a reason.
+// existing root-token Secret, no adoption a label alone asserts, no wipe
+// of a cluster that may hold data or was reset before, and every outcome
+// has a reason.
 func FuzzDecide(f *testing.F) {
-	f.Add(true, true, "false", false, false, false, false, false, "", int32(0), 0, int64(0))
-	f.Add(true, true, "", true, true, false, false, false, "CrashLoopBackOff", int32(5), 2, int64(3))
-	f.Add(true, true, "true", false, false, true, true, false, "", int32(0), 0, int64(0))
+	f.Add(true, true, "false", false, false, false, false, false, "", int32(0), 0, int64(0), false, false, false)
+	f.Add(true, true, "", true, true, false, false, false, "CrashLoopBackOff", int32(5), 2, int64(3), false, false, false)
+	f.Add(true, true, "true", false, false, true, true, false, "", int32(0), 0, int64(0), false, false, false)
+	f.Add(true, true, "true", true, true, false, false, false, "", int32(0), 0, int64(0), true, false, false)
+	f.Add(false, false, "", false, false, false, false, false, "", int32(0), 0, int64(0), false, true, true)
 	f.Fuzz(func(t *testing.T, hasPod, running bool, initLabel string, hasHealth, healthInit, selfInit, secret, statusInit bool,
-		waiting string, restarts int32, failures int, sinceFailure int64) {
+		waiting string, restarts int32, failures int, sinceFailure int64, initStarted, resetDone, resetPending bool) {
 		obs := bootstrap.Observed{
 			Initialized: statusInit, SelfInit: selfInit, RootTokenSecretExists: secret,
 			InitFailures: failures, Now: now, LastInitFailure: now.Add(-time.Duration(sinceFailure)),
+			InitStarted: initStarted, ResetDone: resetDone, ResetPending: resetDone && resetPending,
 		}
 		if hasPod {
 			p := pod0(func(p *podstate.Pod) { p.Running, p.WaitingReason, p.RestartCount = running, waiting, restarts })
@@ -49,6 +53,20 @@ func FuzzDecide(f *testing.F) {
 				t.Errorf("initialize a cluster that is or may be initialized: %+v", obs)
 			case !obs.Pod0.Started():
 				t.Error("initialize a pod whose container has not started")
+			}
+		}
+		// A wipe only of a cluster no credential opened, and only once: a
+		// new reset needs this operator's own cut-off sys/init confirmed by
+		// sys/health; one under way is finished.
+		if d.Action == bootstrap.ActionReset {
+			switch {
+			case statusInit:
+				t.Errorf("reset of a cluster whose status is initialized: %+v", obs)
+			case obs.ResetPending: // one under way is finished
+			case secret, selfInit:
+				t.Errorf("reset with Secret %v, self-init %v", secret, selfInit)
+			case resetDone || !initStarted || obs.Health == nil || !obs.Health.Initialized:
+				t.Errorf("reset without a first, confirmed, cut-off sys/init: %+v", obs)
 			}
 		}
 		// Adoption only on proof: sys/health said initialized.

@@ -91,10 +91,9 @@ type InitOutcome struct {
 // RootTokenSecretUnwritable, retry with backoff). If sys/init fails, the
 // cluster is still uninitialized (Reason InitFailed, retry with backoff).
 // If every create fails, the cluster is initialized and its root token is
-// lost (Reason RootTokenLost, Initialized true): mark status.initialized,
-// set Degraded, never call sys/init again. The fresh cluster holds no data
-// and no recovery keys exist (sys/init sends {}), so recovery is deleting
-// pod-0's volume and initializing again, by the user's decision.
+// lost (Reason RootTokenLost, Initialized true). The fresh cluster holds
+// no data and no recovery keys exist (sys/init sends {}), so Decide resets
+// it once (ActionReset): pod-0's volume is wiped and initialized again.
 func Initialize(ctx context.Context, c openbao.Client, store TokenStore, opts InitOptions) (InitOutcome, error) {
 	log := logr.FromContextOrDiscard(ctx).WithValues("secret", store.Name())
 	if err := store.DryRunCreate(ctx); err != nil {
@@ -109,6 +108,7 @@ func Initialize(ctx context.Context, c openbao.Client, store TokenStore, opts In
 	// it; the manager waits that long for running passes when it stops.
 	critical, cancel := context.WithTimeout(context.WithoutCancel(ctx), CriticalDeadline)
 	defer cancel()
+	log.Info("calling sys/init", "audit", true, "event_type", "openbao.bootstrap.init_started")
 	res, err := c.Init(critical, opts.Request)
 	if err != nil {
 		return InitOutcome{}, &InitError{Reason: ReasonInitFailed, Err: err}

@@ -30,6 +30,12 @@ type Observed struct {
 	// InitStarted says this operator recorded, before calling sys/init,
 	// that it was about to (status.initializationStarted).
 	InitStarted bool
+	// ResetDone says the operator has wiped pod-0 once already to
+	// initialize again after a lost root token (status.bootstrapReset);
+	// ResetPending that the pod or volume of the lost initialization still
+	// exists, so the wipe is not finished.
+	ResetDone    bool
+	ResetPending bool
 
 	// InitFailures counts consecutive failed init attempts and
 	// LastInitFailure is when the last one failed; they pace retries.

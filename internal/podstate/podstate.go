@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Labels that OpenBao's Kubernetes service registration maintains on its pod.
@@ -28,6 +29,7 @@ const ContainerName = "openbao"
 // Pod is what the operator needs of one server pod.
 type Pod struct {
 	Name string
+	UID  types.UID
 	// Ordinal is the StatefulSet ordinal from the name; -1 when the name
 	// carries none.
 	Ordinal int
@@ -54,7 +56,7 @@ type Pod struct {
 
 // FromKube extracts Pod from a Kubernetes pod.
 func FromKube(p *corev1.Pod) Pod {
-	out := Pod{Name: p.Name, Ordinal: ordinalOf(p.Name), Phase: p.Status.Phase, Labels: p.Labels,
+	out := Pod{Name: p.Name, UID: p.UID, Ordinal: ordinalOf(p.Name), Phase: p.Status.Phase, Labels: p.Labels,
 		Revision: p.Labels[appsv1.ControllerRevisionHashLabelKey], IP: p.Status.PodIP}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {

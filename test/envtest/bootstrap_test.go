@@ -8,7 +8,9 @@ import (
 	"github.com/go-logr/logr/funcr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -208,11 +210,13 @@ func assertNoLeak(t *testing.T, c *v1alpha1.OpenBaoCluster, recorder *events.Fak
 	}
 }
 
-// TestAnInitCutShortStaysReported: the operator recorded the start of
-// sys/init and stopped before storing the token; OpenBao finished. Every
-// later pass must report RootTokenLost (phase Degraded), mark the cluster
-// initialized so it scales out, and never call sys/init again.
-func TestAnInitCutShortStaysReported(t *testing.T) {
+// TestAnInitCutShortIsResetOnce: the operator recorded the start of
+// sys/init and stopped before storing the token; OpenBao finished. Nobody
+// holds a credential, so the next operator records the reset, deletes
+// pod-0 and its volume claim by UID (never a newer pod-0), keeps the
+// cluster at one server meanwhile, and initializes the empty pod-0 that
+// replaces them, once.
+func TestAnInitCutShortIsResetOnce(t *testing.T) {
 	ctx := context.Background()
 	createNamespace(t, "lost")
 	c := newCluster(t, "lost", `
@@ -227,36 +231,132 @@ spec: {version: 2.4.0, replicas: 3}
 	if err := k8s.Status().Update(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	runningPod0(t, "lost", "boot-0")
-	pod := &corev1.Pod{}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "lost", Name: "boot-0"}, pod); err != nil {
-		t.Fatal(err)
-	}
-	pod.Labels[podstate.LabelInitialized] = "true"
-	if err := k8s.Update(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	bao := &openbaofake.Client{HealthAnswer: openbao.Health{Initialized: true}}
-	r := reconcilerWith(t, bao, &events.FakeRecorder{})
+	oldPod := initializedPod0(t, "lost")
+	oldClaim := dataClaim(t, "lost", "data-boot-0")
+	bao := &openbaofake.Client{HealthAnswer: openbao.Health{Initialized: true},
+		InitAnswer: openbao.InitResult{RootToken: openbao.NewToken("s.RESET-TOKEN-3c9e")}, InitMarksInitialized: true}
+	rec := events.NewFakeRecorder(50)
+	r := reconcilerWith(t, bao, rec)
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
-	for pass := 1; pass <= 3; pass++ {
-		if _, err := r.Reconcile(ctx, req); err != nil {
-			t.Fatalf("pass %d: %v", pass, err)
-		}
-		latest := &v1alpha1.OpenBaoCluster{}
-		if err := k8s.Get(ctx, req.NamespacedName, latest); err != nil {
-			t.Fatal(err)
-		}
-		cond := meta.FindStatusCondition(latest.Status.Conditions, v1alpha1.ConditionOpenBaoInitialized)
-		if cond == nil || cond.Reason != bootstrap.ReasonRootTokenLost || latest.Status.Phase != v1alpha1.PhaseDegraded {
-			t.Fatalf("pass %d: condition %+v phase %s, want RootTokenLost and Degraded", pass, cond, latest.Status.Phase)
-		}
-		if !latest.Status.Initialized {
-			t.Fatalf("pass %d: not marked initialized", pass)
-		}
+	reconcileCluster(t, r, req)
+
+	latest := getCluster(t, req.NamespacedName)
+	reset := latest.Status.BootstrapReset
+	if reset == nil || reset.PodUID != oldPod.UID || reset.ClaimUID != oldClaim.UID ||
+		reset.LostInitializationStarted == nil || latest.Status.InitializationStarted != nil {
+		t.Fatalf("reset not recorded with the old pod, claim and init start: %+v (initializationStarted %v)", reset, latest.Status.InitializationStarted)
 	}
-	if n := bao.CallCount("Init"); n != 0 {
-		t.Fatalf("sys/init called %d times on an initialized cluster", n)
+	assertInitializedCondition(t, latest, bootstrap.ReasonResettingLostInitialization, false)
+	assertEventWith(t, rec, bootstrap.ReasonResettingLostInitialization)
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(oldPod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("old pod-0 not deleted: %v", err)
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(oldClaim), claim); err != nil || claim.DeletionTimestamp == nil {
+		t.Fatalf("old claim not being deleted: %v", err)
+	}
+
+	// The claim is still terminating: the reset goes on, nothing starts.
+	newPod := initializedPod0(t, "lost")
+	reconcileCluster(t, r, req)
+	assertInitializedCondition(t, getCluster(t, req.NamespacedName), bootstrap.ReasonResettingLostInitialization, false)
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(newPod), &corev1.Pod{}); err != nil {
+		t.Fatalf("a pod-0 created after the reset was deleted: %v", err)
+	}
+	if n := bao.CallCount("Init"); n != 0 || stsReplicas(t, "lost", "boot") != 1 {
+		t.Fatalf("sys/init called %d times, replicas %d, while the old volume exists", n, stsReplicas(t, "lost", "boot"))
+	}
+
+	// The claim goes (the StatefulSet's new pod-0 runs on a new one) and
+	// OpenBao answers uninitialized: initialized again, once.
+	claim.Finalizers = nil
+	if err := k8s.Update(ctx, claim); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	bao.HealthAnswer = openbao.Health{Initialized: false, Sealed: true}
+	setPodLabel(t, newPod, podstate.LabelInitialized, "false")
+	for pass := 0; pass < 3; pass++ {
+		reconcileCluster(t, r, req)
+	}
+	latest = getCluster(t, req.NamespacedName)
+	if n := bao.CallCount("Init"); n != 1 || !latest.Status.Initialized || latest.Status.BootstrapReset == nil {
+		t.Fatalf("after the reset: sys/init called %d times, initialized %v, reset %+v", n, latest.Status.Initialized, latest.Status.BootstrapReset)
+	}
+	assertInitializedCondition(t, latest, bootstrap.ReasonInitialized, true)
+}
+
+func initializedPod0(t *testing.T, ns string) *corev1.Pod {
+	t.Helper()
+	runningPod0(t, ns, "boot-0")
+	pod := &corev1.Pod{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "boot-0"}, pod); err != nil {
+		t.Fatal(err)
+	}
+	setPodLabel(t, pod, podstate.LabelInitialized, "true")
+	return pod
+}
+
+func setPodLabel(t *testing.T, pod *corev1.Pod, key, value string) {
+	t.Helper()
+	patch := client.MergeFrom(pod.DeepCopy())
+	pod.Labels[key] = value
+	if err := k8s.Patch(context.Background(), pod, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dataClaim creates a volume claim as the StatefulSet would, with the
+// protection finalizer the volume controller keeps while a pod uses it.
+func dataClaim(t *testing.T, ns, name string) *corev1.PersistentVolumeClaim {
+	t.Helper()
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Finalizers: []string{"kubernetes.io/pvc-protection"}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if err := k8s.Create(context.Background(), claim); err != nil {
+		t.Fatal(err)
+	}
+	return claim
+}
+
+func reconcileCluster(t *testing.T, r *controllers.OpenBaoClusterReconciler, req ctrl.Request) {
+	t.Helper()
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+}
+
+func getCluster(t *testing.T, key client.ObjectKey) *v1alpha1.OpenBaoCluster {
+	t.Helper()
+	c := &v1alpha1.OpenBaoCluster{}
+	if err := k8s.Get(context.Background(), key, c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func assertInitializedCondition(t *testing.T, c *v1alpha1.OpenBaoCluster, reason string, initialized bool) {
+	t.Helper()
+	cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionOpenBaoInitialized)
+	if cond == nil || cond.Reason != reason || (cond.Status == metav1.ConditionTrue) != initialized || c.Status.Initialized != initialized {
+		t.Fatalf("condition %+v, status.initialized %v; want reason %s, initialized %v", cond, c.Status.Initialized, reason, initialized)
+	}
+}
+
+func assertEventWith(t *testing.T, rec *events.FakeRecorder, reason string) {
+	t.Helper()
+	for {
+		select {
+		case e := <-rec.Events:
+			if strings.Contains(e, reason) {
+				return
+			}
+		default:
+			t.Fatalf("no Event with reason %s", reason)
+		}
 	}
 }
 
