@@ -161,9 +161,21 @@ func TestNetworkPolicy(t *testing.T) {
 			t.Errorf("rendered %d NetworkPolicies", n)
 		}
 	})
+	initialized := func(c *v1alpha1.OpenBaoCluster) { c.Status.Initialized = true }
+	for _, name := range []string{sample, "overrides"} {
+		t.Run("until initialized only the operator reaches port 8200: "+name, func(t *testing.T) {
+			var np networkingv1.NetworkPolicy
+			typed(t, renderWith(t, r, fixture(t, name), testOperator), "NetworkPolicy", &np)
+			from := ruleFor(t, &np, 8200).From
+			want := map[string]string{"kubernetes.io/metadata.name": testOperator.Namespace}
+			if len(from) != 1 || from[0].NamespaceSelector == nil || !equalLabels(from[0].NamespaceSelector.MatchLabels, want) || from[0].PodSelector != nil {
+				t.Errorf("port 8200 from %+v, want the operator's namespace only", from)
+			}
+		})
+	}
 	t.Run("without apiClients port 8200 admits every source", func(t *testing.T) {
 		var np networkingv1.NetworkPolicy
-		typed(t, renderWith(t, r, fixture(t, sample), testOperator), "NetworkPolicy", &np)
+		typed(t, renderWith(t, r, fixture(t, sample, initialized), testOperator), "NetworkPolicy", &np)
 		if from := ruleFor(t, &np, 8200).From; len(from) != 0 {
 			t.Errorf("port 8200 from %v, want every source", from)
 		}
@@ -171,7 +183,7 @@ func TestNetworkPolicy(t *testing.T) {
 	})
 	t.Run("apiClients restrict port 8200 and keep the cluster's pods and the operator", func(t *testing.T) {
 		var np networkingv1.NetworkPolicy
-		typed(t, renderWith(t, r, fixture(t, "overrides"), testOperator), "NetworkPolicy", &np)
+		typed(t, renderWith(t, r, fixture(t, "overrides", initialized), testOperator), "NetworkPolicy", &np)
 		from := ruleFor(t, &np, 8200).From
 		if len(from) != 3 {
 			t.Fatalf("port 8200 admits %d peers, want the client, the cluster's pods, the operator: %+v", len(from), from)

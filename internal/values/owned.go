@@ -18,7 +18,7 @@ func ownedValues(in Input, op Operator, cfg Config) (map[string]any, error) {
 		return nil, err
 	}
 	return map[string]any{
-		"cluster":   clusterValues(c),
+		"cluster":   clusterValues(c, in.Initialized),
 		"operator":  operatorValues(op),
 		"replicas":  int64(in.Replicas),
 		"partition": int64(in.Partition),
@@ -75,9 +75,9 @@ func operatorValues(op Operator) map[string]any {
 	return vals
 }
 
-func clusterValues(c *v1alpha1.OpenBaoCluster) map[string]any {
+func clusterValues(c *v1alpha1.OpenBaoCluster, initialized bool) map[string]any {
 	return map[string]any{
-		"name": c.Name, "names": childNames(c),
+		"name": c.Name, "names": childNames(c), "initialized": initialized,
 		"selectorLabels": stringMap(c.PodSelectorLabels()), "clientServiceDNSName": c.ClientServiceDNSName(),
 	}
 }
