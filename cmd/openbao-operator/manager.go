@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"time"
 
 	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,13 +12,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/openbao/operator/controllers"
-	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/values"
 	"github.com/openbao/operator/internal/watches"
@@ -76,23 +73,10 @@ func runManager(args []string) error {
 			return err
 		}
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  newScheme(),
-		Metrics:                 controllers.MetricsServerOptions(f.metricsAddr, f.metricsSecure),
-		HealthProbeBindAddress:  f.probeAddr,
-		LeaderElection:          f.leaderElection,
-		LeaderElectionID:        "openbao-operator.openbao.org",
-		LeaderElectionNamespace: f.namespace,
-		// The manager exits right after its context ends, so it may hand
-		// the lease over at once instead of making a successor wait for
-		// its expiry.
-		LeaderElectionReleaseOnCancel: true,
-		Cache:                         controllers.CacheOptions(),
-		// A pass inside sys/init finishes storing the token before the
-		// manager exits; the Deployment's terminationGracePeriodSeconds
-		// (50) leaves room for this.
-		GracefulShutdownTimeout: ptr.To(bootstrap.CriticalDeadline + 5*time.Second),
-	})
+	mgr, err := ctrl.NewManager(cfg, controllers.ManagerOptions(controllers.ManagerSettings{
+		Scheme: newScheme(), MetricsAddr: f.metricsAddr, MetricsSecure: f.metricsSecure,
+		ProbeAddr: f.probeAddr, LeaderElection: f.leaderElection, Namespace: f.namespace,
+	}))
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}

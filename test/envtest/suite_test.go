@@ -101,18 +101,18 @@ func zapLevel() int8 {
 // manager does (the same constructor and cache options, so the same label
 // filters), scoped to managedNamespace.
 func startManager(ctx context.Context) error {
-	cacheOptions := controllers.CacheOptions()
-	cacheOptions.DefaultNamespaces = map[string]cache.Config{managedNamespace: {}}
 	metricsAddr, err := freeLoopbackAddress()
 	if err != nil {
 		return err
 	}
 	metricsURL = "https://" + metricsAddr + "/metrics"
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Metrics: controllers.MetricsServerOptions(metricsAddr, true),
-		Cache:   cacheOptions,
+	opts := controllers.ManagerOptions(controllers.ManagerSettings{
+		Scheme: scheme, MetricsAddr: metricsAddr, MetricsSecure: true,
 	})
+	// The one difference: the suite's manager owns one namespace, so that
+	// tests may drive the reconciler by hand elsewhere.
+	opts.Cache.DefaultNamespaces = map[string]cache.Config{managedNamespace: {}}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}

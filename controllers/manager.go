@@ -1,0 +1,44 @@
+package controllers
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/openbao/operator/internal/bootstrap"
+)
+
+// ManagerSettings are what the operator's flags set on its manager.
+type ManagerSettings struct {
+	Scheme         *runtime.Scheme
+	MetricsAddr    string
+	MetricsSecure  bool
+	ProbeAddr      string
+	LeaderElection bool
+	Namespace      string // the operator's own, for the leader lease
+}
+
+// ManagerOptions builds the manager's options as the operator runs them.
+// The envtest suite builds its manager from the same function, so that it
+// sees the same cache (only labelled objects) the production operator sees.
+func ManagerOptions(s ManagerSettings) ctrl.Options {
+	return ctrl.Options{
+		Scheme:                  s.Scheme,
+		Metrics:                 MetricsServerOptions(s.MetricsAddr, s.MetricsSecure),
+		HealthProbeBindAddress:  s.ProbeAddr,
+		LeaderElection:          s.LeaderElection,
+		LeaderElectionID:        "openbao-operator.openbao.org",
+		LeaderElectionNamespace: s.Namespace,
+		// The manager exits right after its context ends, so it may hand
+		// the lease over at once instead of making a successor wait for
+		// its expiry.
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         CacheOptions(),
+		// A pass inside sys/init finishes storing the token before the
+		// manager exits; the Deployment's terminationGracePeriodSeconds
+		// (50) leaves room for this.
+		GracefulShutdownTimeout: ptr.To(bootstrap.CriticalDeadline + 5*time.Second),
+	}
+}
