@@ -80,8 +80,7 @@ func TestOperatorKilledDuringBootstrapStillInitializesOnce(t *testing.T) {
 			start := time.Now()
 			createCluster(ctx, t, cl, ns, "bao")
 			time.Sleep(delay)
-			killed := time.Now()
-			killManager(ctx, t, cl)
+			killed := killManager(ctx, t, cl)
 			assertFormsWithItsToken(ctx, t, cl, ns)
 			audit := readBootstrapAudit(ctx, t, cl, ns)
 			if audit.initialized != 1 || audit.resets > 1 || (audit.resets == 1 && !audit.lostInside(killed)) {
@@ -142,15 +141,19 @@ func assertFormsWithItsToken(ctx context.Context, t *testing.T, cl client.Client
 	assertNoLeaks(ctx, t, cl, ns, nil)
 }
 
-// killManager deletes the manager pod at once, as a node crash would; the
-// Deployment starts another, which takes the leader lease once it expires.
-func killManager(ctx context.Context, t *testing.T, cl client.Client) {
+// killManager deletes the manager pod at once, as a node crash would, and
+// says when; the Deployment starts another, which takes the leader lease
+// once it expires. The killed manager's log is kept to its last line.
+func killManager(ctx context.Context, t *testing.T, cl client.Client) (killed time.Time) {
 	t.Helper()
 	pod := managerPod(ctx, t, cl)
-	keepLogsOf(ctx, t, pod)
+	kept := keepLogsOf(ctx, t, pod)
+	killed = time.Now()
 	if err := cl.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatalf("kill %s: %v", pod.Name, err)
 	}
+	kept()
+	return killed
 }
 
 // createClusterWith creates the test cluster from the locally built OpenBao

@@ -6,11 +6,13 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,23 +24,53 @@ import (
 	"github.com/openbao/operator/test/localnode"
 )
 
-// goneLogs holds the logs of pods a test deleted (the managers it killed),
-// read just before: a kill must not take the evidence with it.
+// goneLogs holds the logs of pods a test deleted (the managers it killed):
+// a kill must not take the evidence with it.
 var goneLogs struct {
 	sync.Mutex
 	byPod map[string]string
 }
 
-// keepLogsOf reads every container log of a pod that is about to go.
-func keepLogsOf(ctx context.Context, t testing.TB, pod *corev1.Pod) {
+// keepLogsOf follows every container log of a pod that is about to go,
+// from its start, and returns a func to call once the pod was told to go:
+// it waits until the streams end with the containers (bounded) and keeps
+// what they carried, up to the last line written before the kill.
+func keepLogsOf(ctx context.Context, t testing.TB, pod *corev1.Pod) (kept func()) {
 	t.Helper()
-	text := podLogs(ctx, t, clientset(t), pod)
-	goneLogs.Lock()
-	defer goneLogs.Unlock()
-	if goneLogs.byPod == nil {
-		goneLogs.byPod = map[string]string{}
+	cs := clientset(t)
+	type stream struct {
+		body io.ReadCloser
+		text bytes.Buffer
+		done chan struct{}
 	}
-	goneLogs.byPod[pod.Namespace+"/"+pod.Name] += text
+	var streams []*stream
+	for _, c := range pod.Spec.Containers {
+		body, err := cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: c.Name, Follow: true}).Stream(ctx)
+		if err != nil {
+			t.Fatalf("follow the log of %s/%s: %v", pod.Name, c.Name, err)
+		}
+		s := &stream{body: body, done: make(chan struct{})}
+		go func() { _, _ = io.Copy(&s.text, body); close(s.done) }()
+		streams = append(streams, s)
+	}
+	return func() {
+		var text strings.Builder
+		for _, s := range streams {
+			select {
+			case <-s.done:
+			case <-time.After(20 * time.Second):
+				_ = s.body.Close()
+				<-s.done
+			}
+			text.Write(s.text.Bytes())
+		}
+		goneLogs.Lock()
+		defer goneLogs.Unlock()
+		if goneLogs.byPod == nil {
+			goneLogs.byPod = map[string]string{}
+		}
+		goneLogs.byPod[pod.Namespace+"/"+pod.Name] += text.String()
+	}
 }
 
 // assertNoLeaks fails the test when a secret value of namespace ns (every
