@@ -60,7 +60,9 @@ test-monitoring: ## Monitoring tier: the chart's alert rules and the Grafana das
 .PHONY: test-envtest
 test-envtest: ## envtest tier: the real kube-apiserver and etcd from bin/.
 	@echo "=== tier: envtest"
-	$(GO_TEST) -timeout 20m ./test/envtest/...
+	@# -parallel 4: the real-OpenBao cases run in parallel and mostly wait on
+	@# bao (Raft election, sys/init), not on the CPU.
+	$(GO_TEST) -timeout 20m -parallel 4 ./test/envtest/...
 
 .PHONY: test-openbao
 test-openbao: ## OpenBao tier: the real bao 2.4.0 binary on loopback.

@@ -25,8 +25,8 @@ import (
 // Server is one running bao process.
 type Server struct {
 	Dir         string // data, config and log live here
-	Addr        string // API address, http://127.0.0.1:PORT (https with Options.CACert)
-	ClusterAddr string // Raft cluster address, https://127.0.0.1:PORT
+	Addr        string // API address, http://HOST:PORT (https with Options.CACert or TLS)
+	ClusterAddr string // Raft cluster address, https://HOST:PORT
 	LogPath     string
 	// Client reaches the API; with Options.CACert it trusts that CA.
 	Client *http.Client
@@ -38,12 +38,19 @@ type Server struct {
 
 // Options describe the server to start. Config, when set, replaces the
 // default single-node configuration; it and Env may use the placeholders
-// {{dir}}, {{api_port}}, {{cluster_port}} and {{node_id}}.
+// {{dir}}, {{host}}, {{api_port}}, {{cluster_port}} and {{node_id}}.
 type Options struct {
 	NodeID string
 	Config string
+	// Host is the loopback address the server listens on; empty means
+	// 127.0.0.1. A Config of its own must listen there too ({{host}}).
+	Host string
+	// APIPort and ClusterPort fix the ports (for example 8200 and 8201, as
+	// in a pod); zero picks free ones.
+	APIPort, ClusterPort int
 	// Files are written into the server's directory before it starts
-	// (name relative to {{dir}}), for example TLS certificates.
+	// (name relative to {{dir}}, directories created), for example TLS
+	// certificates.
 	Files map[string][]byte
 	// Env is added to the server's environment, for example BAO_API_ADDR.
 	Env []string
@@ -64,8 +71,8 @@ type Options struct {
 const defaultConfig = `
 ui            = false
 disable_mlock = true
-api_addr      = "http://127.0.0.1:{{api_port}}"
-cluster_addr  = "https://127.0.0.1:{{cluster_port}}"
+api_addr      = "http://{{host}}:{{api_port}}"
+cluster_addr  = "https://{{host}}:{{cluster_port}}"
 
 storage "raft" {
   path    = "{{dir}}/raft"
@@ -73,8 +80,8 @@ storage "raft" {
 }
 
 listener "tcp" {
-  address         = "127.0.0.1:{{api_port}}"
-  cluster_address = "127.0.0.1:{{cluster_port}}"
+  address         = "{{host}}:{{api_port}}"
+  cluster_address = "{{host}}:{{cluster_port}}"
   tls_disable     = true
 }
 
@@ -103,7 +110,17 @@ func Start(t testing.TB, opts Options) *Server {
 	if err := os.WriteFile(filepath.Join(dir, "unseal.key"), key, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	apiPort, clusterPort := freePort(t), freePort(t)
+	host := opts.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	apiPort, clusterPort := opts.APIPort, opts.ClusterPort
+	if apiPort == 0 {
+		apiPort = freePort(t, host)
+	}
+	if clusterPort == 0 {
+		clusterPort = freePort(t, host)
+	}
 	if opts.NodeID == "" {
 		opts.NodeID = "node-0"
 	}
@@ -112,6 +129,7 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	placeholders := strings.NewReplacer(
 		"{{dir}}", dir,
+		"{{host}}", host,
 		"{{api_port}}", fmt.Sprint(apiPort),
 		"{{cluster_port}}", fmt.Sprint(clusterPort),
 		"{{node_id}}", opts.NodeID,
@@ -121,23 +139,27 @@ func Start(t testing.TB, opts Options) *Server {
 		t.Fatal(err)
 	}
 	for name, data := range opts.Files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s := &Server{
 		Dir:         dir,
-		Addr:        fmt.Sprintf("http://127.0.0.1:%d", apiPort),
-		ClusterAddr: fmt.Sprintf("https://127.0.0.1:%d", clusterPort),
+		Addr:        fmt.Sprintf("http://%s", net.JoinHostPort(host, fmt.Sprint(apiPort))),
+		ClusterAddr: fmt.Sprintf("https://%s", net.JoinHostPort(host, fmt.Sprint(clusterPort))),
 		LogPath:     filepath.Join(dir, "bao.log"),
 		Client:      &http.Client{Timeout: 30 * time.Second},
 	}
 	switch {
 	case opts.CACert != nil:
-		s.Addr = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+		s.Addr = strings.Replace(s.Addr, "http://", "https://", 1)
 		s.Client = tlsClient(t, opts.CACert)
 	case opts.TLS:
-		s.Addr = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+		s.Addr = strings.Replace(s.Addr, "http://", "https://", 1)
 		s.Client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // readiness only; tests check certificates
 		}}
@@ -242,9 +264,9 @@ func (s *Server) Log() string {
 	return string(data)
 }
 
-func freePort(t testing.TB) int {
+func freePort(t testing.TB, host string) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,11 @@ package envtest_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,9 +15,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openbao/operator/internal/openbao"
-	"github.com/openbao/operator/internal/openbao/openbaofake"
-	"github.com/openbao/operator/internal/podstate"
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/values"
 )
 
@@ -23,7 +24,12 @@ import (
 // credentials, so they go to Secret <cluster>-self-init, never to the
 // ConfigMap; the Secret exists before the StatefulSet (OpenBao reads the
 // file only as it starts) and is deleted once OpenBao initialized itself.
+// A real bao for pod-0 runs the requests from that Secret; the reconciler
+// learns from its sys/health that it initialized itself and adopts it
+// without calling sys/init.
 func TestSelfInitRequestsLiveInASecretUntilInitialized(t *testing.T) {
+	requireBao(t)
+	t.Parallel() // mostly waiting on bao: elections, sys/init
 	ctx := context.Background()
 	createNamespace(t, "selfinit")
 	c := newCluster(t, "selfinit", `
@@ -39,12 +45,7 @@ spec:
 	if err := k8s.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	r, err := newReconciler(k8s, k8s, &events.FakeRecorder{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bao := &openbaofake.Client{}
-	r.OpenBao = func(openbao.Options) (openbao.Client, error) { return bao, nil }
+	r, inits := realReconciler(t, &events.FakeRecorder{})
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
@@ -66,20 +67,25 @@ spec:
 		t.Fatal("the StatefulSet was written before the self-init Secret")
 	}
 
-	runningPod0(t, "selfinit", "boot-0")
-	pod := &corev1.Pod{}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "selfinit", Name: "boot-0"}, pod); err != nil {
-		t.Fatal(err)
-	}
-	pod.Labels[podstate.LabelInitialized] = "true" // OpenBao initialized itself
-	bao.HealthAnswer = openbao.Health{Initialized: true}
-	if err := k8s.Update(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 { // adopt, then render and tidy for an initialized cluster
+	startPod0(t, c) // bao reads the requests from the operator's Secret and runs them
+	eventually(t, 30*time.Second, "self-initialized and adopted", func() error {
 		if _, err := r.Reconcile(ctx, req); err != nil {
-			t.Fatal(err)
+			return err
 		}
+		if st := latestCluster(t, c).Status; !st.Initialized || !st.SelfInitialized {
+			return fmt.Errorf("status initialized %v, selfInitialized %v", st.Initialized, st.SelfInitialized)
+		}
+		return nil
+	})
+	if n := inits.Load(); n != 0 {
+		t.Fatalf("sys/init called %d times on a self-initializing cluster", n)
+	}
+	cond, err := condition(ctx, c, v1alpha1.ConditionOpenBaoInitialized)
+	if err != nil || cond.Reason != bootstrap.ReasonSelfInitialized {
+		t.Fatalf("OpenBaoInitialized %+v (%v), want SelfInitialized", cond, err)
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil { // render and tidy for an initialized cluster
+		t.Fatal(err)
 	}
 	err = k8s.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{})
 	if !apierrors.IsNotFound(err) {
