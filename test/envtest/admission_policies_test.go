@@ -3,6 +3,7 @@ package envtest_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,11 +11,13 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/test/testbin"
 )
 
@@ -121,5 +124,66 @@ func applyConfig(t *testing.T, dir, file string) {
 			t.Fatalf("create %s %s: %v", obj.GetKind(), obj.GetName(), err)
 		}
 		t.Cleanup(func() { _ = k8s.Delete(context.Background(), obj) })
+	}
+}
+
+// TestDisruptionBudgetsThatCostQuorumAreRefused installs the disruption
+// budget policy of config/admission and checks that a budget letting a
+// drain take quorum away is refused with the arithmetic, before anything
+// is stored, and that budgets that keep quorum pass.
+func TestDisruptionBudgetsThatCostQuorumAreRefused(t *testing.T) {
+	ctx := context.Background()
+	applyConfig(t, "admission", "disruption-budget.yaml")
+	createNamespace(t, "budget")
+	cluster := func(name string, replicas int, budget string) *v1alpha1.OpenBaoCluster {
+		return newCluster(t, "budget", fmt.Sprintf("metadata: {name: %s}\nspec: {version: 2.4.0, replicas: %d, values: {podDisruptionBudget: %s}}",
+			name, replicas, budget))
+	}
+	// The API server loads new policies asynchronously: probe until it refuses.
+	waitUntil(t, 30*time.Second, "the budget policy in force", func() bool {
+		probe := cluster("probe", 3, "{maxUnavailable: 2}")
+		err := k8s.Create(ctx, probe)
+		if err == nil {
+			_ = k8s.Delete(ctx, probe)
+		}
+		return err != nil
+	})
+	refused := map[string]struct {
+		replicas int
+		budget   string
+		message  string
+	}{
+		"two of three":      {3, "{maxUnavailable: 2}", "maxUnavailable 2 lets 2 of 3 servers go at once, but Raft needs 2 of 3 to keep quorum: at most 1 for 3 replicas"},
+		"half of five":      {5, "{maxUnavailable: '50%'}", "maxUnavailable 50% lets 3 of 5 servers go at once, but Raft needs 3 of 5 to keep quorum: at most 2 for 5 replicas"},
+		"enabled, explicit": {3, "{enabled: true, maxUnavailable: 3}", "lets 3 of 3 servers go at once"},
+	}
+	for name, tc := range refused {
+		c := cluster("refused", tc.replicas, tc.budget)
+		err := k8s.Create(ctx, c)
+		if err == nil || !strings.Contains(err.Error(), tc.message) {
+			t.Errorf("%s: got %v, want a refusal saying %q", name, err, tc.message)
+		}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &v1alpha1.OpenBaoCluster{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: a refused cluster is stored (%v)", name, err)
+		}
+	}
+	for i, ok := range []*v1alpha1.OpenBaoCluster{
+		cluster("one-of-three", 3, "{maxUnavailable: 1}"), cluster("two-of-five", 5, "{maxUnavailable: 2}"),
+		cluster("disabled", 3, "{enabled: false, maxUnavailable: 2}"), cluster("a-third-of-five", 5, "{maxUnavailable: '34%'}"),
+	} {
+		if err := k8s.Create(ctx, ok); err != nil {
+			t.Errorf("budget %d (%s) keeps quorum but was refused: %v", i, ok.Name, err)
+		}
+	}
+}
+
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %s", what, timeout)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
