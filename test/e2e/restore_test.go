@@ -65,6 +65,7 @@ func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
 	logf("restore of %s succeeded in %s (restarted: %v): %s", rs.Status.Key, time.Since(restoreStart).Round(100*time.Millisecond),
 		rs.Status.RestartedPods, rs.Status.Message)
 	checkEveryServerServesTheSnapshot(ctx, t, cl, ns, root)
+	assertNoLeaks(ctx, t, cl, ns, nil)
 }
 
 // checkEveryServerServesTheSnapshot reads through each server: kv/before
