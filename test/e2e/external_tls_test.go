@@ -58,7 +58,7 @@ func TestExternalTLSClusterWaitsForItsSecretsThenForms(t *testing.T) {
 	caPEM, certPEM, keyPEM := issueExternalTLS(t, append(names, "bao."+ns+".svc"))
 	arrived := time.Now()
 	createExternalTLSSecrets(ctx, t, cl, ns, caPEM, certPEM, keyPEM)
-	waitFor(ctx, t, 5*time.Minute, fmt.Sprintf("phase Running with %d ready servers", replicas), func() (bool, string) {
+	waitFor(ctx, t, 3*time.Minute, fmt.Sprintf("phase Running with %d ready servers", replicas), func() (bool, string) {
 		st := clusterStatus(ctx, t, cl, ns, "bao")
 		return st["phase"] == "Running" && fmt.Sprint(st["readyReplicas"]) == fmt.Sprint(replicas), fmt.Sprint(st)
 	})
