@@ -80,7 +80,9 @@ test-e2e: ## e2e tier: a real single-node Kubernetes with the operator installed
 	@# run that was killed (for example by the test timeout).
 	@# -v shows the node's timings (up, Ready, images, teardown) in CI logs.
 	$(GO_TEST) ./test/images/... ./test/localnode/...
-	@rc=0; $(GO_TEST) -v -timeout 20m ./test/e2e/... || rc=$$?; \
+	@# Tests that call t.Parallel wait on the node, not on the 2 cores:
+	@# -parallel lets them all run at once (the default is GOMAXPROCS).
+	@rc=0; $(GO_TEST) -v -parallel 5 -timeout 20m ./test/e2e/... || rc=$$?; \
 	go run $(LOCALNODE) down -owner e2e; exit $$rc
 
 .PHONY: bench-bootstrap
