@@ -83,6 +83,7 @@ func configInput(c *v1alpha1.OpenBaoCluster, initialized bool) (baoconfig.Input,
 	conf := c.Spec.Configuration
 	return baoconfig.Input{
 		Listener:            listenerInput(c),
+		Internal:            internalListenerInput(c),
 		Raft:                raftInput(c, initialized),
 		Seal:                sealInput(c),
 		ServiceRegistration: true,
@@ -109,18 +110,33 @@ func listenerInput(c *v1alpha1.OpenBaoCluster) baoconfig.Listener {
 	return l
 }
 
-func raftInput(c *v1alpha1.OpenBaoCluster, initialized bool) baoconfig.Raft {
-	caFile := TLSCAFile
-	if tlsMode(c) == v1alpha1.TLSModeACME {
-		caFile = "" // a public ACME certificate verifies against the system roots
+// internalListenerInput is, with ACME, the listener on
+// v1alpha1.InternalListenerPort that serves the operator-issued
+// certificate; nil in the other modes, whose API listener serves one.
+func internalListenerInput(c *v1alpha1.OpenBaoCluster) *baoconfig.Listener {
+	if tlsMode(c) != v1alpha1.TLSModeACME {
+		return nil
 	}
+	return &baoconfig.Listener{
+		Address: fmt.Sprintf(":%d", v1alpha1.InternalListenerPort),
+		TLS: baoconfig.TLS{Mode: baoconfig.TLSFiles, CertFile: TLSCertFile, KeyFile: TLSKeyFile,
+			MinVersion: c.Spec.Configuration.Listener.TLSMinVersion},
+		// The ServiceMonitor scrapes this listener with ACME.
+		UnauthenticatedMetricsAccess: c.Spec.Configuration.Listener.UnauthenticatedMetricsAccess,
+	}
+}
+
+func raftInput(c *v1alpha1.OpenBaoCluster, initialized bool) baoconfig.Raft {
 	timers := c.Spec.Configuration.Raft
+	// Joins go to the listener whose certificate chains to the cluster's
+	// CA: the internal one with ACME.
 	return baoconfig.Raft{
 		Initialized:         initialized,
-		LeaderAPIAddr:       fmt.Sprintf("https://%s:8200", c.PodDNSName(0)),
-		LeaderCAFile:        caFile,
+		LeaderAPIAddr:       c.PodAPIAddress(0),
+		LeaderCAFile:        TLSCAFile,
 		LeaderTLSServerName: c.ClientServiceDNSName(),
-		AutoJoin:            baoconfig.AutoJoin{Namespace: c.Namespace, LabelSelector: c.PodLabelSelector()},
+		AutoJoin: baoconfig.AutoJoin{Namespace: c.Namespace, LabelSelector: c.PodLabelSelector(),
+			Port: c.InternalAPIPort()},
 		Timers: baoconfig.Timers{
 			PerformanceMultiplier:      int(ptrOr(timers.PerformanceMultiplier, 0)),
 			AutopilotReconcileInterval: durationOf(timers.AutopilotReconcileInterval),

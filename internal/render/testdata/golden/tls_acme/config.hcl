@@ -12,6 +12,14 @@ listener "tcp" {
   tls_acme_cache_path   = "/bao/data/acme"
 }
 
+listener "tcp" {
+  address         = ":8202"
+  cluster_address = "127.0.0.1:8203"
+  tls_min_version = "tls12"
+  tls_cert_file   = "/etc/bao/tls/tls.crt"
+  tls_key_file    = "/etc/bao/tls/tls.key"
+}
+
 storage "raft" {
   path                         = "/bao/data"
   performance_multiplier       = 1
@@ -19,7 +27,8 @@ storage "raft" {
   autopilot_update_interval    = "1s"
 
   retry_join {
-    leader_api_addr       = "https://openbao-acme-0.openbao-acme-internal.openbao-test.svc:8200"
+    leader_api_addr       = "https://openbao-acme-0.openbao-acme-internal.openbao-test.svc:8202"
+    leader_ca_cert_file   = "/etc/bao/tls/ca.crt"
     leader_tls_servername = "openbao-acme.openbao-test.svc"
   }
 }
