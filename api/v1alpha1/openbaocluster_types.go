@@ -235,6 +235,11 @@ type ACMESpec struct {
 	// +kubebuilder:validation:Pattern=`^[^@\s"\\]+@[^@\s"\\]+$`
 	// +optional
 	Email string `json:"email,omitempty"`
+	// CASecretRef names a Secret with the PEM CA that verifies a private
+	// directory's HTTPS certificate (key "ca.crt" unless set), such as
+	// step-ca or Pebble; without it the image's system roots apply.
+	// +optional
+	CASecretRef *SecretKeyRef `json:"caSecretRef,omitempty"`
 }
 
 // StorageSpec is the Raft data volume.

@@ -20,6 +20,8 @@ const (
 	TLSCertFile = "/etc/bao/tls/tls.crt"
 	TLSKeyFile  = "/etc/bao/tls/tls.key"
 	TLSCAFile   = "/etc/bao/tls/ca.crt"
+	// ACMECAFile verifies a private ACME directory (tls.acme.caSecretRef).
+	ACMECAFile = "/etc/bao/acme-ca/ca.crt"
 	// StaticSealKeyID names the operator-generated static key; OpenBao
 	// stores it with the wrapped root key, so it must never change for a key.
 	StaticSealKeyID = "operator-1"
@@ -104,6 +106,9 @@ func listenerInput(c *v1alpha1.OpenBaoCluster) baoconfig.Listener {
 		l.TLS = baoconfig.TLS{Mode: baoconfig.TLSACME, MinVersion: minVersion, ACME: baoconfig.ACME{
 			CADirectory: acme.Directory, Domains: acme.Domains, Email: acme.Email,
 		}}
+		if acme.CASecretRef != nil {
+			l.TLS.ACME.CARootFile = ACMECAFile
+		}
 		return l
 	}
 	l.TLS = baoconfig.TLS{Mode: baoconfig.TLSFiles, CertFile: TLSCertFile, KeyFile: TLSKeyFile, MinVersion: minVersion}
