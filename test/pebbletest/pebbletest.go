@@ -30,7 +30,7 @@ import (
 
 // Server is one running Pebble.
 type Server struct {
-	// Directory is the ACME directory URL, https://127.0.0.1:PORT/dir.
+	// Directory is the ACME directory URL, https://HOST:PORT/dir.
 	Directory string
 	// HTTPSCA is the PEM CA of Pebble's own HTTPS listeners, which an ACME
 	// client must trust (tls_acme_ca_root); it is not the issuing root.
@@ -40,27 +40,38 @@ type Server struct {
 	*emulator.Process
 }
 
-// Start starts Pebble and stops it at the test's end.
+// Start starts Pebble on loopback and stops it at the test's end.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartOn(t, "127.0.0.1")
+}
+
+// StartOn starts Pebble listening on the IP address host (the pod
+// bridge's gateway for pods to reach it) and stops it at the test's end.
+func StartOn(t testing.TB, host string) *Server {
+	t.Helper()
+	ip := net.ParseIP(host)
+	if ip == nil {
+		t.Fatalf("pebbletest: %q is not an IP address", host)
+	}
 	bin, err := testbin.Path("pebble")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	caPEM, certPEM, keyPEM, err := httpsCertificates()
+	caPEM, certPEM, keyPEM, err := httpsCertificates(ip)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ports := make([]int, 4) // directory, management, and the challenge ports it never dials
 	for i := range ports {
-		if ports[i], err = emulator.FreePort("127.0.0.1"); err != nil {
+		if ports[i], err = emulator.FreePort(host); err != nil {
 			t.Fatal(err)
 		}
 	}
 	config := map[string]any{"pebble": map[string]any{
-		"listenAddress":           fmt.Sprintf("127.0.0.1:%d", ports[0]),
-		"managementListenAddress": fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		"listenAddress":           net.JoinHostPort(host, fmt.Sprint(ports[0])),
+		"managementListenAddress": net.JoinHostPort(host, fmt.Sprint(ports[1])),
 		"httpPort":                ports[2], "tlsPort": ports[3],
 		"certificate": filepath.Join(dir, "cert.pem"), "privateKey": filepath.Join(dir, "key.pem"),
 		"profiles": map[string]any{"default": map[string]any{"description": "test", "validityPeriod": 86400}},
@@ -77,8 +88,8 @@ func Start(t testing.TB) *Server {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
 	s := &Server{
-		Directory: fmt.Sprintf("https://127.0.0.1:%d/dir", ports[0]), HTTPSCA: caPEM,
-		mgmt: fmt.Sprintf("https://127.0.0.1:%d", ports[1]),
+		Directory: "https://" + net.JoinHostPort(host, fmt.Sprint(ports[0])) + "/dir", HTTPSCA: caPEM,
+		mgmt: "https://" + net.JoinHostPort(host, fmt.Sprint(ports[1])),
 		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}},
 	}
@@ -118,8 +129,8 @@ func (s *Server) get(ctx context.Context, url string) ([]byte, error) {
 }
 
 // httpsCertificates makes a CA and, signed by it, the certificate of
-// Pebble's listeners for 127.0.0.1 and localhost.
-func httpsCertificates() (caPEM, certPEM, keyPEM []byte, err error) {
+// Pebble's listeners for ip.
+func httpsCertificates(ip net.IP) (caPEM, certPEM, keyPEM []byte, err error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, nil, err
@@ -139,7 +150,7 @@ func httpsCertificates() (caPEM, certPEM, keyPEM []byte, err error) {
 	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "pebble"},
 		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"}}
+		IPAddresses: []net.IP{ip}}
 	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
 	if err != nil {
 		return nil, nil, nil, err
