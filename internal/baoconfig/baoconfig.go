@@ -141,7 +141,7 @@ type Raft struct {
 	Initialized   bool
 	LeaderAPIAddr string // bootstrap: https://<cluster>-0.<headless>.<ns>.svc:8200
 	// LeaderCAFile verifies the leader's certificate (bootstrap and
-	// auto_join); empty uses the system roots (public ACME certificates).
+	// auto_join); empty uses the system roots.
 	LeaderCAFile string
 	// LeaderTLSServerName is the name to verify in the leader's certificate
 	// when auto_join dials pod IPs that the certificate does not carry.
