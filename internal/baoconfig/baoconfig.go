@@ -130,6 +130,10 @@ type ACME struct {
 	Domains     []string // tls_acme_domains
 	Email       string   // tls_acme_email
 	CachePath   string   // tls_acme_cache_path; default DefaultACMECachePath, on the data volume so restarts do not re-order
+	// DisableHTTPChallenge leaves tls-alpn-01, which the CA validates on
+	// the API listener itself: http-01 is validated at the domain's port
+	// 80, which nothing routes to a server.
+	DisableHTTPChallenge bool // tls_acme_disable_http_challenge
 }
 
 // Raft is the storage "raft" stanza.

@@ -63,10 +63,11 @@ func externalTLS(in *Input) {
 // the operator and the joiners the operator's on the internal listener.
 func acme(in *Input) {
 	in.Listener.TLS = TLS{Mode: TLSACME, ACME: ACME{
-		CADirectory: "https://acme.example.com/directory",
-		CARootFile:  "/etc/bao/acme-ca/ca.crt",
-		Domains:     []string{"bao.example.com"},
-		Email:       "ops@example.com",
+		CADirectory:          "https://acme.example.com/directory",
+		CARootFile:           "/etc/bao/acme-ca/ca.crt",
+		Domains:              []string{"bao.example.com"},
+		Email:                "ops@example.com",
+		DisableHTTPChallenge: true,
 	}}
 	in.Internal = &Listener{TLS: TLS{Mode: TLSFiles, CertFile: "/etc/bao/tls/tls.crt", KeyFile: "/etc/bao/tls/tls.key"}}
 	in.Raft.LeaderAPIAddr = "https://bao-0.bao-internal.vault.svc:8202"

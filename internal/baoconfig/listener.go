@@ -92,6 +92,9 @@ func renderACME(lb *hclwrite.Body, a ACME) error {
 		lb.SetAttributeRaw("tls_acme_email", stringTokens(a.Email))
 	}
 	lb.SetAttributeRaw("tls_acme_cache_path", stringTokens(orDefault(a.CachePath, DefaultACMECachePath)))
+	if a.DisableHTTPChallenge {
+		lb.SetAttributeRaw("tls_acme_disable_http_challenge", boolTokens(true))
+	}
 	return nil
 }
 

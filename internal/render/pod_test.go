@@ -142,7 +142,7 @@ func TestGCPKMSWithoutASecretUsesWorkloadIdentity(t *testing.T) {
 // .svc names, so with ACME the probes, the address a server advertises
 // (where standbys redirect and backup Jobs follow sys/leader) and the
 // Services the operator dials carry the internal listener; clients keep
-// port 8200.
+// port 8200. The ACME client may bind its challenge port.
 func TestACMEServersAreReachedOnTheInternalListener(t *testing.T) {
 	objs := renderWith(t, newRenderer(t), fixture(t, "tls_acme"), testOperator)
 	c := statefulSet(t, objs).Spec.Template.Spec.Containers[0]
@@ -157,6 +157,10 @@ func TestACMEServersAreReachedOnTheInternalListener(t *testing.T) {
 		if got := probe.HTTPGet.Port.String(); got != "internal" {
 			t.Errorf("%s probe on port %s, want internal: the ACME listener answers no handshake without a name it may order", name, got)
 		}
+	}
+	sysctls := statefulSet(t, objs).Spec.Template.Spec.SecurityContext.Sysctls
+	if len(sysctls) != 1 || sysctls[0].Name != "net.ipv4.ip_unprivileged_port_start" || sysctls[0].Value != "0" {
+		t.Errorf("sysctls %v: the non-root server cannot open the ACME challenge listener on :443 without them", sysctls)
 	}
 	for _, e := range c.Env {
 		if e.Name == "BAO_API_ADDR" && e.Value != "https://$(BAO_K8S_POD_NAME).openbao-acme-internal.openbao-test.svc:8202" {

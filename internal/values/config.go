@@ -104,7 +104,7 @@ func listenerInput(c *v1alpha1.OpenBaoCluster) baoconfig.Listener {
 	if tlsMode(c) == v1alpha1.TLSModeACME && c.Spec.TLS.ACME != nil {
 		acme := c.Spec.TLS.ACME
 		l.TLS = baoconfig.TLS{Mode: baoconfig.TLSACME, MinVersion: minVersion, ACME: baoconfig.ACME{
-			CADirectory: acme.Directory, Domains: acme.Domains, Email: acme.Email,
+			CADirectory: acme.Directory, Domains: acme.Domains, Email: acme.Email, DisableHTTPChallenge: true,
 		}}
 		if acme.CASecretRef != nil {
 			l.TLS.ACME.CARootFile = ACMECAFile

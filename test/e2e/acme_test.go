@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +34,7 @@ func TestACMEClusterFormsAgainstPebble(t *testing.T) {
 	ctx := context.Background()
 	ns := createNamespace(ctx, t, cl, "e2e-acme")
 	acme := pebbletest.StartOn(t, bridgeGateway(t))
+	t.Cleanup(func() { showACMELogs(ctx, t, ns, acme) })
 	caSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "acme-ca", Namespace: ns},
 		Data: map[string][]byte{"ca.crt": acme.HTTPSCA}}
 	if err := cl.Create(ctx, caSecret); err != nil {
@@ -99,4 +102,27 @@ func checkACMECertificate(ctx context.Context, t *testing.T, podIP string, rootP
 		}
 		return resp.StatusCode == http.StatusOK, resp.Status
 	})
+}
+
+// showACMELogs shows, when the test failed, what the servers' ACME clients
+// and Pebble said.
+func showACMELogs(ctx context.Context, t *testing.T, ns string, acme *pebbletest.Server) {
+	if !t.Failed() {
+		return
+	}
+	cs := clientset(t)
+	for i := range replicas {
+		pod, err := cs.CoreV1().Pods(ns).Get(ctx, fmt.Sprintf("bao-%d", i), metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(podLogs(ctx, t, cs, pod), "\n") {
+			if strings.Contains(line, "acme") || strings.Contains(line, "TLS handshake") {
+				t.Logf("%s: %s", pod.Name, line)
+			}
+		}
+	}
+	if data, err := os.ReadFile(acme.LogPath); err == nil {
+		t.Logf("pebble:\n%s", data)
+	}
 }

@@ -3,14 +3,15 @@ log_level  = "info"
 log_format = "json"
 
 listener "tcp" {
-  address               = ":8200"
-  cluster_address       = ":8201"
-  tls_min_version       = "tls12"
-  tls_acme_ca_directory = "https://acme.example.com/directory"
-  tls_acme_ca_root      = "/etc/bao/acme-ca/ca.crt"
-  tls_acme_domains      = ["bao.example.com"]
-  tls_acme_email        = "ops@example.com"
-  tls_acme_cache_path   = "/bao/data/acme"
+  address                         = ":8200"
+  cluster_address                 = ":8201"
+  tls_min_version                 = "tls12"
+  tls_acme_ca_directory           = "https://acme.example.com/directory"
+  tls_acme_ca_root                = "/etc/bao/acme-ca/ca.crt"
+  tls_acme_domains                = ["bao.example.com"]
+  tls_acme_email                  = "ops@example.com"
+  tls_acme_cache_path             = "/bao/data/acme"
+  tls_acme_disable_http_challenge = true
 }
 
 listener "tcp" {

@@ -3,13 +3,14 @@ log_level  = "info"
 log_format = "standard"
 
 listener "tcp" {
-  address               = ":8200"
-  cluster_address       = ":8201"
-  tls_min_version       = "tls12"
-  tls_acme_ca_directory = "https://acme-v02.api.letsencrypt.org/directory"
-  tls_acme_domains      = ["openbao.example.com"]
-  tls_acme_email        = "platform@example.com"
-  tls_acme_cache_path   = "/bao/data/acme"
+  address                         = ":8200"
+  cluster_address                 = ":8201"
+  tls_min_version                 = "tls12"
+  tls_acme_ca_directory           = "https://acme-v02.api.letsencrypt.org/directory"
+  tls_acme_domains                = ["openbao.example.com"]
+  tls_acme_email                  = "platform@example.com"
+  tls_acme_cache_path             = "/bao/data/acme"
+  tls_acme_disable_http_challenge = true
 }
 
 listener "tcp" {

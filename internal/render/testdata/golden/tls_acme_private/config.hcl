@@ -3,13 +3,14 @@ log_level  = "info"
 log_format = "standard"
 
 listener "tcp" {
-  address               = ":8200"
-  cluster_address       = ":8201"
-  tls_min_version       = "tls12"
-  tls_acme_ca_directory = "https://step-ca.pki.svc:9000/acme/acme/directory"
-  tls_acme_ca_root      = "/etc/bao/acme-ca/ca.crt"
-  tls_acme_domains      = ["openbao.internal.example.com"]
-  tls_acme_cache_path   = "/bao/data/acme"
+  address                         = ":8200"
+  cluster_address                 = ":8201"
+  tls_min_version                 = "tls12"
+  tls_acme_ca_directory           = "https://step-ca.pki.svc:9000/acme/acme/directory"
+  tls_acme_ca_root                = "/etc/bao/acme-ca/ca.crt"
+  tls_acme_domains                = ["openbao.internal.example.com"]
+  tls_acme_cache_path             = "/bao/data/acme"
+  tls_acme_disable_http_challenge = true
 }
 
 listener "tcp" {
