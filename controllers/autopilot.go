@@ -87,8 +87,9 @@ func (r *OpenBaoClusterReconciler) autopilotSettled(c *v1alpha1.OpenBaoCluster) 
 }
 
 // activeClient talks to the active server through the client Service,
-// which selects it by the openbao-active label.
+// which selects it by the openbao-active label (on the internal listener
+// with ACME).
 func (r *OpenBaoClusterReconciler) activeClient(c *v1alpha1.OpenBaoCluster, served servedTLS, token openbao.Token) (openbao.Client, error) {
-	host := c.ClientServiceDNSName()
-	return r.OpenBao(openbao.Options{Address: "https://" + host + ":8200", CACert: served.caPEM, ServerName: host, Token: token})
+	return r.OpenBao(openbao.Options{Address: c.InternalServiceAddress(), CACert: served.caPEM,
+		ServerName: c.ClientServiceDNSName(), Token: token})
 }

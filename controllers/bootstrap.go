@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -169,7 +170,8 @@ func (r *OpenBaoClusterReconciler) initFailed(p *pass, initErr *bootstrap.InitEr
 }
 
 // podClient talks to one server at its pod's address, verified against
-// its stable DNS name and the cluster CA (the system roots with ACME). The
+// its stable DNS name and the cluster CA (with ACME, on the internal
+// listener, whose certificate the operator's CA signs). The
 // address comes from the pass's pod list: a replaced pod's DNS record can
 // name the old pod's address for a few seconds, and a dial to it waits out
 // the dial timeout. A pod with no address yet is dialled by name.
@@ -179,7 +181,7 @@ func (r *OpenBaoClusterReconciler) podClient(p *pass, ordinal int, token openbao
 	if pod, ok := p.servers.Get(p.cluster.PodName(ordinal)); ok && pod.IP != "" {
 		addr = pod.IP
 	}
-	return r.OpenBao(openbao.Options{Address: "https://" + net.JoinHostPort(addr, "8200"), CACert: p.tls.caPEM, ServerName: host, Token: token})
+	return r.OpenBao(openbao.Options{Address: "https://" + net.JoinHostPort(addr, strconv.Itoa(p.cluster.InternalAPIPort())), CACert: p.tls.caPEM, ServerName: host, Token: token})
 }
 
 // initializedCondition keeps the reason the cluster was initialized with

@@ -25,18 +25,14 @@ func (r *OpenBaoClusterReconciler) ObserveServers(ctx context.Context, c *v1alph
 	if err != nil {
 		return nil, err
 	}
-	if c.Spec.TLS.Mode == v1alpha1.TLSModeACME {
-		p.tls = servedTLS{ready: true}
-	} else {
-		ca, err := r.readSecret(ctx, r.APIReader, c.Namespace, c.TLSCASecretName())
-		if err != nil {
-			return nil, err
-		}
-		if ca == nil {
-			return nil, fmt.Errorf("secret %s with the cluster's CA does not exist", c.TLSCASecretName())
-		}
-		p.tls = servedTLS{caPEM: ca.Data[pki.CAKey], ready: true}
+	ca, err := r.readSecret(ctx, r.APIReader, c.Namespace, c.TLSCASecretName())
+	if err != nil {
+		return nil, err
 	}
+	if ca == nil {
+		return nil, fmt.Errorf("secret %s with the cluster's CA does not exist", c.TLSCASecretName())
+	}
+	p.tls = servedTLS{caPEM: ca.Data[pki.CAKey], ready: true}
 	v := r.view(ctx, p)
 	v.measureLag(ctx)
 	return serversOf(c, p, v), nil

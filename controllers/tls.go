@@ -21,8 +21,8 @@ const externalSecretsRetry = 15 * time.Second
 
 // servedTLS is what the TLS step hands the later steps: the certificate the
 // pods should serve (for the cert-hash annotation) and the CA bundle the
-// operator trusts when it talks to them. Both are nil until TLS is ready;
-// with ACME the bundle stays nil and the system roots apply.
+// operator trusts when it talks to them. Both are nil until TLS is ready.
+// With ACME they are those of the internal listener.
 type servedTLS struct {
 	certPEM, caPEM []byte
 	ready          bool
@@ -33,9 +33,17 @@ type servedTLS struct {
 func (r *OpenBaoClusterReconciler) reconcileTLS(ctx context.Context, p *pass) error {
 	switch p.cluster.Spec.TLS.Mode {
 	case v1alpha1.TLSModeACME:
-		p.setCondition(v1alpha1.ConditionTLSReady, true, v1alpha1.ReasonACMEByOpenBao,
-			"OpenBao obtains and renews its certificate from the ACME directory itself")
-		p.tls = servedTLS{ready: true}
+		// No ACME CA issues the .svc names the operator and the joining
+		// servers dial: they use an internal listener whose certificate
+		// the operator issues, as in OperatorManaged mode.
+		if err := r.reconcileOperatorTLS(ctx, p); err != nil || !p.tls.ready {
+			return err
+		}
+		c := p.cluster
+		p.setCondition(v1alpha1.ConditionTLSReady, true, v1alpha1.ReasonACMEByOpenBao, fmt.Sprintf(
+			"OpenBao obtains and renews the API certificate (port %d) from the ACME directory itself; "+
+				"the internal listener (port %d) serves the certificate in Secret %s, signed by the CA in Secret %s",
+			v1alpha1.APIPort, v1alpha1.InternalListenerPort, c.TLSServerSecretName(), c.TLSCASecretName()))
 		return nil
 	case v1alpha1.TLSModeExternal:
 		return r.observeExternalTLS(ctx, p)

@@ -74,6 +74,43 @@ func (c *OpenBaoCluster) PodDNSName(ordinal int) string {
 	return fmt.Sprintf("%s.%s.%s.svc", c.PodName(ordinal), c.HeadlessServiceName(), c.Namespace)
 }
 
+// Ports of every OpenBao server.
+const (
+	// APIPort is the API clients use, through the client Service.
+	APIPort = 8200
+	// ClusterPort carries Raft and request forwarding between the servers,
+	// with TLS of OpenBao's own.
+	ClusterPort = 8201
+	// InternalListenerPort serves the API beside an ACME listener, with a
+	// certificate from the operator's CA: no ACME CA issues the in-cluster
+	// .svc names the operator, the joining servers and the backup Jobs
+	// dial, so they cannot verify the ACME certificate.
+	InternalListenerPort = 8202
+)
+
+// InternalAPIPort is where the operator, the servers' Raft joins, the
+// probes and the backup and restore Jobs reach the API: the internal
+// listener with ACME, else the API port, whose certificate then chains to
+// the cluster's CA.
+func (c *OpenBaoCluster) InternalAPIPort() int {
+	if c.Spec.TLS.Mode == TLSModeACME {
+		return InternalListenerPort
+	}
+	return APIPort
+}
+
+// PodAPIAddress is the URL of the API of the server with the given
+// ordinal at its stable name, on InternalAPIPort.
+func (c *OpenBaoCluster) PodAPIAddress(ordinal int) string {
+	return fmt.Sprintf("https://%s:%d", c.PodDNSName(ordinal), c.InternalAPIPort())
+}
+
+// InternalServiceAddress is the client Service's URL on InternalAPIPort:
+// the active server, for the operator and the backup Jobs.
+func (c *OpenBaoCluster) InternalServiceAddress() string {
+	return fmt.Sprintf("https://%s:%d", c.ClientServiceDNSName(), c.InternalAPIPort())
+}
+
 // Labels that select the cluster's server pods: the StatefulSet's selector,
 // the Services', the PDB's and OpenBao's auto_join. They never change.
 const (

@@ -189,7 +189,7 @@ const (
 
 // TLSSpec configures TLS for clients and Raft peers.
 // +kubebuilder:validation:XValidation:rule="self.mode == 'ACME' ? has(self.acme) : !has(self.acme)",message="tls.acme is required when tls.mode is ACME and not allowed otherwise"
-// +kubebuilder:validation:XValidation:rule="self.mode == 'OperatorManaged' || !has(self.rotationPeriod)",message="tls.rotationPeriod applies only to tls.mode OperatorManaged"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'External' || !has(self.rotationPeriod)",message="tls.rotationPeriod applies only to certificates the operator issues: tls.mode OperatorManaged, or ACME's internal listener"
 type TLSSpec struct {
 	// Mode is OperatorManaged (the operator runs a private CA), External
 	// (Secrets <cluster>-tls-ca and <cluster>-tls-server are provided) or ACME
@@ -200,7 +200,8 @@ type TLSSpec struct {
 	Mode TLSMode `json:"mode,omitempty"`
 
 	// RotationPeriod is the validity of an operator-issued server
-	// certificate; it is reissued before it ends. At least 1h.
+	// certificate (with ACME, the internal listener's); it is reissued
+	// before it ends. At least 1h.
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1h')",message="tls.rotationPeriod must be at least 1h"
 	// +optional
 	RotationPeriod *metav1.Duration `json:"rotationPeriod,omitempty"`
@@ -235,6 +236,11 @@ type ACMESpec struct {
 	// +kubebuilder:validation:Pattern=`^[^@\s"\\]+@[^@\s"\\]+$`
 	// +optional
 	Email string `json:"email,omitempty"`
+	// CASecretRef names a Secret with the PEM CA that verifies a private
+	// directory's HTTPS certificate (key "ca.crt" unless set), such as
+	// step-ca or Pebble; without it the image's system roots apply.
+	// +optional
+	CASecretRef *SecretKeyRef `json:"caSecretRef,omitempty"`
 }
 
 // StorageSpec is the Raft data volume.

@@ -32,8 +32,8 @@ const (
 type ExecutorConfig struct {
 	Namespace, Cluster, Backup string
 
-	// OpenBaoAddress is the client Service's URL; OpenBaoCAFile verifies it
-	// (empty: the system roots, for ACME certificates).
+	// OpenBaoAddress is the client Service's URL (its internal listener's
+	// port with ACME); OpenBaoCAFile verifies it (empty: the system roots).
 	OpenBaoAddress string
 	OpenBaoCAFile  string
 	// ServerDomain is the domain of the servers' own names

@@ -183,16 +183,14 @@ func ExecutorConfigFor(c *v1alpha1.OpenBaoCluster, backup string) ExecutorConfig
 	spec := c.Spec.Backup
 	cfg := ExecutorConfig{
 		Namespace: c.Namespace, Cluster: c.Name, Backup: backup,
-		OpenBaoAddress: "https://" + c.ClientServiceDNSName() + ":8200",
+		OpenBaoAddress: c.InternalServiceAddress(),
+		OpenBaoCAFile:  openbaoCADir + "/" + caFileName,
 		ServerDomain:   c.HeadlessServiceName() + "." + c.Namespace + ".svc",
 		Provider:       spec.Target.Provider, Endpoint: spec.Target.Endpoint, Bucket: spec.Target.Bucket, Region: spec.Target.Region,
 		PathStyle: spec.Target.UsePathStyle, PathPrefix: spec.Target.PathPrefix,
 		Timeout:  Timeout(spec) - executorMargin,
 		PartSize: DefaultPartSize, Concurrency: DefaultConcurrency,
 		TerminationLog: TerminationLog,
-	}
-	if c.Spec.TLS.Mode != v1alpha1.TLSModeACME {
-		cfg.OpenBaoCAFile = openbaoCADir + "/" + caFileName
 	}
 	if spec.TokenSecretRef != nil {
 		cfg.Auth, cfg.TokenFile = AuthToken, TokenFile
@@ -219,9 +217,7 @@ func jobVolumes(c *v1alpha1.OpenBaoCluster) ([]corev1.Volume, []corev1.VolumeMou
 		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: source})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
 	}
-	if c.Spec.TLS.Mode != v1alpha1.TLSModeACME {
-		add("openbao-ca", openbaoCADir, secretItem(c.TLSCASecretName(), "ca.crt", caFileName))
-	}
+	add("openbao-ca", openbaoCADir, secretItem(c.TLSCASecretName(), "ca.crt", caFileName))
 	if ref := spec.TokenSecretRef; ref != nil {
 		add("identity", identityDir, secretItem(ref.Name, TokenKey(ref), "openbao-token"))
 	} else {

@@ -26,11 +26,18 @@ import (
 const (
 	DefaultAddress        = ":8200"
 	DefaultClusterAddress = ":8201"
-	DefaultDataPath       = "/bao/data"
-	DefaultSealKeyFile    = "/etc/bao/unseal/key"
-	DefaultACMECachePath  = "/bao/data/acme"
-	DefaultTLSMinVersion  = "tls12"
-	DefaultAutoJoinPort   = 8200
+	// DefaultInternalAddress is the internal listener's (Input.Internal).
+	DefaultInternalAddress = ":8202"
+	// DefaultInternalClusterAddress: OpenBao opens a cluster listener for
+	// every tcp listener (at its port + 1 when none is set) and fails when
+	// two share an address; the internal listener's stays on loopback,
+	// where no peer dials it.
+	DefaultInternalClusterAddress = "127.0.0.1:8203"
+	DefaultDataPath               = "/bao/data"
+	DefaultSealKeyFile            = "/etc/bao/unseal/key"
+	DefaultACMECachePath          = "/bao/data/acme"
+	DefaultTLSMinVersion          = "tls12"
+	DefaultAutoJoinPort           = 8200
 
 	// DefaultPerformanceMultiplier is the production setting Raft's authors
 	// recommend; OpenBao's own default (5) is tuned for slow development
@@ -56,7 +63,13 @@ var ErrInvalid = errors.New("invalid OpenBao configuration input")
 
 // Input is everything config.hcl is rendered from.
 type Input struct {
-	Listener            Listener
+	Listener Listener
+	// Internal, when set, is a second listener beside an ACME Listener,
+	// serving certificate files that the operator's CA signs: the
+	// operator and the joining servers dial in-cluster .svc names, which
+	// no ACME CA issues. Its addresses default to DefaultInternalAddress
+	// and DefaultInternalClusterAddress.
+	Internal            *Listener
 	Raft                Raft
 	Seal                Seal
 	ServiceRegistration bool // service_registration "kubernetes" {}; it reads BAO_K8S_NAMESPACE and BAO_K8S_POD_NAME
@@ -117,6 +130,10 @@ type ACME struct {
 	Domains     []string // tls_acme_domains
 	Email       string   // tls_acme_email
 	CachePath   string   // tls_acme_cache_path; default DefaultACMECachePath, on the data volume so restarts do not re-order
+	// DisableHTTPChallenge leaves tls-alpn-01, which the CA validates on
+	// the API listener itself: http-01 is validated at the domain's port
+	// 80, which nothing routes to a server.
+	DisableHTTPChallenge bool // tls_acme_disable_http_challenge
 }
 
 // Raft is the storage "raft" stanza.
@@ -128,7 +145,7 @@ type Raft struct {
 	Initialized   bool
 	LeaderAPIAddr string // bootstrap: https://<cluster>-0.<headless>.<ns>.svc:8200
 	// LeaderCAFile verifies the leader's certificate (bootstrap and
-	// auto_join); empty uses the system roots (public ACME certificates).
+	// auto_join); empty uses the system roots.
 	LeaderCAFile string
 	// LeaderTLSServerName is the name to verify in the leader's certificate
 	// when auto_join dials pod IPs that the certificate does not carry.
@@ -176,6 +193,9 @@ func Render(in Input) ([]byte, error) {
 	body := f.Body()
 	renderGlobals(body, in)
 	if err := renderListener(body, in.Listener); err != nil {
+		return nil, err
+	}
+	if err := renderInternalListener(body, in.Listener, in.Internal); err != nil {
 		return nil, err
 	}
 	if err := renderRaft(body, in.Raft); err != nil {

@@ -59,13 +59,19 @@ func externalTLS(in *Input) {
 	in.Listener.UnauthenticatedMetricsAccess = true
 }
 
+// acme serves clients an ACME certificate from a private directory and
+// the operator and the joiners the operator's on the internal listener.
 func acme(in *Input) {
 	in.Listener.TLS = TLS{Mode: TLSACME, ACME: ACME{
-		CADirectory: "https://acme-v02.api.letsencrypt.org/directory",
-		Domains:     []string{"bao.example.com", "bao-0.bao-internal.vault.svc"},
-		Email:       "ops@example.com",
+		CADirectory:          "https://acme.example.com/directory",
+		CARootFile:           "/etc/bao/acme-ca/ca.crt",
+		Domains:              []string{"bao.example.com"},
+		Email:                "ops@example.com",
+		DisableHTTPChallenge: true,
 	}}
-	in.Raft.LeaderCAFile = ""
+	in.Internal = &Listener{TLS: TLS{Mode: TLSFiles, CertFile: "/etc/bao/tls/tls.crt", KeyFile: "/etc/bao/tls/tls.key"}}
+	in.Raft.LeaderAPIAddr = "https://bao-0.bao-internal.vault.svc:8202"
+	in.Raft.LeaderTLSServerName = "bao.vault.svc"
 }
 
 func kms(t SealType, options map[string]string) inputOption {

@@ -36,6 +36,26 @@ func renderListener(body *hclwrite.Body, l Listener) error {
 	return nil
 }
 
+// renderInternalListener writes the internal listener, if any, after the
+// main one: a client of the API port sees the same listener first as
+// without it.
+func renderInternalListener(body *hclwrite.Body, main Listener, internal *Listener) error {
+	if internal == nil {
+		return nil
+	}
+	l := *internal
+	l.Address = orDefault(l.Address, DefaultInternalAddress)
+	l.ClusterAddress = orDefault(l.ClusterAddress, DefaultInternalClusterAddress)
+	if l.TLS.Mode != TLSFiles {
+		return invalidf("internal listener: TLS mode %q: want %s, certificates the operator issues", l.TLS.Mode, TLSFiles)
+	}
+	if l.Address == orDefault(main.Address, DefaultAddress) ||
+		l.ClusterAddress == orDefault(main.ClusterAddress, DefaultClusterAddress) {
+		return invalidf("internal listener: addresses %q and %q must differ from the main listener's", l.Address, l.ClusterAddress)
+	}
+	return renderListener(body, l)
+}
+
 func renderTLSFiles(lb *hclwrite.Body, t TLS) error {
 	if t.CertFile == "" || t.KeyFile == "" {
 		return invalidf("listener: TLS mode %s needs a certificate file and a key file", TLSFiles)
@@ -72,6 +92,9 @@ func renderACME(lb *hclwrite.Body, a ACME) error {
 		lb.SetAttributeRaw("tls_acme_email", stringTokens(a.Email))
 	}
 	lb.SetAttributeRaw("tls_acme_cache_path", stringTokens(orDefault(a.CachePath, DefaultACMECachePath)))
+	if a.DisableHTTPChallenge {
+		lb.SetAttributeRaw("tls_acme_disable_http_challenge", boolTokens(true))
+	}
 	return nil
 }
 

@@ -66,6 +66,15 @@ func TestRenderRejectsInvalidInput(t *testing.T) {
 		"ACME needs domains": {
 			testInput(acme, func(in *Input) { in.Listener.TLS.ACME.Domains = nil }), "domain",
 		},
+		"an internal listener by ACME is refused": {
+			testInput(acme, func(in *Input) { in.Internal.TLS = in.Listener.TLS }), "internal listener",
+		},
+		"an internal listener on the API address is refused": {
+			testInput(acme, func(in *Input) { in.Internal.Address = DefaultAddress }), "must differ",
+		},
+		"an internal listener sharing the cluster address is refused, as OpenBao would fail to bind it": {
+			testInput(acme, func(in *Input) { in.Internal.ClusterAddress = DefaultClusterAddress }), "must differ",
+		},
 		"TLS 1.1 is refused": {
 			testInput(func(in *Input) { in.Listener.TLS.MinVersion = "tls11" }), "tls11",
 		},

@@ -284,3 +284,21 @@ func TestAdmitReadsWholeNumbersAsIntegers(t *testing.T) {
 		t.Errorf("replicas is %T %v, want int64 5", got, got)
 	}
 }
+
+// TestRotationPeriodAppliesToEveryOperatorIssuedCertificate: with ACME the
+// operator issues the internal listener's certificate, so its validity may
+// be set; External certificates are not the operator's to rotate.
+func TestRotationPeriodAppliesToEveryOperatorIssuedCertificate(t *testing.T) {
+	acme := `{version: 2.4.0, tls: {mode: ACME, rotationPeriod: 720h, acme: {directory: "https://acme.example/dir", domains: [bao.example.com]}}}`
+	for spec, allowed := range map[string]bool{
+		`{version: 2.4.0, tls: {rotationPeriod: 720h}}`: true,
+		acme: true,
+		`{version: 2.4.0, tls: {mode: External, rotationPeriod: 720h}}`: false,
+	} {
+		obj := object(t, "apiVersion: openbao.org/v1alpha1\nkind: OpenBaoCluster\nmetadata: {name: bao}\nspec: "+spec+"\n")
+		errs := load(t).Admit(context.Background(), obj, nil)
+		if rejected := hasError(errs, "spec.tls", "rotationPeriod applies only"); rejected == allowed {
+			t.Errorf("%s: rejected %v, want %v (%v)", spec, rejected, !allowed, errs)
+		}
+	}
+}

@@ -162,14 +162,17 @@ func TestNetworkPolicy(t *testing.T) {
 		}
 	})
 	initialized := func(c *v1alpha1.OpenBaoCluster) { c.Status.Initialized = true }
-	for _, name := range []string{sample, "overrides"} {
-		t.Run("until initialized only the operator reaches port 8200: "+name, func(t *testing.T) {
+	apiPorts := map[string][]int{sample: {8200}, "overrides": {8200}, "tls_acme": {8200, 8202}}
+	for _, name := range []string{sample, "overrides", "tls_acme"} {
+		t.Run("until initialized only the operator reaches the API ports: "+name, func(t *testing.T) {
 			var np networkingv1.NetworkPolicy
 			typed(t, renderWith(t, r, fixture(t, name), testOperator), "NetworkPolicy", &np)
-			from := ruleFor(t, &np, 8200).From
 			want := map[string]string{"kubernetes.io/metadata.name": testOperator.Namespace}
-			if len(from) != 1 || from[0].NamespaceSelector == nil || !equalLabels(from[0].NamespaceSelector.MatchLabels, want) || from[0].PodSelector != nil {
-				t.Errorf("port 8200 from %+v, want the operator's namespace only", from)
+			for _, port := range apiPorts[name] {
+				from := ruleFor(t, &np, port).From
+				if len(from) != 1 || from[0].NamespaceSelector == nil || !equalLabels(from[0].NamespaceSelector.MatchLabels, want) || from[0].PodSelector != nil {
+					t.Errorf("port %d from %+v, want the operator's namespace only", port, from)
+				}
 			}
 		})
 	}

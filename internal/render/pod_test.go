@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // podFacts are what a fixture's pod template must and must not have.
@@ -44,9 +45,9 @@ func TestPodTemplateMountsBySealAndTLS(t *testing.T) {
 			mounts: []string{"/etc/bao/seal-creds"}, noEnv: []string{"AWS_ACCESS_KEY_ID", "BAO_TOKEN"},
 			env: map[string]string{"GOOGLE_APPLICATION_CREDENTIALS": "/etc/bao/seal-creds/credentials.json"},
 		}},
-		"ACME mounts no TLS volume": {fixture: "tls_acme", want: podFacts{
-			mounts: []string{"/etc/bao/unseal"}, noMounts: []string{"/etc/bao/tls"}, noEnv: []string{"BAO_CACERT"},
-			noVolumeFor: "tls",
+		"ACME mounts the operator's TLS for the internal listener, which the server's own CLI uses": {fixture: "tls_acme", want: podFacts{
+			mounts: []string{"/etc/bao/unseal", "/etc/bao/tls"},
+			env:    map[string]string{"BAO_CACERT": "/etc/bao/tls/ca.crt", "BAO_ADDR": "https://127.0.0.1:8202"},
 		}},
 		"External TLS mounts the TLS volume": {fixture: "tls_external", want: podFacts{
 			mounts: []string{"/etc/bao/tls"}, env: map[string]string{"BAO_CACERT": "/etc/bao/tls/ca.crt"},
@@ -135,4 +136,48 @@ func TestGCPKMSWithoutASecretUsesWorkloadIdentity(t *testing.T) {
 	c.Spec.Unseal.CredentialsSecretRef = nil
 	spec := statefulSet(t, renderWith(t, newRenderer(t), c, testOperator)).Spec.Template.Spec
 	checkPodFacts(t, &spec, podFacts{noMounts: []string{"/etc/bao/seal-creds"}, noEnv: []string{"GOOGLE_APPLICATION_CREDENTIALS"}})
+}
+
+// TestACMEServersAreReachedOnTheInternalListener: no ACME CA issues the
+// .svc names, so with ACME the probes, the address a server advertises
+// (where standbys redirect and backup Jobs follow sys/leader) and the
+// Services the operator dials carry the internal listener; clients keep
+// port 8200. The ACME client may bind its challenge port.
+func TestACMEServersAreReachedOnTheInternalListener(t *testing.T) {
+	objs := renderWith(t, newRenderer(t), fixture(t, "tls_acme"), testOperator)
+	c := statefulSet(t, objs).Spec.Template.Spec.Containers[0]
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	if ports["api"] != 8200 || ports["internal"] != 8202 {
+		t.Errorf("container ports %v, want api 8200 and internal 8202", ports)
+	}
+	for name, probe := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+		if got := probe.HTTPGet.Port.String(); got != "internal" {
+			t.Errorf("%s probe on port %s, want internal: the ACME listener answers no handshake without a name it may order", name, got)
+		}
+	}
+	sysctls := statefulSet(t, objs).Spec.Template.Spec.SecurityContext.Sysctls
+	if len(sysctls) != 1 || sysctls[0].Name != "net.ipv4.ip_unprivileged_port_start" || sysctls[0].Value != "0" {
+		t.Errorf("sysctls %v: the non-root server cannot open the ACME challenge listener on :443 without them", sysctls)
+	}
+	for _, e := range c.Env {
+		if e.Name == "BAO_API_ADDR" && e.Value != "https://$(BAO_K8S_POD_NAME).openbao-acme-internal.openbao-test.svc:8202" {
+			t.Errorf("BAO_API_ADDR = %q, want the pod's name on the internal listener", e.Value)
+		}
+	}
+	for _, u := range find(objs, "Service") {
+		var svc corev1.Service
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &svc); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, p := range svc.Spec.Ports {
+			found = found || (p.Name == "internal" && p.Port == 8202)
+		}
+		if !found {
+			t.Errorf("Service %s has no internal port 8202: %+v", svc.Name, svc.Spec.Ports)
+		}
+	}
 }

@@ -20,6 +20,8 @@ const (
 	TLSCertFile = "/etc/bao/tls/tls.crt"
 	TLSKeyFile  = "/etc/bao/tls/tls.key"
 	TLSCAFile   = "/etc/bao/tls/ca.crt"
+	// ACMECAFile verifies a private ACME directory (tls.acme.caSecretRef).
+	ACMECAFile = "/etc/bao/acme-ca/ca.crt"
 	// StaticSealKeyID names the operator-generated static key; OpenBao
 	// stores it with the wrapped root key, so it must never change for a key.
 	StaticSealKeyID = "operator-1"
@@ -83,6 +85,7 @@ func configInput(c *v1alpha1.OpenBaoCluster, initialized bool) (baoconfig.Input,
 	conf := c.Spec.Configuration
 	return baoconfig.Input{
 		Listener:            listenerInput(c),
+		Internal:            internalListenerInput(c),
 		Raft:                raftInput(c, initialized),
 		Seal:                sealInput(c),
 		ServiceRegistration: true,
@@ -101,26 +104,44 @@ func listenerInput(c *v1alpha1.OpenBaoCluster) baoconfig.Listener {
 	if tlsMode(c) == v1alpha1.TLSModeACME && c.Spec.TLS.ACME != nil {
 		acme := c.Spec.TLS.ACME
 		l.TLS = baoconfig.TLS{Mode: baoconfig.TLSACME, MinVersion: minVersion, ACME: baoconfig.ACME{
-			CADirectory: acme.Directory, Domains: acme.Domains, Email: acme.Email,
+			CADirectory: acme.Directory, Domains: acme.Domains, Email: acme.Email, DisableHTTPChallenge: true,
 		}}
+		if acme.CASecretRef != nil {
+			l.TLS.ACME.CARootFile = ACMECAFile
+		}
 		return l
 	}
 	l.TLS = baoconfig.TLS{Mode: baoconfig.TLSFiles, CertFile: TLSCertFile, KeyFile: TLSKeyFile, MinVersion: minVersion}
 	return l
 }
 
-func raftInput(c *v1alpha1.OpenBaoCluster, initialized bool) baoconfig.Raft {
-	caFile := TLSCAFile
-	if tlsMode(c) == v1alpha1.TLSModeACME {
-		caFile = "" // a public ACME certificate verifies against the system roots
+// internalListenerInput is, with ACME, the listener on
+// v1alpha1.InternalListenerPort that serves the operator-issued
+// certificate; nil in the other modes, whose API listener serves one.
+func internalListenerInput(c *v1alpha1.OpenBaoCluster) *baoconfig.Listener {
+	if tlsMode(c) != v1alpha1.TLSModeACME {
+		return nil
 	}
+	return &baoconfig.Listener{
+		Address: fmt.Sprintf(":%d", v1alpha1.InternalListenerPort),
+		TLS: baoconfig.TLS{Mode: baoconfig.TLSFiles, CertFile: TLSCertFile, KeyFile: TLSKeyFile,
+			MinVersion: c.Spec.Configuration.Listener.TLSMinVersion},
+		// The ServiceMonitor scrapes this listener with ACME.
+		UnauthenticatedMetricsAccess: c.Spec.Configuration.Listener.UnauthenticatedMetricsAccess,
+	}
+}
+
+func raftInput(c *v1alpha1.OpenBaoCluster, initialized bool) baoconfig.Raft {
 	timers := c.Spec.Configuration.Raft
+	// Joins go to the listener whose certificate chains to the cluster's
+	// CA: the internal one with ACME.
 	return baoconfig.Raft{
 		Initialized:         initialized,
-		LeaderAPIAddr:       fmt.Sprintf("https://%s:8200", c.PodDNSName(0)),
-		LeaderCAFile:        caFile,
+		LeaderAPIAddr:       c.PodAPIAddress(0),
+		LeaderCAFile:        TLSCAFile,
 		LeaderTLSServerName: c.ClientServiceDNSName(),
-		AutoJoin:            baoconfig.AutoJoin{Namespace: c.Namespace, LabelSelector: c.PodLabelSelector()},
+		AutoJoin: baoconfig.AutoJoin{Namespace: c.Namespace, LabelSelector: c.PodLabelSelector(),
+			Port: c.InternalAPIPort()},
 		Timers: baoconfig.Timers{
 			PerformanceMultiplier:      int(ptrOr(timers.PerformanceMultiplier, 0)),
 			AutopilotReconcileInterval: durationOf(timers.AutopilotReconcileInterval),

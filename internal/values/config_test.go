@@ -134,3 +134,32 @@ func TestSelfInitOnlyBeforeInitialization(t *testing.T) {
 		})
 	}
 }
+
+// TestACMEJoinsGoToTheInternalListener: no ACME CA issues the .svc names
+// the servers join by, so both join methods dial the internal listener
+// and verify it against the operator's CA; clients keep the ACME one, which
+// orders by tls-alpn-01 only (http-01 is validated at port 80, which
+// nothing routes to a server).
+func TestACMEJoinsGoToTheInternalListener(t *testing.T) {
+	acme := func(c *v1alpha1.OpenBaoCluster) {
+		c.Spec.TLS = v1alpha1.TLSSpec{Mode: v1alpha1.TLSModeACME, ACME: &v1alpha1.ACMESpec{
+			Directory: "https://acme.example.com/directory", Domains: []string{"bao.example.com"}}}
+	}
+	for name, c := range map[string]*v1alpha1.OpenBaoCluster{
+		"bootstrap join": cluster(acme), "auto_join": cluster(acme, initialized),
+	} {
+		hcl := strings.Join(strings.Fields(mustConfig(t, c).HCL), " ")
+		for _, want := range []string{`address = ":8200"`, `address = ":8202"`,
+			`leader_ca_cert_file = "/etc/bao/tls/ca.crt"`, `tls_acme_disable_http_challenge = true`} {
+			if !strings.Contains(hcl, want) {
+				t.Errorf("%s: config.hcl lacks %s:\n%s", name, want, hcl)
+			}
+		}
+		if name == "auto_join" && !strings.Contains(hcl, "auto_join_port = 8202") {
+			t.Errorf("auto_join does not dial the internal listener:\n%s", hcl)
+		}
+		if name == "bootstrap join" && !strings.Contains(hcl, `svc:8202"`) {
+			t.Errorf("the bootstrap join does not dial pod-0's internal listener:\n%s", hcl)
+		}
+	}
+}

@@ -26,7 +26,7 @@ func ownedValues(in Input, op Operator, cfg Config) (map[string]any, error) {
 		"config": map[string]any{
 			"hcl": cfg.HCL, "checksum": cfg.Checksum,
 		},
-		"tls":                                  map[string]any{"mode": string(tlsMode(c))},
+		"tls":                                  tlsValues(c),
 		"seal":                                 sealValues(c),
 		"storage":                              storageValues(c),
 		"scheduling":                           scheduling,
@@ -101,6 +101,19 @@ func childNames(c *v1alpha1.OpenBaoCluster) map[string]any {
 
 func imageValues(img Image) map[string]any {
 	return map[string]any{"repository": img.Repository, "tag": img.Tag, "pullPolicy": "IfNotPresent"}
+}
+
+// tlsValues name the Secret the chart mounts at ACMECAFile's directory,
+// with its key as ca.crt; empty without one.
+func tlsValues(c *v1alpha1.OpenBaoCluster) map[string]any {
+	ca := map[string]any{"secret": "", "key": ""}
+	if acme := c.Spec.TLS.ACME; tlsMode(c) == v1alpha1.TLSModeACME && acme != nil && acme.CASecretRef != nil {
+		ca["secret"], ca["key"] = acme.CASecretRef.Name, acme.CASecretRef.Key
+		if ca["key"] == "" {
+			ca["key"] = "ca.crt"
+		}
+	}
+	return map[string]any{"mode": string(tlsMode(c)), "acmeCA": ca}
 }
 
 func tlsMode(c *v1alpha1.OpenBaoCluster) v1alpha1.TLSMode {

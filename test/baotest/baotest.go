@@ -27,7 +27,9 @@ type Server struct {
 	Dir         string // data, config and log live here
 	Addr        string // API address, http://HOST:PORT (https with Options.CACert or TLS)
 	ClusterAddr string // Raft cluster address, https://HOST:PORT
-	LogPath     string
+	// Ports holds the free port given to each of Options.Ports.
+	Ports   map[string]int
+	LogPath string
 	// Client reaches the API; with Options.CACert it trusts that CA.
 	Client *http.Client
 	cmd    *exec.Cmd
@@ -38,7 +40,8 @@ type Server struct {
 
 // Options describe the server to start. Config, when set, replaces the
 // default single-node configuration; it and Env may use the placeholders
-// {{dir}}, {{host}}, {{api_port}}, {{cluster_port}} and {{node_id}}.
+// {{dir}}, {{host}}, {{api_port}}, {{cluster_port}}, {{node_id}} and those
+// of Ports.
 type Options struct {
 	NodeID string
 	Config string
@@ -48,6 +51,10 @@ type Options struct {
 	// APIPort and ClusterPort fix the ports (for example 8200 and 8201, as
 	// in a pod); zero picks free ones.
 	APIPort, ClusterPort int
+	// Ports names further placeholders, each replaced by a free port (for
+	// example "acme_port" for {{acme_port}}), for listeners besides the one
+	// Addr reaches.
+	Ports []string
 	// Files are written into the server's directory before it starts
 	// (name relative to {{dir}}, directories created), for example TLS
 	// certificates.
@@ -127,13 +134,19 @@ func Start(t testing.TB, opts Options) *Server {
 	if opts.Config == "" {
 		opts.Config = defaultConfig
 	}
-	placeholders := strings.NewReplacer(
+	pairs := []string{
 		"{{dir}}", dir,
 		"{{host}}", host,
 		"{{api_port}}", fmt.Sprint(apiPort),
 		"{{cluster_port}}", fmt.Sprint(clusterPort),
 		"{{node_id}}", opts.NodeID,
-	)
+	}
+	ports := map[string]int{}
+	for _, name := range opts.Ports {
+		ports[name] = freePort(t, host)
+		pairs = append(pairs, "{{"+name+"}}", fmt.Sprint(ports[name]))
+	}
+	placeholders := strings.NewReplacer(pairs...)
 	configPath := filepath.Join(dir, "config.hcl")
 	if err := os.WriteFile(configPath, []byte(placeholders.Replace(opts.Config)), 0o600); err != nil {
 		t.Fatal(err)
@@ -151,6 +164,7 @@ func Start(t testing.TB, opts Options) *Server {
 		Dir:         dir,
 		Addr:        fmt.Sprintf("http://%s", net.JoinHostPort(host, fmt.Sprint(apiPort))),
 		ClusterAddr: fmt.Sprintf("https://%s", net.JoinHostPort(host, fmt.Sprint(clusterPort))),
+		Ports:       ports,
 		LogPath:     filepath.Join(dir, "bao.log"),
 		Client:      &http.Client{Timeout: 30 * time.Second},
 	}

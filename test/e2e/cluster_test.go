@@ -166,7 +166,13 @@ func raftVoters(p corev1.Pod, ns string, caPEM []byte, token string) ([]string, 
 // raftMembers reads the Raft configuration with the root token and returns
 // the node ids of every server and of the voters among them.
 func raftMembers(p corev1.Pod, ns string, caPEM []byte, token string) (servers, voters []string, err error) {
-	req, err := http.NewRequest(http.MethodGet, "https://"+net.JoinHostPort(p.Status.PodIP, "8200")+"/v1/sys/storage/raft/configuration", nil)
+	return raftMembersAt(p, "8200", ns, caPEM, token)
+}
+
+// raftMembersAt is raftMembers through the pod's port (8202, the internal
+// listener, with ACME).
+func raftMembersAt(p corev1.Pod, port, ns string, caPEM []byte, token string) (servers, voters []string, err error) {
+	req, err := http.NewRequest(http.MethodGet, "https://"+net.JoinHostPort(p.Status.PodIP, port)+"/v1/sys/storage/raft/configuration", nil)
 	if err != nil {
 		return nil, nil, err
 	}

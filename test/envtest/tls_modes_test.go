@@ -9,12 +9,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/pki"
+	"github.com/openbao/operator/internal/values"
 )
 
 func TestExternalTLSWaitsForItsSecretsThenProceeds(t *testing.T) {
@@ -138,7 +138,11 @@ func createExternalSecretsSignedBy(t *testing.T, c *v1alpha1.OpenBaoCluster, sam
 	}
 }
 
-func TestACMECreatesNoTLSSecrets(t *testing.T) {
+// TestACMEIssuesTheInternalListenersCertificate: no ACME CA issues the
+// .svc names the operator and the joining servers dial, so with ACME the
+// operator runs its CA for the internal listener as in OperatorManaged
+// mode, and TLSReady says which port serves what.
+func TestACMEIssuesTheInternalListenersCertificate(t *testing.T) {
 	ctx := context.Background()
 	c := newCluster(t, managedNamespace, `
 metadata: {name: acme}
@@ -154,16 +158,22 @@ spec:
 		if err != nil {
 			return err
 		}
-		if cond.Reason != v1alpha1.ReasonACMEByOpenBao {
-			return fmt.Errorf("TLSReady reason %s", cond.Reason)
+		if cond.Reason != v1alpha1.ReasonACMEByOpenBao || !strings.Contains(cond.Message, c.TLSServerSecretName()) {
+			return fmt.Errorf("TLSReady %s: %s", cond.Reason, cond.Message)
 		}
 		_, err = condition(ctx, c, v1alpha1.ConditionDegraded)
 		return err
 	})
+	secrets := map[string]*corev1.Secret{}
 	for _, name := range []string{c.TLSCASecretName(), c.TLSServerSecretName()} {
-		err := k8s.Get(ctx, client.ObjectKey{Namespace: managedNamespace, Name: name}, &corev1.Secret{})
-		if !apierrors.IsNotFound(err) {
-			t.Errorf("ACME mode: Secret %s exists or cannot be read (%v)", name, err)
+		secrets[name] = &corev1.Secret{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: managedNamespace, Name: name}, secrets[name]); err != nil {
+			t.Fatalf("ACME mode: Secret %s: %v", name, err)
 		}
+	}
+	server := secrets[c.TLSServerSecretName()].Data
+	if problem := pki.CheckExternal(secrets[c.TLSCASecretName()].Data[pki.CAKey], server[pki.CertKey], server[pki.KeyKey],
+		values.PKISpec(c), time.Now()); problem != "" {
+		t.Errorf("the internal listener's certificate does not serve the in-cluster names: %s", problem)
 	}
 }

@@ -74,7 +74,12 @@ func TestEveryGoldenConfigPassesOpenBaosOwnChecks(t *testing.T) {
 
 func TestConfigCheckerRejectsWhatOpenBaoWouldRefuse(t *testing.T) {
 	base := readGolden(t, "static-bootstrap.hcl")
+	acme := readGolden(t, "acme.hcl")
 	tests := map[string]string{
+		// OpenBao opens a cluster listener per tcp listener and fails to bind a second one.
+		"two listeners sharing a cluster address": strings.Replace(acme, `"127.0.0.1:8203"`, `":8201"`, 1),
+		"an internal listener on the cluster port, whose own port + 1 is taken too": strings.Replace(acme,
+			"  address         = \":8202\"\n  cluster_address = \"127.0.0.1:8203\"\n", "  address         = \":8201\"\n", 1),
 		"an unknown top-level key":          base + "\nnot_a_key = 1\n",
 		"disable_mlock = false":             base + "\ndisable_mlock = false\n",
 		"a TLS version that does not exist": strings.Replace(base, `"tls12"`, `"tls14"`, 1),
@@ -89,7 +94,7 @@ func TestConfigCheckerRejectsWhatOpenBaoWouldRefuse(t *testing.T) {
 	}
 	for name, config := range tests {
 		t.Run(name, func(t *testing.T) {
-			if config == base {
+			if config == base || config == acme {
 				t.Fatal("the mutation did not apply; the golden file changed shape")
 			}
 			path := filepath.Join(t.TempDir(), "config.hcl")

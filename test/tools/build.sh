@@ -39,6 +39,7 @@ recipes() {
 	echo "coredns|coredns|.|v1.15.0|-s -w|"
 	echo "minio|minio|github.com/minio/minio|20260212201848|-s -w|"
 	echo "fake-gcs-server|fake-gcs-server|github.com/fsouza/fake-gcs-server|v1.56.1|-s -w|"
+	echo "pebble|pebble|github.com/letsencrypt/pebble/v2/cmd/pebble|v2.10.1|-s -w|"
 	echo "controller-gen|controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|v0.23.0|-s -w|"
 	echo "kustomize|kustomize|sigs.k8s.io/kustomize/kustomize/v5|v5.8.2|-s -w|"
 	echo "promtool|promtool|github.com/prometheus/prometheus/cmd/promtool|v0.316.0|-s -w|"

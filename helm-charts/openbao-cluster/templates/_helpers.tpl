@@ -38,7 +38,39 @@ openbao.org/cluster: {{ .Values.cluster.name }}
 {{ $repo }}:{{ .Values.image.tag }}
 {{- end }}
 
-{{/* TLS files are mounted unless OpenBao obtains its certificate by ACME. */}}
-{{- define "openbao.mountsTLS" -}}
-{{- if ne .Values.tls.mode "ACME" }}true{{ end -}}
+{{/* With ACME, the operator, the servers' joins, the probes and the backup
+     Jobs use the internal listener (port 8202), whose certificate the
+     operator's CA signs: no ACME CA issues the .svc names they dial. */}}
+{{- define "openbao.internalPortName" -}}
+{{- if eq .Values.tls.mode "ACME" }}internal{{ else }}api{{ end -}}
+{{- end }}
+{{- define "openbao.internalPort" -}}
+{{- if eq .Values.tls.mode "ACME" }}8202{{ else }}8200{{ end -}}
+{{- end }}
+
+{{/* The NetworkPolicy peer of the init window: the operator's namespace. */}}
+{{- define "openbao.operatorOnly" -}}
+- namespaceSelector:
+    matchLabels:
+      kubernetes.io/metadata.name: {{ .Values.operator.namespace }}
+{{- end }}
+
+{{/* NetworkPolicy peers that always reach the API: the servers, the
+     operator's namespace, and the backup Jobs, which take snapshots from
+     the active server. */}}
+{{- define "openbao.operatorPeers" -}}
+- podSelector:
+    matchLabels:
+      {{- include "openbao.selectorLabels" . | nindent 6 }}
+{{- if .Values.operator.namespace }}
+- namespaceSelector:
+    matchLabels:
+      kubernetes.io/metadata.name: {{ .Values.operator.namespace }}
+{{- end }}
+{{- if .Values.backup.enabled }}
+- podSelector:
+    matchLabels:
+      app.kubernetes.io/component: backup
+      openbao.org/cluster: {{ .Values.cluster.name }}
+{{- end }}
 {{- end }}

@@ -68,7 +68,49 @@ func checkListeners(c *server.Config) []error {
 			errs = append(errs, fmt.Errorf("listener %d: ACME without tls_acme_domains answers any SNI name", i))
 		}
 	}
+	return append(errs, checkListenerAddresses(c)...)
+}
+
+// checkListenerAddresses repeats what ServerCommand.InitListeners binds:
+// each tcp listener's address, and a cluster listener at its
+// cluster_address or else at its own port + 1. bao fails at start when two
+// of them collide (a wildcard host collides with every host).
+func checkListenerAddresses(c *server.Config) []error {
+	type bound struct {
+		host, port, what string
+	}
+	var seen []bound
+	var errs []error
+	for i, l := range c.Listeners {
+		host, port, err := net.SplitHostPort(l.Address)
+		if err != nil {
+			continue // reported by checkListeners
+		}
+		addrs := []bound{{host, port, fmt.Sprintf("listener %d address", i)}}
+		cluster := bound{host: host, what: fmt.Sprintf("listener %d cluster address", i)}
+		if l.ClusterAddress != "" {
+			if cluster.host, cluster.port, err = net.SplitHostPort(l.ClusterAddress); err != nil {
+				continue
+			}
+		} else if n, err := strconv.Atoi(port); err == nil {
+			cluster.port = strconv.Itoa(n + 1)
+		}
+		addrs = append(addrs, cluster)
+		for _, a := range addrs {
+			for _, b := range seen {
+				if a.port == b.port && (a.host == b.host || wildcard(a.host) || wildcard(b.host)) {
+					errs = append(errs, fmt.Errorf("%s %s binds the port of %s %s",
+						a.what, net.JoinHostPort(a.host, a.port), b.what, net.JoinHostPort(b.host, b.port)))
+				}
+			}
+			seen = append(seen, a)
+		}
+	}
 	return errs
+}
+
+func wildcard(host string) bool {
+	return host == "" || host == "0.0.0.0" || host == "::" || host == "[::]"
 }
 
 // raftKeys are the storage "raft" keys physical/raft reads (NewRaftBackend,
