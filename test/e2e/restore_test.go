@@ -65,6 +65,35 @@ func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
 	logf("restore of %s succeeded in %s (restarted: %v): %s", rs.Status.Key, time.Since(restoreStart).Round(100*time.Millisecond),
 		rs.Status.RestartedPods, rs.Status.Message)
 	checkEveryServerServesTheSnapshot(ctx, t, cl, ns, root)
+
+	// The same restore again, with the operator killed while the Job
+	// streams the snapshot: the next operator must finish it.
+	activeBaoAPI(ctx, t, cl, ns, root).call(t, http.MethodPost, "kv/after", map[string]any{"value": "three"})
+	restoreStart = time.Now()
+	rs2 := &v1alpha1.OpenBaoRestore{ObjectMeta: metav1.ObjectMeta{Name: "r2", Namespace: ns}, Spec: v1alpha1.OpenBaoRestoreSpec{
+		ClusterName: "bao", Source: v1alpha1.RestoreSource{Key: b.Status.Key}, ExpectedSHA256: b.Status.SHA256}}
+	if err := cl.Create(ctx, rs2); err != nil {
+		t.Fatal(err)
+	}
+	waitEvery(ctx, t, 100*time.Millisecond, 5*time.Minute, "restore r2 streaming", func() (bool, string) {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(rs2), rs2); err != nil {
+			return false, err.Error()
+		}
+		return rs2.Status.Step == v1alpha1.RestoreStepRestoring || rs2.Status.Phase.Done(), fmt.Sprintf("%s/%s", rs2.Status.Phase, rs2.Status.Step)
+	})
+	killedAt := fmt.Sprintf("%s/%s", rs2.Status.Phase, rs2.Status.Step)
+	killManager(ctx, t, cl)
+	waitEvery(ctx, t, time.Second, 10*time.Minute, "restore r2 finished", func() (bool, string) {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(rs2), rs2); err != nil {
+			return false, err.Error()
+		}
+		return rs2.Status.Phase.Done(), fmt.Sprintf("%s/%s %s: %s", rs2.Status.Phase, rs2.Status.Step, rs2.Status.Reason, rs2.Status.Message)
+	})
+	if rs2.Status.Phase != v1alpha1.RestoreSucceeded {
+		t.Fatalf("restore r2 with the operator killed at %s: %+v", killedAt, rs2.Status)
+	}
+	logf("restore r2 with the operator killed at %s succeeded in %s", killedAt, time.Since(restoreStart).Round(100*time.Millisecond))
+	checkEveryServerServesTheSnapshot(ctx, t, cl, ns, root)
 	assertNoLeaks(ctx, t, cl, ns, nil)
 }
 
