@@ -181,7 +181,8 @@ func (r *OpenBaoClusterReconciler) podClient(p *pass, ordinal int, token openbao
 	if pod, ok := p.servers.Get(p.cluster.PodName(ordinal)); ok && pod.IP != "" {
 		addr = pod.IP
 	}
-	return r.OpenBao(openbao.Options{Address: "https://" + net.JoinHostPort(addr, strconv.Itoa(p.cluster.InternalAPIPort())), CACert: p.tls.caPEM, ServerName: host, Token: token})
+	address := "https://" + net.JoinHostPort(addr, strconv.Itoa(p.cluster.InternalAPIPort()))
+	return r.OpenBao(openbao.Options{Address: address, CACert: p.tls.caPEM, ServerName: host, Token: token})
 }
 
 // initializedCondition keeps the reason the cluster was initialized with

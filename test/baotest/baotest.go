@@ -114,19 +114,10 @@ func Start(t testing.TB, opts Options) *Server {
 	if _, err := rand.Read(key); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "unseal.key"), key, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFiles(t, dir, map[string][]byte{"unseal.key": key})
 	host := opts.Host
 	if host == "" {
 		host = "127.0.0.1"
-	}
-	apiPort, clusterPort := opts.APIPort, opts.ClusterPort
-	if apiPort == 0 {
-		apiPort = freePort(t, host)
-	}
-	if clusterPort == 0 {
-		clusterPort = freePort(t, host)
 	}
 	if opts.NodeID == "" {
 		opts.NodeID = "node-0"
@@ -134,32 +125,10 @@ func Start(t testing.TB, opts Options) *Server {
 	if opts.Config == "" {
 		opts.Config = defaultConfig
 	}
-	pairs := []string{
-		"{{dir}}", dir,
-		"{{host}}", host,
-		"{{api_port}}", fmt.Sprint(apiPort),
-		"{{cluster_port}}", fmt.Sprint(clusterPort),
-		"{{node_id}}", opts.NodeID,
-	}
-	ports := map[string]int{}
-	for _, name := range opts.Ports {
-		ports[name] = freePort(t, host)
-		pairs = append(pairs, "{{"+name+"}}", fmt.Sprint(ports[name]))
-	}
-	placeholders := strings.NewReplacer(pairs...)
+	apiPort, clusterPort, ports, placeholders := placeholdersFor(t, opts, dir, host)
 	configPath := filepath.Join(dir, "config.hcl")
-	if err := os.WriteFile(configPath, []byte(placeholders.Replace(opts.Config)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for name, data := range opts.Files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, dir, map[string][]byte{"config.hcl": []byte(placeholders.Replace(opts.Config))})
+	writeFiles(t, dir, opts.Files)
 	s := &Server{
 		Dir:         dir,
 		Addr:        fmt.Sprintf("http://%s", net.JoinHostPort(host, fmt.Sprint(apiPort))),
@@ -185,6 +154,46 @@ func Start(t testing.TB, opts Options) *Server {
 	argv := append(append([]string{}, opts.Wrapper...), bao, "server", "-config="+configPath)
 	s.start(t, argv, env)
 	return s
+}
+
+// placeholdersFor picks the ports opts leaves free and returns them with
+// the replacer of every placeholder Config and Env may use.
+func placeholdersFor(t testing.TB, opts Options, dir, host string) (apiPort, clusterPort int, ports map[string]int, r *strings.Replacer) {
+	t.Helper()
+	apiPort, clusterPort = opts.APIPort, opts.ClusterPort
+	if apiPort == 0 {
+		apiPort = freePort(t, host)
+	}
+	if clusterPort == 0 {
+		clusterPort = freePort(t, host)
+	}
+	pairs := []string{
+		"{{dir}}", dir,
+		"{{host}}", host,
+		"{{api_port}}", fmt.Sprint(apiPort),
+		"{{cluster_port}}", fmt.Sprint(clusterPort),
+		"{{node_id}}", opts.NodeID,
+	}
+	ports = map[string]int{}
+	for _, name := range opts.Ports {
+		ports[name] = freePort(t, host)
+		pairs = append(pairs, "{{"+name+"}}", fmt.Sprint(ports[name]))
+	}
+	return apiPort, clusterPort, ports, strings.NewReplacer(pairs...)
+}
+
+// writeFiles writes each file under dir, creating its directories.
+func writeFiles(t testing.TB, dir string, files map[string][]byte) {
+	t.Helper()
+	for name, data := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func tlsClient(t testing.TB, caPEM []byte) *http.Client {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
@@ -48,25 +47,15 @@ func TestACMEClusterFormsAgainstPebble(t *testing.T) {
 	if err := cl.Create(ctx, cluster); err != nil {
 		t.Fatalf("create OpenBaoCluster: %v", err)
 	}
-	waitFor(ctx, t, 5*time.Minute, "phase Running with 3 ready servers", func() (bool, string) {
-		st := clusterStatus(ctx, t, cl, ns, "bao")
-		return st["phase"] == "Running" && fmt.Sprint(st["readyReplicas"]) == fmt.Sprint(replicas), fmt.Sprint(st)
-	})
-	token := string(secretData(ctx, t, cl, ns, "bao-root-token", "token"))
-	caPEM := secretData(ctx, t, cl, ns, "bao-tls-ca", "ca.crt")
-	pods := serverPods(ctx, t, cl, ns, replicas)
-	waitFor(ctx, t, 2*time.Minute, "three Raft voters", func() (bool, string) {
-		_, voters, err := raftMembersAt(pods[0], "8202", ns, caPEM, token)
-		return err == nil && len(voters) == replicas, fmt.Sprintf("voters %v (%v)", voters, err)
-	})
+	pods := waitFormed(ctx, t, cl, ns, "8202") // the internal listener
 	logf("ACME cluster: 3 Raft voters %s after create", time.Since(start).Round(100*time.Millisecond))
 
-	rootPEM, err := acme.Root(ctx)
+	root, err := acme.Root(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range pods {
-		checkACMECertificate(ctx, t, p.Status.PodIP, rootPEM)
+		checkACMECertificate(ctx, t, p.Status.PodIP, root)
 	}
 	logf("every server's API port serves a certificate from Pebble for %s", acmeDomain)
 	assertNoLeaks(ctx, t, cl, ns, nil)
@@ -75,16 +64,8 @@ func TestACMEClusterFormsAgainstPebble(t *testing.T) {
 // checkACMECertificate calls the server's API port as a client of
 // acmeDomain that trusts only Pebble's root; the first handshake orders
 // the certificate, so it tries again until one verifies.
-func checkACMECertificate(ctx context.Context, t *testing.T, podIP string, rootPEM []byte) {
+func checkACMECertificate(ctx context.Context, t *testing.T, podIP string, root *x509.Certificate) {
 	t.Helper()
-	block, _ := pem.Decode(rootPEM)
-	if block == nil {
-		t.Fatal("Pebble's root is not PEM")
-	}
-	root, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
 	pool := x509.NewCertPool()
 	pool.AddCert(root)
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,

@@ -122,10 +122,18 @@ func TestARootTokenThatCannotBeStoredIsHealedOnce(t *testing.T) {
 	logf("root token refused: reset once, re-initialized and formed (sys/init at %v)", audit.initStarted)
 }
 
-// assertFormsWithItsToken waits for three ready servers in phase Running
-// and three Raft voters read with the stored root token, then scans for
-// leaks.
+// assertFormsWithItsToken waits for the cluster to form (waitFormed, on
+// the API port), then scans for leaks.
 func assertFormsWithItsToken(ctx context.Context, t *testing.T, cl client.Client, ns string) {
+	t.Helper()
+	waitFormed(ctx, t, cl, ns, "8200")
+	assertNoLeaks(ctx, t, cl, ns, nil)
+}
+
+// waitFormed waits for three ready servers in phase Running and three
+// Raft voters, read at port with the stored root token, and returns the
+// server pods.
+func waitFormed(ctx context.Context, t *testing.T, cl client.Client, ns, port string) []corev1.Pod {
 	t.Helper()
 	waitFor(ctx, t, 5*time.Minute, "phase Running with 3 ready servers", func() (bool, string) {
 		st := clusterStatus(ctx, t, cl, ns, "bao")
@@ -135,10 +143,10 @@ func assertFormsWithItsToken(ctx context.Context, t *testing.T, cl client.Client
 	caPEM := secretData(ctx, t, cl, ns, "bao-tls-ca", "ca.crt")
 	pods := serverPods(ctx, t, cl, ns, replicas)
 	waitFor(ctx, t, 2*time.Minute, "three voters, read with the stored token", func() (bool, string) {
-		voters, err := raftVoters(pods[0], ns, caPEM, token)
+		_, voters, err := raftMembersAt(pods[0], port, ns, caPEM, token)
 		return err == nil && len(voters) == replicas, fmt.Sprintf("voters %v (%v)", voters, err)
 	})
-	assertNoLeaks(ctx, t, cl, ns, nil)
+	return pods
 }
 
 // killManager deletes the manager pod at once, as a node crash would, and

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -148,16 +147,8 @@ func startACMENode(t *testing.T, id, leader, config string, files map[string][]b
 // checkACMEListener asks the server's API listener for its health as a
 // client of acmeDomain that trusts only Pebble's root. The first handshake
 // orders the certificate, so the client tries again until it is served.
-func checkACMEListener(t *testing.T, s *baotest.Server, rootPEM []byte) {
+func checkACMEListener(t *testing.T, s *baotest.Server, root *x509.Certificate) {
 	t.Helper()
-	block, _ := pem.Decode(rootPEM)
-	if block == nil {
-		t.Fatal("Pebble's root is not PEM")
-	}
-	root, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
 	pool := x509.NewCertPool()
 	pool.AddCert(root)
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{

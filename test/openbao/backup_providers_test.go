@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/openbao/operator/test/azuritetest"
 	"github.com/openbao/operator/test/baotest"
 	"github.com/openbao/operator/test/gcstest"
+	"github.com/openbao/operator/test/storetest"
 )
 
 // TestExecutorStreamsARealSnapshotIntoGCSAndAzure runs the executor, as a
@@ -96,7 +96,7 @@ func backupTwiceAndRetain(t *testing.T, cfg backup.ExecutorConfig, secrets []str
 		}
 		t.Logf("stored %s: %d bytes in %s, peak RSS %d MiB", report.Key, report.Size, report.Duration, report.PeakRSSBytes>>20)
 		store := storeOf(t, cfg)
-		stored := readObject(t, store, report.Key)
+		stored := storetest.ReadAll(t, store, report.Key)
 		sum := sha256.Sum256(stored)
 		if hex.EncodeToString(sum[:]) != report.SHA256 || int64(len(stored)) != report.Size || report.Size < 5<<20 {
 			t.Fatalf("the stored object is not what the report says: %+v", report)
@@ -139,18 +139,4 @@ func storeOf(t *testing.T, cfg backup.ExecutorConfig) objectstore.Store {
 		t.Fatal(err)
 	}
 	return store
-}
-
-func readObject(t *testing.T, s objectstore.Store, key string) []byte {
-	t.Helper()
-	r, err := s.Open(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	data, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
 }

@@ -8,11 +8,11 @@ import (
 	"io"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/openbao/operator/internal/objectstore"
 	"github.com/openbao/operator/internal/objectstore/s3store"
 	"github.com/openbao/operator/test/miniotest"
+	"github.com/openbao/operator/test/storetest"
 )
 
 func s3Store(t *testing.T, m *miniotest.Server, mutate ...func(*s3store.Config)) objectstore.Store {
@@ -73,8 +73,8 @@ func TestS3StoreAgainstMinIO(t *testing.T) {
 	if _, err := store.Put(ctx, "p/ns/bao/bad.snap", failing); err == nil {
 		t.Fatal("a failing stream was stored")
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	slow := io.MultiReader(bytes.NewReader(make([]byte, 6<<20)), &blockUntil{ctx: cctx, cancel: cancel})
+	cctx, stall := storetest.NewStall(ctx)
+	slow := io.MultiReader(bytes.NewReader(make([]byte, 6<<20)), stall)
 	if _, err := store.Put(cctx, "p/ns/bao/canceled.snap", slow); err == nil {
 		t.Fatal("a canceled stream was stored")
 	}
@@ -117,20 +117,6 @@ func TestS3StoreAgainstMinIO(t *testing.T) {
 type errAfter struct{ err error }
 
 func (e *errAfter) Read([]byte) (int, error) { return 0, e.err }
-
-// blockUntil cancels the context and then blocks until it is done, as a
-// stream that stalls while the executor is stopped.
-type blockUntil struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-}
-
-func (b *blockUntil) Read([]byte) (int, error) {
-	b.cancel()
-	<-b.ctx.Done()
-	time.Sleep(10 * time.Millisecond)
-	return 0, b.ctx.Err()
-}
 
 // TestOpenVersionReadsOnlyTheVersionStatReturned: against MinIO, an object
 // replaced after Stat is not read under the old version (If-Match on its

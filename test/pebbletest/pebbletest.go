@@ -105,10 +105,18 @@ func StartOn(t testing.TB, host string) *Server {
 	return s
 }
 
-// Root returns the PEM root that signs the certificates Pebble issues. It
-// is generated at each start.
-func (s *Server) Root(ctx context.Context) ([]byte, error) {
-	return s.get(ctx, s.mgmt+"/roots/0")
+// Root returns the root that signs the certificates Pebble issues. It is
+// generated at each start.
+func (s *Server) Root(ctx context.Context) (*x509.Certificate, error) {
+	rootPEM, err := s.get(ctx, s.mgmt+"/roots/0")
+	if err != nil {
+		return nil, err
+	}
+	block, _ := pem.Decode(rootPEM)
+	if block == nil {
+		return nil, fmt.Errorf("Pebble's root is not PEM")
+	}
+	return x509.ParseCertificate(block.Bytes)
 }
 
 func (s *Server) get(ctx context.Context, url string) ([]byte, error) {

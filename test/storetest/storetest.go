@@ -99,7 +99,7 @@ func putStatOpenListDelete(t *testing.T, target Target) {
 		t.Fatalf("sent %d bytes as %+v, the store holds %+v", len(data), put, got)
 	}
 	t.Logf("stored %d bytes, checksum %s", got.Size, got.Checksum)
-	if readBack := readAll(t, s, "conf/ns/bao/a.snap"); sha256.Sum256(readBack) != sha256.Sum256(data) {
+	if readBack := ReadAll(t, s, "conf/ns/bao/a.snap"); sha256.Sum256(readBack) != sha256.Sum256(data) {
 		t.Fatalf("read back %d bytes that differ from the %d sent", len(readBack), len(data))
 	}
 	objs, err := s.List(ctx, "conf/ns/bao/")
@@ -136,8 +136,8 @@ func failedPutLeavesNothing(t *testing.T, target Target) {
 		},
 		// The executor is stopped while the stream stalls.
 		"fail/canceled.snap": func(ctx context.Context) (context.Context, io.Reader) {
-			cctx, cancel := context.WithCancel(ctx)
-			return cctx, io.MultiReader(bytes.NewReader(randomBytes(int(target.PartSize)+1)), &blockUntil{ctx: cctx, cancel: cancel})
+			cctx, stall := NewStall(ctx)
+			return cctx, io.MultiReader(bytes.NewReader(randomBytes(int(target.PartSize)+1)), stall)
 		},
 	}
 	for key, stream := range cases {
@@ -219,7 +219,8 @@ func randomBytes(n int) []byte {
 	return b
 }
 
-func readAll(t *testing.T, s objectstore.Store, key string) []byte {
+// ReadAll reads a whole object of s.
+func ReadAll(t *testing.T, s objectstore.Store, key string) []byte {
 	t.Helper()
 	r, err := s.Open(context.Background(), key)
 	if err != nil {
@@ -238,13 +239,20 @@ type failing struct{}
 
 func (failing) Read([]byte) (int, error) { return 0, errors.New("snapshot check: corrupt") }
 
-// blockUntil cancels the context and then blocks until it is done.
-type blockUntil struct {
+// Stall is a stream that stalls while its reader is stopped: its first
+// Read cancels the context, then blocks until it is done.
+type Stall struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 }
 
-func (b *blockUntil) Read([]byte) (int, error) {
+// NewStall returns a context to read under and the stream that cancels it.
+func NewStall(ctx context.Context) (context.Context, *Stall) {
+	cctx, cancel := context.WithCancel(ctx)
+	return cctx, &Stall{ctx: cctx, cancel: cancel}
+}
+
+func (b *Stall) Read([]byte) (int, error) {
 	b.cancel()
 	<-b.ctx.Done()
 	time.Sleep(10 * time.Millisecond)
