@@ -99,6 +99,7 @@ func (r *OpenBaoClusterReconciler) steps() []step {
 		{"autopilot", r.reconcileAutopilot},
 		{"servers", r.observeServers},
 		{"raft", r.publishRaft},
+		{"from-backup", r.reconcileFromBackup},
 		{"backup", r.reconcileBackup},
 		{"step-down", r.reconcileStepDownRequest},
 	}

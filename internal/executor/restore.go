@@ -41,6 +41,9 @@ func runRestore(ctx context.Context, cfg restore.ExecutorConfig, deps Deps, secr
 	if err != nil {
 		return failed(ReasonConfig, err)
 	}
+	if cfg.SourceCluster != "" {
+		s.prefix = backup.ObjectPrefix(cfg.PathPrefix, cfg.Namespace, cfg.SourceCluster)
+	}
 	var (
 		snap   checked
 		leader openbao.Client

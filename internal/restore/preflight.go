@@ -15,11 +15,13 @@ import (
 // BackupInProgress, IdentityPending).
 const (
 	ReasonRestoreInProgress = "RestoreInProgress"
+	ReasonNoBootstrapSource = "NoBootstrapSource"
 )
 
 // PreflightInput is what the preflight looks at.
 type PreflightInput struct {
 	Cluster *v1alpha1.OpenBaoCluster
+	Restore *v1alpha1.OpenBaoRestore
 	// RunningBackups and RunningRestores name the cluster's backups and
 	// other restores that have started and not finished.
 	RunningBackups, RunningRestores []string
@@ -39,7 +41,11 @@ type Check struct {
 // way, Running, the operator's identity set up for a JWT role, and no
 // backup or other restore of it under way.
 func Preflight(in PreflightInput) Check {
-	c := in.Cluster
+	c := ViewFor(in.Cluster, in.Restore)
+	if c == nil {
+		return Check{Permanent: true, Reason: ReasonNoBootstrapSource,
+			Message: fmt.Sprintf("OpenBaoCluster %s has no spec.bootstrap.fromBackup for source.bootstrap to restore", in.Cluster.Name)}
+	}
 	b := c.Spec.Backup
 	switch {
 	case b == nil:
