@@ -9,6 +9,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -80,27 +81,76 @@ func (a *apiIssuer) Issuer(ctx context.Context) (identity.Issuer, error) {
 
 // reconcileIdentity sets up the operator's own identity in a cluster it
 // initialized, with the stored root token, when the setup right after
-// sys/init did not finish. Once it is in place the root token is never
-// used again. Self-initialized clusters got it as self-init requests.
+// sys/init did not finish, and brings one set up by an earlier release
+// (status.identityRevision) up to this release's revision the same way.
+// Self-initialized clusters got it as self-init requests; one of an
+// earlier release, without a root token, is told what to add by hand.
 func (r *OpenBaoClusterReconciler) reconcileIdentity(ctx context.Context, p *pass) error {
 	c, status := p.cluster, p.status
-	if !status.Initialized || status.IdentityConfigured || !p.tls.ready || r.OpenBao == nil || r.Issuer == nil {
+	if !status.Initialized || !p.tls.ready || r.OpenBao == nil || r.Issuer == nil {
 		return nil
 	}
-	if status.SelfInitialized {
-		status.IdentityConfigured = c.Spec.SelfInit != nil && c.Spec.SelfInit.Enabled
+	rev := identity.RecordedRevision(status)
+	if rev >= identity.Revision {
+		return nil
+	}
+	if status.SelfInitialized && rev == 0 {
+		// The self-init requests were this release's.
+		if status.IdentityConfigured = c.Spec.SelfInit != nil && c.Spec.SelfInit.Enabled; status.IdentityConfigured {
+			status.IdentityRevision = identity.Revision
+			p.setCondition(v1alpha1.ConditionIdentityCurrent, true, v1alpha1.ReasonIdentityUpToDate,
+				fmt.Sprintf("revision %d, set up by self-init", identity.Revision))
+		}
 		return nil
 	}
 	secret, err := r.readSecret(ctx, r.Client, c.Namespace, c.RootTokenSecretName())
-	if err != nil || secret == nil || len(secret.Data[bootstrap.RootTokenDataKey]) == 0 {
-		return err // no token to set it up with: the user's upgrade auth applies
+	if err != nil {
+		return err
+	}
+	if secret == nil || len(secret.Data[bootstrap.RootTokenDataKey]) == 0 {
+		// No token to set it up with: the user's upgrade auth applies, or
+		// the user adds what an earlier revision lacks.
+		if rev > 0 {
+			r.handAddedIdentity(p, rev)
+		}
+		return nil
 	}
 	if err := r.applyIdentity(ctx, p, openbao.NewToken(string(secret.Data[bootstrap.RootTokenDataKey]))); err != nil {
 		ctrl.LoggerFrom(ctx).Info("the operator's identity is not set up yet; retrying", "reason", err.Error())
+		if rev > 0 {
+			p.identityOutdated(fmt.Sprintf("bringing the operator's identity in OpenBao from revision %d to %d "+
+				"with the stored root token failed: %s", rev, identity.Revision, err.Error()))
+		}
 		p.requeueAfter(autopilotRetry)
 		return nil
 	}
+	if rev > 0 {
+		p.record(corev1.EventTypeNormal, "IdentityUpdated", "UpdateIdentity", fmt.Sprintf(
+			"the operator's identity in OpenBao was brought from revision %d to %d with the stored root token", rev, identity.Revision))
+	}
 	return nil
+}
+
+// handAddedIdentity records an identity of an earlier revision brought up
+// to date by hand, as the user's annotation says, or else says what it
+// lacks.
+func (r *OpenBaoClusterReconciler) handAddedIdentity(p *pass, rev int32) {
+	if identity.AcknowledgedRevision(p.cluster) >= identity.Revision {
+		p.status.IdentityConfigured, p.status.IdentityRevision = true, identity.Revision
+		p.setCondition(v1alpha1.ConditionIdentityCurrent, true, v1alpha1.ReasonIdentityUpToDate,
+			fmt.Sprintf("revision %d, added by hand (annotation %s)", identity.Revision, v1alpha1.AnnotationIdentityRevision))
+		return
+	}
+	p.identityOutdated(identity.OutdatedMessage(p.cluster, rev))
+}
+
+// identityOutdated sets IdentityCurrent False; its Event is sent once,
+// when the condition turns False.
+func (p *pass) identityOutdated(msg string) {
+	if !meta.IsStatusConditionFalse(p.status.Conditions, v1alpha1.ConditionIdentityCurrent) {
+		p.record(corev1.EventTypeWarning, v1alpha1.ReasonIdentityOutdated, "CheckIdentity", msg)
+	}
+	p.setCondition(v1alpha1.ConditionIdentityCurrent, false, v1alpha1.ReasonIdentityOutdated, msg)
 }
 
 // applyIdentity sets the identity up with the root token and records it.
@@ -122,9 +172,11 @@ func (r *OpenBaoClusterReconciler) setUpIdentity(ctx context.Context, p *pass, w
 	if err := identity.Apply(ctx, withRoot, p.cluster, iss); err != nil {
 		return err
 	}
-	p.status.IdentityConfigured = true
+	p.status.IdentityConfigured, p.status.IdentityRevision = true, identity.Revision
+	p.setCondition(v1alpha1.ConditionIdentityCurrent, true, v1alpha1.ReasonIdentityUpToDate,
+		fmt.Sprintf("revision %d, set up with the root token", identity.Revision))
 	ctrl.LoggerFrom(ctx).Info("the operator's own identity is set up in OpenBao; the root token is no longer used",
-		"audit", true, "event_type", "openbao.identity.configured", "mount", identity.Mount)
+		"audit", true, "event_type", "openbao.identity.configured", "mount", identity.Mount, "revision", identity.Revision)
 	return nil
 }
 

@@ -232,11 +232,15 @@ func (r *OpenBaoBackupReconciler) succeeded(ctx context.Context, b *v1alpha1.Ope
 			fmt.Sprintf("the executor reports key %q, which is not a snapshot under %s", report.Key, prefix))
 	}
 	msg := fmt.Sprintf("stored and verified %d bytes at Raft index %d", report.Size, report.RaftIndex)
+	if report.Canary == "" && report.CanaryError != "" {
+		msg += "; no canary: " + report.CanaryError
+	}
 	msg += "; " + r.applyRetention(ctx, b, c, report.Key)
 	duration := metav1.Duration{Duration: report.DurationValue()}
 	return r.finishWith(ctx, b, c, func(s *v1alpha1.OpenBaoBackupStatus) {
 		s.Phase, s.Reason, s.Message = v1alpha1.BackupSucceeded, ReasonBackupStored, msg
 		s.Key, s.Size, s.SHA256, s.Duration = report.Key, report.Size, report.SHA256, &duration
+		s.Canary = report.Canary
 	})
 }
 

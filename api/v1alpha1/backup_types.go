@@ -263,6 +263,14 @@ type OpenBaoBackupStatus struct {
 	// CompletionTime is when the backup finished.
 	// +optional
 	CompletionTime *metav1.MicroTime `json:"completionTime,omitempty"`
+	// Canary is the writtenAt value (RFC 3339, UTC) of the canary the
+	// executor wrote at openbao-operator/canary just before the snapshot,
+	// as {"backup": <this backup's name>, "writtenAt": <canary>}: a
+	// restored copy of this snapshot holds exactly that value. Empty when
+	// the cluster has no canary mount or the backup role may not write it
+	// (the message says so). It is a timestamp, not a secret.
+	// +optional
+	Canary string `json:"canary,omitempty"`
 	// Reason is a CamelCase word for the phase: why it waits or failed.
 	// +optional
 	Reason string `json:"reason,omitempty"`

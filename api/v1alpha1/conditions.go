@@ -22,7 +22,23 @@ const (
 	// ConditionUpgrading (rollout step) is True while a pod-template change
 	// is being rolled out.
 	ConditionUpgrading = "Upgrading"
+	// ConditionIdentityCurrent (identity step) is True when the operator's
+	// identity in OpenBao is at this release's revision, False when it is
+	// older and the operator cannot bring it up to date (no root token);
+	// unset while the identity is not the operator's.
+	ConditionIdentityCurrent = "IdentityCurrent"
 )
+
+// Reasons of IdentityCurrent.
+const (
+	ReasonIdentityUpToDate = "IdentityUpToDate"
+	ReasonIdentityOutdated = "IdentityOutdated"
+)
+
+// AnnotationIdentityRevision, set by hand on an OpenBaoCluster, says the
+// operator's identity was brought up to that revision by hand (on a
+// self-initialized cluster, whose root token the operator never held).
+const AnnotationIdentityRevision = "openbao.org/identity-revision"
 
 // Condition reasons, CamelCase as metav1.Condition requires.
 const (

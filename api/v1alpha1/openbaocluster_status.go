@@ -62,6 +62,16 @@ type OpenBaoClusterStatus struct {
 	// FromBackup is what became of spec.bootstrap.fromBackup.
 	// +optional
 	FromBackup *FromBackupStatus `json:"fromBackup,omitempty"`
+	// IdentityRevision is the revision of that identity in place: 1 the
+	// auth method with the upgrade and backup roles; 2 adds the restore
+	// role and the backup canary (the KV mount openbao-operator/ and the
+	// backup role's right to write openbao-operator/canary). A status
+	// written before revisions were recorded, with identityConfigured
+	// true, is at revision 1. The operator brings an older revision up to
+	// date with the stored root token; without one the IdentityCurrent
+	// condition says what to add by hand.
+	// +optional
+	IdentityRevision int32 `json:"identityRevision,omitempty"`
 	// Upgrade is the progress of a rollout under way.
 	// +optional
 	Upgrade *UpgradeStatus `json:"upgrade,omitempty"`

@@ -31,6 +31,11 @@ type Report struct {
 	// anonymous memory (heap, stacks, part buffers), sampled.
 	PeakRSSBytes  int64 `json:"peakRSSBytes,omitempty"`
 	PeakAnonBytes int64 `json:"peakAnonBytes,omitempty"`
+	// Canary is the writtenAt of the canary written just before the
+	// snapshot (CanaryValue); CanaryError says, in a short sentence
+	// without secrets, why a backup that succeeded has none.
+	Canary      string `json:"canary,omitempty"`
+	CanaryError string `json:"canaryError,omitempty"`
 	// Reason (CamelCase) and Error say why a run failed.
 	Reason string `json:"reason,omitempty"`
 	Error  string `json:"error,omitempty"`

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/identity"
 	"github.com/openbao/operator/internal/objectstore"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/snapshot"
@@ -44,6 +45,7 @@ const (
 	ReasonAuthFailed       = "AuthFailed"
 	ReasonLeaderNotFound   = "LeaderNotFound"
 	ReasonSnapshotFailed   = "SnapshotFailed"
+	ReasonCanaryFailed     = "CanaryFailed"
 	ReasonStoreFailed      = "StoreFailed"
 	ReasonUploadUnverified = "UploadUnverified"
 	ReasonTimedOut         = "TimedOut"
@@ -80,7 +82,7 @@ func runBounded(ctx context.Context, timeout time.Duration, deps Deps, what, don
 		log.Info(what+" failed", "reason", report.Reason, "error", report.Error, "duration", report.Duration)
 	} else {
 		log.Info(done, "key", report.Key, "size", report.Size, "sha256", report.SHA256,
-			"raftIndex", report.RaftIndex, "duration", report.Duration)
+			"raftIndex", report.RaftIndex, "canary", report.Canary, "canaryError", report.CanaryError, "duration", report.Duration)
 	}
 	return report
 }
@@ -134,8 +136,8 @@ func stage(reason string, err error) error {
 	return &stageError{reason: reason, err: err}
 }
 
-// attempt is one try: check the store, log in, find the leader, stream,
-// verify.
+// attempt is one try: check the store, log in, find the leader, write the
+// canary, stream, verify.
 func (s *runner) attempt(ctx context.Context) (backup.Report, error) {
 	id, err := backup.NewObjectID(s.deps.Random)
 	if err != nil {
@@ -152,9 +154,17 @@ func (s *runner) attempt(ctx context.Context) (backup.Report, error) {
 	if err != nil {
 		return backup.Report{}, stage(ReasonAuthFailed, err)
 	}
-	body, err := s.openSnapshot(ctx, token)
+	leader, err := s.leaderClient(ctx, token)
 	if err != nil {
 		return backup.Report{}, err
+	}
+	canary, canaryErr, err := s.writeCanary(ctx, leader)
+	if err != nil {
+		return backup.Report{}, err
+	}
+	body, err := leader.Snapshot(ctx)
+	if err != nil {
+		return backup.Report{}, stage(ReasonSnapshotFailed, err)
 	}
 	defer body.Close()
 	checked := snapshot.NewReader(body)
@@ -166,7 +176,27 @@ func (s *runner) attempt(ctx context.Context) (backup.Report, error) {
 	if err := s.verify(ctx, key, put, checked); err != nil {
 		return backup.Report{}, err
 	}
-	return backup.Report{Key: key, Size: put.Size, SHA256: checked.SHA256(), RaftIndex: checked.Info().Index}, nil
+	return backup.Report{Key: key, Size: put.Size, SHA256: checked.SHA256(), RaftIndex: checked.Info().Index,
+		Canary: canary, CanaryError: canaryErr}, nil
+}
+
+// writeCanary writes this backup's canary on the active server just before
+// the snapshot, so the snapshot holds it. A cluster without the canary (no
+// mount: 404; an identity from an earlier release or a user's token
+// without the path: 403) is backed up without one, and the report says
+// why; other failures are the attempt's.
+func (s *runner) writeCanary(ctx context.Context, leader openbao.Client) (stamp, skipped string, err error) {
+	data, stamp := backup.CanaryValue(s.cfg.Backup, s.deps.Clock.Now())
+	err = leader.Write(ctx, identity.CanaryPath, data)
+	var status *openbao.StatusError
+	switch {
+	case err == nil:
+		return stamp, "", nil
+	case errors.As(err, &status) && (errors.Is(err, openbao.ErrPermissionDenied) || errors.Is(err, openbao.ErrNotFound)):
+		return "", fmt.Sprintf("writing %s was refused (HTTP %d): the cluster has no canary mount or the backup's "+
+			"policy may not write it", identity.CanaryPath, status.Code), nil
+	}
+	return "", "", stage(ReasonCanaryFailed, fmt.Errorf("write the canary: %w", err))
 }
 
 // uploadError names what failed a Put: the snapshot check (its reason),

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -259,5 +260,36 @@ func TestTheReportHoldsNoSecret(t *testing.T) {
 	}
 	if !r.Failed() || !strings.Contains(r.Error, "[redacted]") {
 		t.Errorf("report %+v", r)
+	}
+}
+
+func TestTheCanaryIsWrittenOnTheLeaderBeforeTheSnapshotAndReported(t *testing.T) {
+	h := newHarness(t)
+	r := h.run(t)
+	if r.Failed() || r.Canary != "2025-03-04T05:06:07Z" || r.CanaryError != "" {
+		t.Fatalf("report %+v", r)
+	}
+	if err := backup.CanaryMatches(h.bao.Written["openbao-operator/canary"], "b1", r.Canary); err != nil {
+		t.Errorf("the canary written: %v", err)
+	}
+	if w, s := slices.Index(h.bao.Order, "Write"), slices.Index(h.bao.Order, "Snapshot"); w < 0 || w > s {
+		t.Errorf("calls %v: the canary must be written before the snapshot", h.bao.Order)
+	}
+}
+
+func TestACanaryTheClusterCannotTakeLeavesTheBackupWithoutOne(t *testing.T) {
+	for code, name := range map[int]string{403: "an identity of an earlier release", 404: "no canary mount"} {
+		h := newHarness(t)
+		h.bao.WriteErr = &openbao.StatusError{Op: "openbao-operator/canary", Code: code, Messages: []string{"permission denied"}}
+		r := h.run(t)
+		if r.Failed() || r.Canary != "" || !strings.Contains(r.CanaryError, fmt.Sprintf("HTTP %d", code)) || r.Key == "" {
+			t.Errorf("%s: report %+v", name, r)
+		}
+	}
+	// Other failures are the attempt's: a sealed server is retried.
+	h := newHarness(t)
+	h.bao.WriteErr = &openbao.StatusError{Op: "openbao-operator/canary", Code: 503}
+	if r := h.run(t); r.Reason != executor.ReasonCanaryFailed || h.sleeps != 2 || h.bao.CallCount("Snapshot") != 0 {
+		t.Errorf("sealed: %+v after %d waits, %d snapshots", r, h.sleeps, h.bao.CallCount("Snapshot"))
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/url"
 	"path/filepath"
@@ -117,16 +116,6 @@ func (s *runner) client(address string, token openbao.Token) (openbao.Client, er
 		return nil, fmt.Errorf("OpenBao address %q: %w", address, err)
 	}
 	return s.deps.OpenBao(openbao.Options{Address: address, CACert: s.caPEM, ServerName: u.Hostname(), Token: token})
-}
-
-// openSnapshot finds the active server and opens its snapshot stream.
-func (s *runner) openSnapshot(ctx context.Context, token openbao.Token) (io.ReadCloser, error) {
-	c, err := s.leaderClient(ctx, token)
-	if err != nil {
-		return nil, err
-	}
-	body, err := c.Snapshot(ctx)
-	return body, stage(ReasonSnapshotFailed, err)
 }
 
 // leaderClient is a client of the active server holding token. The client

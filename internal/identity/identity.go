@@ -21,6 +21,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/baoconfig"
+	"github.com/openbao/operator/internal/openbao"
 )
 
 // Names in OpenBao. The mount is the default of spec.upgrade.jwtAuthPath.
@@ -41,7 +42,24 @@ const (
 	TokenTTL = 15 * time.Minute
 	// TokenMaxTTL is the most a token of these roles can be renewed to.
 	TokenMaxTTL = time.Hour
+	// CanaryMount is a KV version 1 secrets engine of the operator's own:
+	// before each snapshot the backup executor writes CanaryPath there,
+	// so that a restored copy can be checked against what the backup
+	// recorded. It shares the auth method's name: secrets engines and auth
+	// methods are mounted apart.
+	CanaryMount = "openbao-operator"
+	CanaryPath  = CanaryMount + "/canary"
 )
+
+// Revision is the revision of the identity this release sets up; a
+// cluster records the one it got in status.identityRevision, and one set
+// up by an earlier release is brought up to date with the stored root
+// token (Apply is idempotent).
+//
+//	1: the JWT auth method, the upgrade and backup roles and policies.
+//	2: the restore role and policy, the canary mount, and the backup
+//	   policy's right to write and read the canary.
+const Revision = 2
 
 // upgradePolicy allows what rollouts, peer removal and autopilot need, and
 // nothing else: no secret, no auth or policy change, no snapshot.
@@ -52,8 +70,11 @@ path "sys/storage/raft/autopilot/configuration" { capabilities = ["read", "updat
 path "sys/storage/raft/remove-peer" { capabilities = ["update"] }
 `
 
-// backupPolicy allows reading a Raft snapshot, and nothing else.
+// backupPolicy allows reading a Raft snapshot and writing the canary
+// (read back to check it), and nothing else: no other path of the canary
+// mount, no secret.
 const backupPolicy = `path "sys/storage/raft/snapshot" { capabilities = ["read"] }
+path "` + CanaryPath + `" { capabilities = ["create", "update", "read"] }
 `
 
 // restorePolicy allows installing a snapshot, and nothing else: no read
@@ -106,11 +127,19 @@ func IssuerFromDiscovery(discovery, jwks []byte) (Issuer, error) {
 }
 
 // Requests returns the requests that set up the identity, in order: the
-// auth method, its configuration, the policies, the roles. The same list
-// is sent through the API with the root token after sys/init and rendered
-// as self-init requests.
+// auth method, the canary mount, the auth method's configuration, the
+// policies, the roles. The same list is sent through the API with the root
+// token after sys/init and rendered as self-init requests.
 func Requests(c *v1alpha1.OpenBaoCluster, iss Issuer) []baoconfig.InitRequest {
-	return append([]baoconfig.InitRequest{EnableRequest()}, SetupRequests(c, iss)...)
+	return append([]baoconfig.InitRequest{EnableRequest(), CanaryMountRequest()}, SetupRequests(c, iss)...)
+}
+
+// CanaryMountRequest enables the canary's KV version 1 secrets engine. It
+// fails where the mount exists, so the API path checks first.
+func CanaryMountRequest() baoconfig.InitRequest {
+	return baoconfig.InitRequest{Name: "operator-canary-mount", Operation: "update", Path: "sys/mounts/" + CanaryMount,
+		Data: map[string]any{"type": "kv", "options": map[string]any{"version": "1"},
+			"description": "the OpenBao operator's backup canary"}}
 }
 
 // EnableRequest enables the JWT auth method. It fails on a cluster where
@@ -161,24 +190,35 @@ func roleRequest(name, role string, c *v1alpha1.OpenBaoCluster, serviceAccount, 
 // Writer is what Apply needs of an OpenBao client holding the root token.
 type Writer interface {
 	AuthMethods(ctx context.Context) (map[string]string, error)
+	SecretsEngines(ctx context.Context) (map[string]openbao.SecretsEngine, error)
 	Write(ctx context.Context, path string, data map[string]any) error
 }
 
-// Apply sets the identity up through the API: the auth method unless it
-// exists, then every setup request. Each request is an idempotent update,
-// so an Apply cut short is finished by the next.
+// Apply sets the identity up through the API: the auth method and the
+// canary mount unless they exist, then every setup request. Each request
+// is an idempotent update, so an Apply cut short is finished by the next,
+// and an Apply over an earlier revision brings it up to this one.
 func Apply(ctx context.Context, w Writer, c *v1alpha1.OpenBaoCluster, iss Issuer) error {
-	mounts, err := w.AuthMethods(ctx)
+	var reqs []baoconfig.InitRequest
+	auths, err := w.AuthMethods(ctx)
 	if err != nil {
 		return fmt.Errorf("list auth methods: %w", err)
 	}
-	reqs := SetupRequests(c, iss)
-	if typ, ok := mounts[Mount]; !ok {
-		reqs = Requests(c, iss)
+	if typ, ok := auths[Mount]; !ok {
+		reqs = append(reqs, EnableRequest())
 	} else if typ != "jwt" {
 		return fmt.Errorf("auth method %s exists with type %s, not jwt: %w", Mount, typ, ErrMountTaken)
 	}
-	for _, r := range reqs {
+	engines, err := w.SecretsEngines(ctx)
+	if err != nil {
+		return fmt.Errorf("list secrets engines: %w", err)
+	}
+	if e, ok := engines[CanaryMount]; !ok {
+		reqs = append(reqs, CanaryMountRequest())
+	} else if !e.KVVersion1() {
+		return fmt.Errorf("secrets engine %s/ exists as %s, not kv version 1: %w", CanaryMount, e, ErrCanaryMountTaken)
+	}
+	for _, r := range append(reqs, SetupRequests(c, iss)...) {
 		if err := w.Write(ctx, r.Path, r.Data); err != nil {
 			return fmt.Errorf("set up the operator's identity (%s): %w", r.Name, err)
 		}
@@ -188,3 +228,7 @@ func Apply(ctx context.Context, w Writer, c *v1alpha1.OpenBaoCluster, iss Issuer
 
 // ErrMountTaken says the operator's mount path holds another auth method.
 var ErrMountTaken = errors.New("the operator's auth mount path is taken")
+
+// ErrCanaryMountTaken says the canary's mount path holds another secrets
+// engine (or KV version 2, whose paths differ).
+var ErrCanaryMountTaken = errors.New("the operator's canary mount path is taken")

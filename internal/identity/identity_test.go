@@ -8,6 +8,7 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/identity"
+	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/openbao/openbaofake"
 )
 
@@ -100,5 +102,90 @@ func TestApplyEnablesTheMountOnlyWhenMissing(t *testing.T) {
 	taken := &openbaofake.Client{AuthMounts: map[string]string{"openbao-operator": "userpass"}}
 	if err := identity.Apply(context.Background(), taken, cluster(), iss); !errors.Is(err, identity.ErrMountTaken) || len(taken.Writes) != 0 {
 		t.Fatalf("mount taken: %v, writes %v", err, taken.Writes)
+	}
+}
+
+func TestTheCanaryMountIsKVVersion1AndTheBackupPolicyMayTouchOnlyTheCanary(t *testing.T) {
+	reqs := identity.Requests(cluster(), identity.Issuer{URL: "https://i", PublicKeysPEM: []string{"k"}})
+	mount := reqs[1]
+	opts, _ := mount.Data["options"].(map[string]any)
+	if mount.Path != "sys/mounts/openbao-operator" || mount.Data["type"] != "kv" || opts["version"] != "1" {
+		t.Fatalf("second request %+v, want the canary's kv version 1 mount", mount)
+	}
+	var policy string
+	for _, r := range reqs {
+		if r.Path == "sys/policies/acl/"+identity.BackupPolicy {
+			policy, _ = r.Data["policy"].(string)
+		}
+	}
+	want := `path "sys/storage/raft/snapshot" { capabilities = ["read"] }
+path "openbao-operator/canary" { capabilities = ["create", "update", "read"] }
+`
+	if policy != want {
+		t.Errorf("backup policy:\n%s\nwant:\n%s", policy, want)
+	}
+}
+
+func TestApplyEnablesTheCanaryMountOnlyWhenMissingAndRefusesAnotherEngineThere(t *testing.T) {
+	iss := identity.Issuer{URL: "https://i", PublicKeysPEM: []string{"k"}}
+	jwt := map[string]string{"openbao-operator": "jwt"}
+	revision1 := &openbaofake.Client{AuthMounts: jwt, SecretMounts: map[string]openbao.SecretsEngine{"secret": {Type: "kv"}}}
+	if err := identity.Apply(context.Background(), revision1, cluster(), iss); err != nil || revision1.Writes[0] != "sys/mounts/openbao-operator" {
+		t.Fatalf("no canary mount: %v, writes %v", err, revision1.Writes)
+	}
+	if !slices.Contains(revision1.Writes, "auth/openbao-operator/role/restore") {
+		t.Errorf("the restore role is not among the writes %v", revision1.Writes)
+	}
+	for _, present := range []openbao.SecretsEngine{{Type: "kv"}, {Type: "kv", Options: map[string]string{"version": "1"}}} {
+		c := &openbaofake.Client{AuthMounts: jwt, SecretMounts: map[string]openbao.SecretsEngine{"openbao-operator": present}}
+		if err := identity.Apply(context.Background(), c, cluster(), iss); err != nil || slices.Contains(c.Writes, "sys/mounts/openbao-operator") {
+			t.Errorf("mount %v present: %v, writes %v", present, err, c.Writes)
+		}
+	}
+	for _, taken := range []openbao.SecretsEngine{{Type: "kv", Options: map[string]string{"version": "2"}}, {Type: "transit"}} {
+		c := &openbaofake.Client{AuthMounts: jwt, SecretMounts: map[string]openbao.SecretsEngine{"openbao-operator": taken}}
+		err := identity.Apply(context.Background(), c, cluster(), iss)
+		if !errors.Is(err, identity.ErrCanaryMountTaken) || len(c.Writes) != 0 || !strings.Contains(err.Error(), taken.String()) {
+			t.Errorf("mount %v: %v, writes %v", taken, err, c.Writes)
+		}
+	}
+}
+
+func TestRecordedRevisionReadsAStatusFromBeforeRevisions(t *testing.T) {
+	for _, tc := range []struct {
+		status v1alpha1.OpenBaoClusterStatus
+		want   int32
+	}{
+		{v1alpha1.OpenBaoClusterStatus{}, 0},
+		{v1alpha1.OpenBaoClusterStatus{IdentityConfigured: true}, 1},
+		{v1alpha1.OpenBaoClusterStatus{IdentityConfigured: true, IdentityRevision: 2}, 2},
+		{v1alpha1.OpenBaoClusterStatus{IdentityRevision: 2}, 2},
+	} {
+		if got := identity.RecordedRevision(&tc.status); got != tc.want {
+			t.Errorf("%+v: revision %d, want %d", tc.status, got, tc.want)
+		}
+	}
+}
+
+func TestAnOutdatedIdentityIsToldWhatItLacksAndHowToAddIt(t *testing.T) {
+	c := cluster()
+	msg := identity.OutdatedMessage(c, 1)
+	for _, want := range []string{"revision 1 of 2", "role restore", "openbao-operator/canary", identity.CanaryMountCommand(),
+		"bound_subject=system:serviceaccount:team:bao-backup-serviceaccount", "openbao.org/identity-revision=2"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q: %s", want, msg)
+		}
+	}
+	if len(msg) > 1024 {
+		t.Errorf("message of %d bytes is cut in a condition", len(msg))
+	}
+	if len(identity.Missing(identity.Revision)) != 0 {
+		t.Error("the current revision lacks something")
+	}
+	for value, want := range map[string]int32{"2": 2, "x": 0, "-1": 0, "": 0} {
+		c.Annotations = map[string]string{v1alpha1.AnnotationIdentityRevision: value}
+		if got := identity.AcknowledgedRevision(c); got != want {
+			t.Errorf("annotation %q: %d, want %d", value, got, want)
+		}
 	}
 }

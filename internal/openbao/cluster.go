@@ -103,6 +103,35 @@ func (c *client) AuthMethods(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
+// SecretsEngines lists the enabled secrets engines by mount path (without
+// the trailing slash).
+func (c *client) SecretsEngines(ctx context.Context) (map[string]SecretsEngine, error) {
+	mounts, err := c.api.Sys().ListMountsWithContext(ctx)
+	if err != nil {
+		return nil, wrap("sys/mounts", err, true)
+	}
+	out := make(map[string]SecretsEngine, len(mounts))
+	for path, m := range mounts {
+		if m != nil {
+			out[strings.TrimSuffix(path, "/")] = SecretsEngine{Type: m.Type, Options: m.Options}
+		}
+	}
+	return out, nil
+}
+
+// Read reads what the operator stored itself (the backup canary); it is
+// not for secrets: OpenBao's messages are kept in errors.
+func (c *client) Read(ctx context.Context, path string) (map[string]any, error) {
+	secret, err := c.api.Logical().ReadWithContext(ctx, path)
+	if err != nil {
+		return nil, wrap(path, err, true)
+	}
+	if secret == nil || secret.Data == nil {
+		return nil, &StatusError{Op: path, Code: http.StatusNotFound}
+	}
+	return secret.Data, nil
+}
+
 // Write sends an update to path, for the operator's own setup requests (an
 // auth method, its roles, policies). Their data holds no secret.
 func (c *client) Write(ctx context.Context, path string, data map[string]any) error {

@@ -21,6 +21,9 @@ var (
 	ErrPermissionDenied = errors.New("openbao: permission denied")
 	// ErrInvalidRequest is 400: OpenBao refused the request's content.
 	ErrInvalidRequest = errors.New("openbao: invalid request")
+	// ErrNotFound is 404: nothing is stored at the path, or no mount
+	// serves it.
+	ErrNotFound = errors.New("openbao: not found")
 	// ErrUnreadableResponse says a 2xx answer could not be decoded. It never
 	// wraps the decoder's error, which may quote the body.
 	ErrUnreadableResponse = errors.New("openbao: unreadable response")
@@ -58,6 +61,8 @@ func (e *StatusError) Is(target error) bool {
 		return e.Code == http.StatusForbidden
 	case ErrInvalidRequest:
 		return e.Code == http.StatusBadRequest
+	case ErrNotFound:
+		return e.Code == http.StatusNotFound
 	}
 	return false
 }

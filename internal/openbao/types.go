@@ -36,8 +36,14 @@ type Client interface {
 	// AuthMethods lists the enabled auth methods by mount path (needs a
 	// token).
 	AuthMethods(ctx context.Context) (map[string]string, error)
+	// SecretsEngines lists the enabled secrets engines by mount path
+	// (needs a token).
+	SecretsEngines(ctx context.Context) (map[string]SecretsEngine, error)
 	// Write sends an update to path (needs a token).
 	Write(ctx context.Context, path string, data map[string]any) error
+	// Read reads the data stored at path (needs a token); nothing there
+	// is a *StatusError matching ErrNotFound.
+	Read(ctx context.Context, path string) (map[string]any, error)
 	// Login exchanges a JWT for a token at auth/<mount>/login and returns
 	// the token and its lifetime.
 	Login(ctx context.Context, mount, role string, jwt Token) (Token, time.Duration, error)
@@ -50,6 +56,26 @@ type Client interface {
 	// request, and OpenBao, which reads the whole archive before it
 	// installs anything, changes nothing.
 	RestoreSnapshot(ctx context.Context, body io.Reader, force bool) error
+}
+
+// SecretsEngine is one enabled secrets engine: its type and options.
+type SecretsEngine struct {
+	Type    string
+	Options map[string]string
+}
+
+// KVVersion1 says the engine is KV version 1 (a kv mount without a
+// version option is version 1).
+func (e SecretsEngine) KVVersion1() bool {
+	v := e.Options["version"]
+	return e.Type == "kv" && (v == "" || v == "1")
+}
+
+func (e SecretsEngine) String() string {
+	if v := e.Options["version"]; v != "" {
+		return e.Type + " version " + v
+	}
+	return e.Type
 }
 
 // Factory builds a Client for one server address.

@@ -105,6 +105,9 @@ func TestExecutorStreamsARealSnapshotIntoMinIO(t *testing.T) {
 		t.Fatalf("%s: %s", report.Reason, report.Error)
 	}
 	t.Logf("stored %s: %d bytes in %s, peak RSS %d MiB", report.Key, report.Size, report.Duration, report.PeakRSSBytes>>20)
+	if report.Canary == "" || report.CanaryError != "" {
+		t.Errorf("no canary: %q", report.CanaryError)
+	}
 	prefix := backup.ObjectPrefix("openbao", c.Namespace, c.Name)
 	if _, ok := backup.ParseObjectKey(prefix, report.Key); !ok || report.Size < 5<<20 {
 		t.Fatalf("report %+v", report)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/openbao/operator/internal/autopilot"
+	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/baoconfig"
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/identity"
@@ -95,6 +96,15 @@ func TestSelfInitWithTheAutopilotRequestFormsThreeVoters(t *testing.T) {
 	}
 	if _, err := baoClient(t, node0, certs.CA, tok).AutopilotState(context.Background()); err != nil {
 		t.Errorf("the upgrade role reads the autopilot state: %v", err)
+	}
+	// The canary mount came with self-init: the backup role writes it.
+	btok, _, err := c0.Login(context.Background(), identity.Mount, identity.BackupRole, iss.token(t, backupSubject, c.OperatorTokenAudience()))
+	if err != nil {
+		t.Fatalf("login as the backup role on a self-initialized cluster: %v", err)
+	}
+	canary, _ := backup.CanaryValue("b1", time.Now())
+	if err := baoClient(t, node0, certs.CA, btok).Write(context.Background(), identity.CanaryPath, canary); err != nil {
+		t.Errorf("the backup role writes the canary on a self-initialized cluster: %v", err)
 	}
 
 	// The joiners carry no initialize stanzas (only pod-0 does).

@@ -53,9 +53,16 @@ type Client struct {
 	// AuthMounts answers AuthMethods.
 	AuthMounts map[string]string
 
+	// SecretMounts answers SecretsEngines.
+	SecretMounts map[string]openbao.SecretsEngine
+
 	WriteErr error
-	// Writes records the paths Write received, in order.
-	Writes []string
+	// Writes records the paths Write received, in order; Written the last
+	// data written to each path, which Read then answers.
+	Writes  []string
+	Written map[string]map[string]any
+
+	ReadErr error
 
 	LoginToken openbao.Token
 	LoginTTL   time.Duration
@@ -77,8 +84,10 @@ type Client struct {
 	Restored      []byte
 	RestoreForced bool
 
-	// Calls counts calls by method name ("Health", "Init", ...).
+	// Calls counts calls by method name ("Health", "Init", ...); Order
+	// lists them as they came.
 	Calls map[string]int
+	Order []string
 	// InitRequests records the requests Init received.
 	InitRequests []openbao.InitRequest
 }
@@ -90,6 +99,7 @@ func (c *Client) count(name string) {
 		c.Calls = map[string]int{}
 	}
 	c.Calls[name]++
+	c.Order = append(c.Order, name)
 }
 
 // CallCount returns how often the method was called.
@@ -199,8 +209,16 @@ func (c *Client) AuthMethods(context.Context) (map[string]string, error) {
 	return c.AuthMounts, nil
 }
 
-// Write records path unless WriteErr.
-func (c *Client) Write(_ context.Context, path string, _ map[string]any) error {
+// SecretsEngines returns SecretMounts.
+func (c *Client) SecretsEngines(context.Context) (map[string]openbao.SecretsEngine, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("SecretsEngines")
+	return c.SecretMounts, nil
+}
+
+// Write records path and data unless WriteErr.
+func (c *Client) Write(_ context.Context, path string, data map[string]any) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.count("Write")
@@ -208,7 +226,26 @@ func (c *Client) Write(_ context.Context, path string, _ map[string]any) error {
 		return c.WriteErr
 	}
 	c.Writes = append(c.Writes, path)
+	if c.Written == nil {
+		c.Written = map[string]map[string]any{}
+	}
+	c.Written[path] = data
 	return nil
+}
+
+// Read returns what was written to path, or ReadErr, or a 404.
+func (c *Client) Read(_ context.Context, path string) (map[string]any, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count("Read")
+	if c.ReadErr != nil {
+		return nil, c.ReadErr
+	}
+	data, ok := c.Written[path]
+	if !ok {
+		return nil, &openbao.StatusError{Op: path, Code: 404}
+	}
+	return data, nil
 }
 
 // Login returns LoginToken and LoginTTL, or LoginErr.

@@ -42,6 +42,20 @@ initialize "operator-auth-enable" {
   }
 }
 
+initialize "operator-canary-mount" {
+  request "operator-canary-mount" {
+    operation = "update"
+    path      = "sys/mounts/openbao-operator"
+    data {
+      description = "the OpenBao operator's backup canary"
+      options {
+        version = "1"
+      }
+      type = "kv"
+    }
+  }
+}
+
 initialize "operator-auth-config" {
   request "operator-auth-config" {
     operation = "update"
@@ -68,7 +82,7 @@ initialize "operator-backup-policy" {
     operation = "update"
     path      = "sys/policies/acl/openbao-operator-backup"
     data {
-      policy = "path \"sys/storage/raft/snapshot\" { capabilities = [\"read\"] }\n"
+      policy = "path \"sys/storage/raft/snapshot\" { capabilities = [\"read\"] }\npath \"openbao-operator/canary\" { capabilities = [\"create\", \"update\", \"read\"] }\n"
     }
   }
 }

@@ -1,0 +1,220 @@
+package openbao_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/identity"
+	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/test/baotest"
+	"github.com/openbao/operator/test/miniotest"
+)
+
+// backupLogin logs in as the backup role, as a backup Job does.
+func backupLogin(t *testing.T, bao *baotest.Server, iss *issuer, role string) openbao.Token {
+	t.Helper()
+	c := testCluster()
+	tok, _, err := baoClient(t, bao, nil, openbao.Token{}).Login(context.Background(), identity.Mount, role,
+		iss.token(t, backupSubject, c.OperatorTokenAudience()))
+	if err != nil {
+		t.Fatalf("login as %s: %v", role, err)
+	}
+	return tok
+}
+
+// TestTheBackupRoleMayWriteAndReadTheCanaryAndNothingElse: after Apply
+// the backup role writes and reads openbao-operator/canary; another path
+// of the mount, the mount list and the mount itself are refused.
+func TestTheBackupRoleMayWriteAndReadTheCanaryAndNothingElse(t *testing.T) {
+	ctx := context.Background()
+	bao := baotest.Start(t, baotest.Options{})
+	root := initNode(t, bao, nil)
+	iss := newIssuer(t)
+	rootClient := baoClient(t, bao, nil, root)
+	if err := identity.Apply(ctx, rootClient, testCluster(), iss.identity(t)); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	engines, err := rootClient.SecretsEngines(ctx)
+	if err != nil || !engines[identity.CanaryMount].KVVersion1() {
+		t.Fatalf("secrets engines %v (%v), want kv version 1 at %s", engines, err, identity.CanaryMount)
+	}
+	if err := identity.Apply(ctx, rootClient, testCluster(), iss.identity(t)); err != nil {
+		t.Fatalf("a second apply over the mount: %v", err)
+	}
+
+	b := baoClient(t, bao, nil, backupLogin(t, bao, iss, identity.BackupRole))
+	data, stamp := backup.CanaryValue("b1", time.Now())
+	if err := b.Write(ctx, identity.CanaryPath, data); err != nil {
+		t.Fatalf("the backup role writes the canary: %v", err)
+	}
+	read, err := b.Read(ctx, identity.CanaryPath)
+	if err != nil {
+		t.Fatalf("the backup role reads the canary: %v", err)
+	}
+	if err := backup.CanaryMatches(read, "b1", stamp); err != nil {
+		t.Error(err)
+	}
+	btok := backupLogin(t, bao, iss, identity.BackupRole)
+	assertRefused(t, bao, btok, http.MethodPost, "/v1/"+identity.CanaryMount+"/other")
+	assertRefused(t, bao, btok, http.MethodGet, "/v1/"+identity.CanaryMount+"/other")
+	assertRefused(t, bao, btok, http.MethodGet, "/v1/sys/mounts")
+	assertRefused(t, bao, btok, http.MethodDelete, "/v1/"+identity.CanaryPath)
+	assertRefused(t, bao, btok, http.MethodPost, "/v1/sys/mounts/"+identity.CanaryMount+"/tune")
+	if _, err := b.Read(ctx, identity.CanaryMount+"/other"); !errors.Is(err, openbao.ErrPermissionDenied) {
+		t.Errorf("read another path of the mount: %v, want ErrPermissionDenied", err)
+	}
+	// The restore role may not touch the canary.
+	rtok := backupLogin(t, bao, iss, identity.RestoreRole)
+	assertRefused(t, bao, rtok, http.MethodGet, "/v1/"+identity.CanaryPath)
+	assertRefused(t, bao, rtok, http.MethodPost, "/v1/"+identity.CanaryPath)
+}
+
+// revision1Policy is the backup policy of revision 1, as an earlier
+// release set it up.
+const revision1Policy = `path "sys/storage/raft/snapshot" { capabilities = ["read"] }
+`
+
+// applyRevision1 sets up the identity as an earlier release did: the auth
+// method, the upgrade and backup roles and policies; no restore role, no
+// canary.
+func applyRevision1(t *testing.T, w openbao.Client, iss identity.Issuer) {
+	t.Helper()
+	for _, r := range identity.Requests(testCluster(), iss) {
+		if strings.Contains(r.Name, "restore") || r.Path == "sys/mounts/"+identity.CanaryMount {
+			continue
+		}
+		if r.Path == "sys/policies/acl/"+identity.BackupPolicy {
+			r.Data = map[string]any{"policy": revision1Policy}
+		}
+		if err := w.Write(context.Background(), r.Path, r.Data); err != nil {
+			t.Fatalf("revision 1 (%s): %v", r.Name, err)
+		}
+	}
+}
+
+// TestApplyOverARevision1IdentityAddsTheRestoreRoleAndTheCanary: a backup
+// of a cluster set up by an earlier release goes on without a canary and
+// says why; Apply with the root token (what the operator does with the
+// stored token) adds the restore role and the canary, and the next backup
+// writes one.
+func TestApplyOverARevision1IdentityAddsTheRestoreRoleAndTheCanary(t *testing.T) {
+	ctx := context.Background()
+	f := newRevision1Fixture(t)
+	if _, _, err := baoClient(t, f.bao, nil, openbao.Token{}).Login(ctx, identity.Mount, identity.RestoreRole,
+		f.iss.token(t, backupSubject, testCluster().OperatorTokenAudience())); err == nil {
+		t.Fatal("revision 1 has a restore role: the simulation is wrong")
+	}
+	old := runExecutor(t, f.backupCfg)
+	if old.Failed() || old.Canary != "" || !strings.Contains(old.CanaryError, "HTTP 403") {
+		t.Fatalf("a backup of revision 1: %+v", old)
+	}
+	t.Logf("revision 1: %s", old.CanaryError)
+
+	if err := identity.Apply(ctx, baoClient(t, f.bao, nil, f.root), testCluster(), f.iss.identity(t)); err != nil {
+		t.Fatalf("apply over revision 1: %v", err)
+	}
+	backupLogin(t, f.bao, f.iss, identity.RestoreRole)
+	r := runExecutor(t, f.backupCfg)
+	if r.Failed() || r.Canary == "" || r.CanaryError != "" {
+		t.Fatalf("a backup after the update: %+v", r)
+	}
+	read, err := baoClient(t, f.bao, nil, f.root).Read(ctx, identity.CanaryPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := backup.CanaryMatches(read, f.backupCfg.Backup, r.Canary); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestABackupWithoutTheCanaryMountSaysSo: the policy allows the path but
+// no mount serves it (someone disabled it): 404, and the backup goes on.
+// Apply refuses to take a path that holds KV version 2.
+func TestABackupWithoutTheCanaryMountSaysSo(t *testing.T) {
+	f := newRevision1Fixture(t)
+	if err := identity.Apply(context.Background(), baoClient(t, f.bao, nil, f.root), testCluster(), f.iss.identity(t)); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := callToken(t, f.bao, http.MethodDelete, "/v1/sys/mounts/"+identity.CanaryMount, f.root, ""); status != http.StatusNoContent {
+		t.Fatalf("disable the canary mount: %d %s", status, body)
+	}
+	r := runExecutor(t, f.backupCfg)
+	if r.Failed() || r.Canary != "" || r.CanaryError == "" {
+		t.Fatalf("report %+v", r)
+	}
+	t.Logf("no mount: %s", r.CanaryError)
+
+	// KV version 2 at the path is another engine: Apply refuses it.
+	if status, body := callToken(t, f.bao, http.MethodPost, "/v1/sys/mounts/"+identity.CanaryMount, f.root,
+		`{"type":"kv","options":{"version":"2"}}`); status != http.StatusNoContent {
+		t.Fatalf("mount kv version 2: %d %s", status, body)
+	}
+	err := identity.Apply(context.Background(), baoClient(t, f.bao, nil, f.root), testCluster(), f.iss.identity(t))
+	if !errors.Is(err, identity.ErrCanaryMountTaken) {
+		t.Errorf("apply over kv version 2: %v, want ErrCanaryMountTaken", err)
+	}
+}
+
+// revision1Fixture is one initialized server with the identity of an
+// earlier release, MinIO, and the backup executor's configuration.
+type revision1Fixture struct {
+	bao       *baotest.Server
+	root      openbao.Token
+	iss       *issuer
+	backupCfg backup.ExecutorConfig
+}
+
+func newRevision1Fixture(t *testing.T) revision1Fixture {
+	t.Helper()
+	bao := baotest.Start(t, baotest.Options{})
+	m := miniotest.Start(t)
+	root := initNode(t, bao, nil)
+	c, iss := testCluster(), newIssuer(t)
+	applyRevision1(t, baoClient(t, bao, nil, root), iss.identity(t))
+	jwtFile, credsDir := executorFiles(t, iss.token(t, backupSubject, c.OperatorTokenAudience()).Reveal(), m)
+	cfg := backup.ExecutorConfig{
+		Namespace: c.Namespace, Cluster: c.Name, Backup: "b1", OpenBaoAddress: bao.Addr,
+		Auth: backup.AuthJWT, JWTMount: backup.OperatorAuthMount, JWTRole: identity.BackupRole, JWTFile: jwtFile,
+		Endpoint: m.Endpoint, Bucket: m.Bucket, PathStyle: true, CredentialsDir: credsDir, PathPrefix: "openbao",
+		Timeout: time.Minute, PartSize: 5 << 20, Concurrency: 2,
+	}
+	return revision1Fixture{bao: bao, root: root, iss: iss, backupCfg: cfg}
+}
+
+// TestTheSnapshotHoldsTheCanaryItsBackupRecorded: a backup writes the
+// canary, the canary changes afterwards, and the restored snapshot holds
+// exactly the value the backup reported.
+func TestTheSnapshotHoldsTheCanaryItsBackupRecorded(t *testing.T) {
+	ctx := context.Background()
+	f := newRestoreFixture(t)
+	b := runExecutor(t, f.backupCfg)
+	if b.Failed() || b.Canary == "" {
+		t.Fatalf("backup: %+v", b)
+	}
+	root := baoClient(t, f.bao, nil, f.root)
+	later, _ := backup.CanaryValue("b2", time.Now())
+	if err := root.Write(ctx, identity.CanaryPath, later); err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.restoreBase
+	cfg.Key, cfg.ExpectedSHA256 = b.Key, b.SHA256
+	if r := runRestoreExecutor(t, cfg); r.Failed() {
+		t.Fatalf("restore: %s: %s", r.Reason, r.Error)
+	}
+	waitForActive(t, baoClient(t, f.bao, nil, openbao.Token{}), 30*time.Second)
+	read, err := root.Read(ctx, identity.CanaryPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := backup.CanaryMatches(read, f.backupCfg.Backup, b.Canary); err != nil {
+		t.Errorf("the restored copy: %v", err)
+	}
+	if err := backup.CanaryMatches(later, f.backupCfg.Backup, b.Canary); !errors.Is(err, backup.ErrCanaryMismatch) {
+		t.Errorf("a later canary matches the backup's: %v", err)
+	}
+}
