@@ -101,6 +101,7 @@ func (r *OpenBaoClusterReconciler) steps() []step {
 		{"raft", r.publishRaft},
 		{"from-backup", r.reconcileFromBackup},
 		{"backup", r.reconcileBackup},
+		{"drill", r.reconcileDrill},
 		{"step-down", r.reconcileStepDownRequest},
 	}
 }

@@ -102,6 +102,9 @@ type FromBackupStatus struct {
 	// holds the empty data of its initialization.
 	// +optional
 	Failed string `json:"failed,omitempty"`
+	// FailedMessage is the failed restore's message.
+	// +optional
+	FailedMessage string `json:"failedMessage,omitempty"`
 }
 
 // FromBackupRestoreName names the OpenBaoRestore of spec.bootstrap.fromBackup.

@@ -77,7 +77,7 @@ func DecideBootstrap(o BootstrapObserved) BootstrapDecision {
 	case o.Restore == nil:
 		// Created the first time, or again after a failed one was deleted;
 		// what an earlier one installed (and bound) stays recorded.
-		s.Failed = ""
+		s.Failed, s.FailedMessage = "", ""
 		d.CreateRestore = true
 		d.Reason, d.Message = ReasonBootstrapRestoreCreated, "OpenBaoRestore "+name+" restores the snapshot of spec.bootstrap.fromBackup once the cluster runs"
 		return d
@@ -89,7 +89,7 @@ func DecideBootstrap(o BootstrapObserved) BootstrapDecision {
 	needsBinding := s.InstalledAt != nil && !s.IdentityBound && fb.SourceClusterName(o.Cluster.Name) != o.Cluster.Name && !fb.KeepSourceIdentity
 	switch {
 	case rs.Phase == v1alpha1.RestoreFailed:
-		s.Failed = rs.Reason
+		s.Failed, s.FailedMessage = rs.Reason, rs.Message
 		d.Reason, d.Degraded = ReasonBootstrapRestoreFailed, true
 		d.Message = fmt.Sprintf("OpenBaoRestore %s failed (%s): %s. Fix the cause, then delete OpenBaoRestore %s: the operator creates it again",
 			name, rs.Reason, rs.Message, name)
@@ -97,7 +97,7 @@ func DecideBootstrap(o BootstrapObserved) BootstrapDecision {
 		d.BindIdentity = true
 		d.Reason, d.Message = ReasonBindingIdentity, "OpenBao installed the snapshot; binding the operator's identity in it to this cluster with spec.bootstrap.fromBackup.tokenSecretRef"
 	case rs.Phase == v1alpha1.RestoreSucceeded:
-		s.CompletedAt, s.Key, s.SHA256, s.Failed = rs.CompletionTime.DeepCopy(), rs.Key, rs.SHA256, ""
+		s.CompletedAt, s.Key, s.SHA256, s.Failed, s.FailedMessage = rs.CompletionTime.DeepCopy(), rs.Key, rs.SHA256, "", ""
 		if s.CompletedAt == nil {
 			s.CompletedAt = o.Now.DeepCopy()
 		}

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/podstate"
 	"github.com/openbao/operator/test/miniotest"
@@ -47,8 +49,10 @@ func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
 	enableOnDemandBackups(ctx, t, cl, ns, m)
 	b := waitBackup(ctx, t, cl, ns, takeBackup(ctx, t, cl, ns, "before-restore"), v1alpha1.BackupSucceeded)
 	logf("backup %s (%d bytes) %s after the test started", b.Status.Key, b.Status.Size, time.Since(start).Round(100*time.Millisecond))
-	// A second cluster forms from this backup while the restores below run.
+	// A second cluster forms from this backup, and a restore drill
+	// verifies it, while the restores below run.
 	moved := createMovedCluster(ctx, t, cl, ns, b)
+	setVerify(ctx, t, cl, ns, true)
 	active.call(t, http.MethodPost, "kv/after", map[string]any{"value": "two"})
 	active.call(t, http.MethodPost, "kv/before", map[string]any{"value": "changed"})
 
@@ -100,7 +104,69 @@ func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
 	logf("restore r2 with the operator killed at %s succeeded in %s", killedAt, time.Since(restoreStart).Round(100*time.Millisecond))
 	checkEveryServerServesTheSnapshot(ctx, t, cl, ns, root)
 	checkMovedCluster(ctx, t, cl, ns, moved, b, root)
+	checkDrills(ctx, t, cl, ns, m, b)
 	assertNoLeaks(ctx, t, cl, ns, nil)
+}
+
+// checkDrills: the drill of b passed by reading its canary back from the
+// copy; then a backup whose object is corrupted in the store fails its
+// drill with a status that says so, and neither drill leaves its copy.
+func checkDrills(ctx context.Context, t *testing.T, cl client.Client, ns string, m *miniotest.Server, b *v1alpha1.OpenBaoBackup) {
+	t.Helper()
+	good := waitDrill(ctx, t, cl, ns, b.Name)
+	if good.Result != v1alpha1.DrillPassed || good.Reason != "CanaryMatched" || !strings.Contains(good.Message, b.Status.Canary) || b.Status.Canary == "" {
+		t.Fatalf("the drill of %s (canary %q): %+v", b.Name, b.Status.Canary, good)
+	}
+	logf("drill of %s passed in %s: %s", b.Name, good.CompletionTime.Sub(good.StartTime.Time), good.Message)
+	setVerify(ctx, t, cl, ns, false)
+	bad := waitBackup(ctx, t, cl, ns, takeBackup(ctx, t, cl, ns, "to-corrupt"), v1alpha1.BackupSucceeded)
+	data := downloadObject(t, m, bad.Status.Key)
+	data[len(data)/2] ^= 0xff
+	if _, err := m.Client.PutObject(ctx, m.Bucket, bad.Status.Key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	setVerify(ctx, t, cl, ns, true)
+	failed := waitDrill(ctx, t, cl, ns, bad.Name)
+	if failed.Result != v1alpha1.DrillFailed || failed.Reason != "RestoreFailed" || !strings.Contains(failed.Message, bad.Name) || !strings.Contains(failed.Message, "CorruptSnapshot") {
+		t.Fatalf("the drill of the corrupted %s: %+v", bad.Name, failed)
+	}
+	st := clusterStatus(ctx, t, cl, ns, "bao")
+	if !hasConditionReason(st, "RestoreFailed") {
+		t.Fatalf("condition BackupVerified does not tell the failure: %v", st["conditions"])
+	}
+	logf("drill of the corrupted %s failed as it must: %s", bad.Name, failed.Message)
+}
+
+// waitDrill waits for the drill of backup name to end and its copy to go.
+func waitDrill(ctx context.Context, t *testing.T, cl client.Client, ns, name string) *v1alpha1.BackupVerification {
+	t.Helper()
+	c := &v1alpha1.OpenBaoCluster{}
+	waitEvery(ctx, t, time.Second, 10*time.Minute, "the drill of "+name+" ended and its copy is gone", func() (bool, string) {
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, c); err != nil {
+			return false, err.Error()
+		}
+		b := c.Status.Backup
+		if b == nil || b.LastVerified == nil || b.LastVerified.Backup != name {
+			return false, fmt.Sprintf("%+v", b)
+		}
+		err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.DrillCopyName()}, &v1alpha1.OpenBaoCluster{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("copy: %v", err)
+	})
+	return c.Status.Backup.LastVerified
+}
+
+// setVerify turns spec.backup.verify on or off.
+func setVerify(ctx context.Context, t *testing.T, cl client.Client, ns string, on bool) {
+	t.Helper()
+	c := &v1alpha1.OpenBaoCluster{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, c); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Spec.Backup.Verify = &v1alpha1.BackupVerify{Enabled: on}
+	if err := cl.Patch(ctx, c, patch); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // createMovedCluster creates cluster "moved" from backup b of "bao": the
