@@ -91,8 +91,16 @@ func DecideBootstrap(o BootstrapObserved) BootstrapDecision {
 	case rs.Phase == v1alpha1.RestoreFailed:
 		s.Failed, s.FailedMessage = rs.Reason, rs.Message
 		d.Reason, d.Degraded = ReasonBootstrapRestoreFailed, true
-		d.Message = fmt.Sprintf("OpenBaoRestore %s failed (%s): %s. Fix the cause, then delete OpenBaoRestore %s: the operator creates it again",
-			name, rs.Reason, rs.Message, name)
+		d.Message = fmt.Sprintf("OpenBaoRestore %s failed (%s): %s. The cluster holds the empty data of its initialization. "+
+			"Fix the cause, then delete OpenBaoRestore %s: the operator creates it again", name, rs.Reason, rs.Message, name)
+		if rs.Reason == ReasonSealMismatch {
+			// The cluster's own data is sealed with the key it was given,
+			// which cannot change: only a new cluster can take the right one.
+			d.Message = fmt.Sprintf("OpenBaoRestore %s failed (%s): the snapshot is sealed with another key than this cluster's, "+
+				"so nothing was changed. spec.bootstrap.fromBackup.unsealKeySecretRef must name the source cluster's static key "+
+				"(for a KMS seal, spec.unseal must be the source's). Delete this cluster with deletionPolicy DeleteAll and create it "+
+				"again with the right key", name, rs.Reason)
+		}
 	case needsBinding:
 		d.BindIdentity = true
 		d.Reason, d.Message = ReasonBindingIdentity, "OpenBao installed the snapshot; binding the operator's identity in it to this cluster with spec.bootstrap.fromBackup.tokenSecretRef"

@@ -1,6 +1,7 @@
 package restore_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +73,14 @@ func TestABootstrapRestoreFollowsItsRestore(t *testing.T) {
 			status:  &v1alpha1.FromBackupStatus{Restore: "bao-from-backup"},
 			restore: restoreIn(v1alpha1.RestoreFailed, "", false),
 			want:    restore.BootstrapDecision{Reason: restore.ReasonBootstrapRestoreFailed, Degraded: true}},
+		{name: "a restore under another seal says to start over with the right key", cluster: bootstrapCluster("", false), initialized: true,
+			status: &v1alpha1.FromBackupStatus{Restore: "bao-from-backup"},
+			restore: func() *v1alpha1.OpenBaoRestore {
+				r := restoreIn(v1alpha1.RestoreFailed, "", false)
+				r.Status.Reason = restore.ReasonSealMismatch
+				return r
+			}(),
+			want: restore.BootstrapDecision{Reason: restore.ReasonBootstrapRestoreFailed, Degraded: true, Message: "unsealKeySecretRef must name the source"}},
 		{name: "a deleted failed restore is created again", cluster: bootstrapCluster("", false), initialized: true,
 			status: &v1alpha1.FromBackupStatus{Restore: "bao-from-backup", Failed: "SealMismatch"},
 			want:   restore.BootstrapDecision{CreateRestore: true, Reason: restore.ReasonBootstrapRestoreCreated}},
@@ -85,6 +94,9 @@ func TestABootstrapRestoreFollowsItsRestore(t *testing.T) {
 			}
 			if done := d.Status != nil && d.Status.CompletedAt != nil; done != tc.completed {
 				t.Fatalf("completed %v, want %v (%+v)", done, tc.completed, d.Status)
+			}
+			if !strings.Contains(d.Message, tc.want.Message) {
+				t.Fatalf("message %q lacks %q", d.Message, tc.want.Message)
 			}
 			if d.Status != nil && d.Status.Failed != "" && tc.want.Reason != restore.ReasonBootstrapRestoreFailed {
 				t.Fatalf("status still failed: %+v", d.Status)
