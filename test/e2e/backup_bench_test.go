@@ -241,21 +241,21 @@ func bareCopyImage(b *testing.B) string {
 
 // floorRun runs the floor as a pod beside the cluster and reads its report.
 func floorRun(ctx context.Context, b *testing.B, cl client.Client, ns string, m *miniotest.Server, image string, i int) copyRun {
-	out, _ := runFloorPod(ctx, b, cl, ns, fmt.Sprintf("floor-%d", i), image, "backup-token", m,
+	svc := "bao." + ns + ".svc"
+	out, _ := runFloorPod(ctx, b, cl, ns, fmt.Sprintf("floor-%d", i), image, "https://"+svc+":8200", svc, "backup-token", m,
 		fmt.Sprintf("--key=floor/%s/run-%d.snap", ns, i),
 		fmt.Sprintf("--part-size=%d", backup.DefaultPartSize), fmt.Sprintf("--concurrency=%d", backup.DefaultConcurrency))
 	return out
 }
 
-// runFloorPod runs barecopy in a pod against the cluster's Service and
-// MinIO, with the token of Secret tokenSecret, and waits for its report.
-// It returns the report and the time from the pod's creation to its end
-// seen (polled every 100 ms).
-func runFloorPod(ctx context.Context, b *testing.B, cl client.Client, ns, name, image, tokenSecret string, m *miniotest.Server,
-	args ...string) (copyRun, time.Duration) {
-	svc := "bao." + ns + ".svc"
+// runFloorPod runs barecopy in a pod against a server at addr (whose
+// certificate names serverName) and MinIO, with the token of Secret
+// tokenSecret, and waits for its report. It returns the report and the
+// time from the pod's creation to its end seen (polled every 100 ms).
+func runFloorPod(ctx context.Context, b *testing.B, cl client.Client, ns, name, image, addr, serverName, tokenSecret string,
+	m *miniotest.Server, args ...string) (copyRun, time.Duration) {
 	pod := restrictedPod(ns, name, image, append([]string{
-		"/barecopy", "--addr=https://" + svc + ":8200", "--server-name=" + svc, "--ca-file=/ca/ca.crt", "--token-file=/token/token",
+		"/barecopy", "--addr=" + addr, "--server-name=" + serverName, "--ca-file=/ca/ca.crt", "--token-file=/token/token",
 		"--endpoint=" + m.Endpoint, "--bucket=" + m.Bucket,
 		"--access-key-file=/creds/" + backup.AccessKeyIDKey, "--secret-key-file=/creds/" + backup.SecretAccessKeyKey}, args...)...)
 	pod.Spec.AutomountServiceAccountToken = ptr.To(false)
