@@ -2,6 +2,7 @@ package baoconfig
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"regexp"
 	"sort"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hashicorp/go-secure-stdlib/parseutil"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 )
 
@@ -42,9 +44,11 @@ var userKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 // stack.
 const maxDepth = 16
 
-// validateUser checks the user keys and values against the rules on
-// Input.User: what a JSON decode yields and HCL1 holds without loss.
-func validateUser(user map[string]any) error {
+// ValidateUser checks the user keys and values against the rules on
+// Input.User: what a JSON decode yields and HCL1 holds without loss, and
+// durations OpenBao reads. Render calls it; so does the admission webhook,
+// so that both refuse the same configurations with the same words.
+func ValidateUser(user map[string]any) error {
 	for _, k := range sortedKeys(user) {
 		v := user[k]
 		if !userKey.MatchString(k) {
@@ -56,6 +60,30 @@ func validateUser(user map[string]any) error {
 		if err := checkUserValue(k, v, 1); err != nil {
 			return err
 		}
+		if err := checkDuration(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// durationKeys are the top-level keys OpenBao parses as durations
+// (command/server/config.go, with parseutil.ParseDurationSecond); a value
+// it cannot parse stops the server at start.
+var durationKeys = []string{"default_lease_ttl", "default_max_request_duration", "max_lease_ttl"}
+
+// DurationForms says which values a duration key takes.
+const DurationForms = "a whole number of seconds, or a string such as 768h, 90m, 3600s or 30d"
+
+func checkDuration(key string, v any) error {
+	if !contains(durationKeys, key) {
+		return nil
+	}
+	if _, isBool := v.(bool); isBool {
+		return invalidf("config key %q: a boolean is not a duration: want %s", key, DurationForms)
+	}
+	if _, err := parseutil.ParseDurationSecond(v); err != nil {
+		return invalidf("config key %q: %s is not a duration: want %s", key, describe(v), DurationForms)
 	}
 	return nil
 }
@@ -242,4 +270,12 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// describe shows a value in a message: strings quoted, so that spaces show.
+func describe(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprint(v)
 }
