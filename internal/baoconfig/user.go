@@ -40,6 +40,9 @@ func ProtectedKeys() []string {
 // userKey is the shape of OpenBao's top-level keys: lower snake case.
 var userKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
+// ValueForms says which values a config key takes, for messages.
+const ValueForms = "a string, number, boolean, list of those, object (a block) or list of objects"
+
 // maxDepth bounds nesting, so that a hostile document cannot exhaust the
 // stack.
 const maxDepth = 16
@@ -104,7 +107,7 @@ func checkUserValue(path string, v any, depth int) error {
 		}
 	case json.Number:
 		if _, err := numberTokens(v); err != nil {
-			return invalidf("config key %q: number %q: %v", path, string(v), err)
+			return invalidf("config key %q: number %q: %s", path, string(v), err.(*InputError).Reason)
 		}
 	case []any:
 		return checkUserList(path, v, depth)
@@ -119,7 +122,7 @@ func checkUserValue(path string, v any, depth int) error {
 			}
 		}
 	case nil:
-		return invalidf("config key %q: null is not a value OpenBao reads", path)
+		return invalidf("config key %q: null is not a value OpenBao reads: want %s", path, ValueForms)
 	default:
 		return invalidf("config key %q: unsupported value type %T", path, v)
 	}
@@ -132,7 +135,7 @@ func checkUserList(path string, list []any, depth int) error {
 		elemPath := path + "[" + strconv.Itoa(i) + "]"
 		switch elem.(type) {
 		case []any:
-			return invalidf("config key %q: lists of lists are not supported", elemPath)
+			return invalidf("config key %q: lists of lists are not supported: want %s", elemPath, ValueForms)
 		case map[string]any:
 			objects++
 		}
