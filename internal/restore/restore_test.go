@@ -122,7 +122,7 @@ func verifying(restoredAgo time.Duration, restarted ...string) v1alpha1.OpenBaoR
 func servers(lag ...uint64) *restore.Servers {
 	out := &restore.Servers{Replicas: len(lag), AutopilotHealthy: true}
 	for i, l := range lag {
-		out.Servers = append(out.Servers, restore.Server{Pod: "bao-" + string(rune('0'+i)), Answered: true, Initialized: true, Lag: l, LagKnown: true})
+		out.Servers = append(out.Servers, restore.Server{Pod: "bao-" + string(rune('0'+i)), Answered: true, Initialized: true, Ready: true, Lag: l, LagKnown: true})
 	}
 	return out
 }
@@ -169,6 +169,9 @@ func TestDecideTakesARestoreFromPendingToItsOutcome(t *testing.T) {
 			s.Servers[1].Sealed = true
 			return s
 		}()}, v1alpha1.RestoreRunning, v1alpha1.RestoreStepVerifying, restore.ReasonSnapshotInstalled, false, nil},
+		{"a caught-up server whose pod is not Ready again keeps it waiting", restore.Observed{Restore: newRestore(verifying(time.Minute)),
+			Servers: func() *restore.Servers { s := servers(0, 0, 0); s.Servers[2].Ready = false; return s }()},
+			v1alpha1.RestoreRunning, v1alpha1.RestoreStepVerifying, restore.ReasonSnapshotInstalled, false, nil},
 		{"every server healthy and caught up: Succeeded", restore.Observed{Restore: newRestore(verifying(time.Minute, "bao-1")), Servers: servers(0, 0, 0)},
 			v1alpha1.RestoreSucceeded, "", restore.ReasonRestored, false, nil},
 		{"still trailing after the timeout: Failed, saying what state the cluster is in", restore.Observed{Restore: newRestore(verifying(time.Hour, "bao-1")),

@@ -27,7 +27,7 @@ type fakeServers struct{ lag map[string]uint64 }
 func (f *fakeServers) ObserveServers(context.Context, *v1alpha1.OpenBaoCluster) (*restore.Servers, error) {
 	out := &restore.Servers{Replicas: len(f.lag), AutopilotHealthy: true}
 	for pod, lag := range f.lag {
-		out.Servers = append(out.Servers, restore.Server{Pod: pod, Answered: true, Initialized: true, Lag: lag, LagKnown: true})
+		out.Servers = append(out.Servers, restore.Server{Pod: pod, Answered: true, Initialized: true, Ready: true, Lag: lag, LagKnown: true})
 	}
 	return out, nil
 }
