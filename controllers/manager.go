@@ -13,12 +13,14 @@ import (
 
 // ManagerSettings are what the operator's flags set on its manager.
 type ManagerSettings struct {
-	Scheme         *runtime.Scheme
-	MetricsAddr    string
-	MetricsSecure  bool
-	ProbeAddr      string
-	LeaderElection bool
-	Namespace      string // the operator's own, for the leader lease
+	Scheme      *runtime.Scheme
+	MetricsAddr string
+	// MetricsPlainHTTP serves metrics without TLS or authentication; the
+	// zero value is the authenticated HTTPS endpoint.
+	MetricsPlainHTTP bool
+	ProbeAddr        string
+	LeaderElection   bool
+	Namespace        string // the operator's own, for the leader lease
 	// WebhookPort and WebhookCertDir configure the admission webhook's
 	// server; it runs only once webhooks are registered (SetupWebhooks).
 	WebhookPort    int
@@ -31,7 +33,7 @@ type ManagerSettings struct {
 func ManagerOptions(s ManagerSettings) ctrl.Options {
 	return ctrl.Options{
 		Scheme:                  s.Scheme,
-		Metrics:                 MetricsServerOptions(s.MetricsAddr, s.MetricsSecure),
+		Metrics:                 MetricsServerOptions(s.MetricsAddr, s.MetricsPlainHTTP),
 		HealthProbeBindAddress:  s.ProbeAddr,
 		LeaderElection:          s.LeaderElection,
 		LeaderElectionID:        "openbao-operator.openbao.org",

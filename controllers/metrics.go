@@ -133,14 +133,15 @@ var (
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
-// MetricsServerOptions is how the manager serves its metrics: plain HTTP,
-// or with secure set HTTPS where each scrape must carry a bearer token of
-// a subject allowed to GET the non-resource URL /metrics (the ClusterRole
-// openbao-operator-metrics-reader), checked through TokenReview and
-// SubjectAccessReview. The certificate is self-signed unless CertDir holds
-// tls.crt and tls.key.
-func MetricsServerOptions(addr string, secure bool) metricsserver.Options {
-	if !secure {
+// MetricsServerOptions is how the manager serves its metrics: HTTPS, where
+// each scrape must carry a bearer token of a subject allowed to GET the
+// non-resource URL /metrics (the ClusterRole openbao-operator-metrics-reader),
+// checked through TokenReview and SubjectAccessReview. The certificate is
+// self-signed unless /tmp/k8s-metrics-server/serving-certs (controller-
+// runtime's CertDir) holds tls.crt and tls.key. plainHTTP (--metrics-secure=false) drops both, for a manager
+// run by hand.
+func MetricsServerOptions(addr string, plainHTTP bool) metricsserver.Options {
+	if plainHTTP {
 		return metricsserver.Options{BindAddress: addr}
 	}
 	return metricsserver.Options{BindAddress: addr, SecureServing: true,

@@ -35,8 +35,10 @@ func (r *OpenBaoClusterReconciler) reconcileSealMaterial(ctx context.Context, p 
 	case existing != nil && !writtenByOperator(existing, c):
 		return r.sealKeyProblem(p, v1alpha1.ReasonStaticKeyNotAdopted, fmt.Sprintf(
 			"Secret %s exists but was not written by the operator; it is neither used nor replaced. To use it "+
-				"(an existing cluster's key), label it %s=%s; to let the operator create a key, delete it",
-			c.UnsealKeySecretName(), v1alpha1.LabelCluster, c.Name))
+				"(an existing cluster's key), label it %s=%s and %s=%s as a member of the group %s; to let the "+
+				"operator create a key, delete it",
+			c.UnsealKeySecretName(), v1alpha1.LabelCluster, c.Name, v1alpha1.LabelManagedBy, v1alpha1.ManagedByValue,
+			v1alpha1.BreakGlassGroup))
 	case action == sealkey.Create && c.FromBackup() != nil:
 		if err := r.copySourceKey(ctx, p); err != nil {
 			return err

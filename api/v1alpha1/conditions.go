@@ -98,6 +98,10 @@ const (
 	ManagedByValue = "openbao-operator"
 	// FieldManager is the one server-side apply field manager of the operator.
 	FieldManager = "openbao-operator"
+	// BreakGlassGroup is the group whose members may change what the
+	// operator manages by hand, past the admission policy that locks it
+	// to the operator (config/admission/managed-objects.yaml).
+	BreakGlassGroup = "openbao-operator:break-glass"
 )
 
 // Conditions of the backup step.

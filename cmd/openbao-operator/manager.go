@@ -47,8 +47,8 @@ type webhookFlags struct {
 func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	var f managerFlags
 	fs := flag.NewFlagSet("openbao-operator", flag.ContinueOnError)
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to; \"0\" disables it")
-	fs.BoolVar(&f.metricsSecure, "metrics-secure", false, "serve metrics over HTTPS to scrapers whose token may GET /metrics (ClusterRole openbao-operator-metrics-reader)")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "address the Prometheus metrics endpoint binds to; \"0\" disables it")
+	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to scrapers whose token may GET /metrics (ClusterRole openbao-operator-metrics-reader); false serves plain HTTP to anyone")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz endpoints bind to")
 	fs.BoolVar(&f.leaderElection, "leader-elect", false, "elect one active manager among replicas through a Lease")
 	fs.StringVar(&f.watchesFile, "watches-file", "", "watches.yaml to use instead of the embedded one")
@@ -67,6 +67,15 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	zapOpts := zap.Options{TimeEncoder: zapcore.RFC3339NanoTimeEncoder}
 	zapOpts.BindFlags(fs)
 	return f, zapOpts, fs.Parse(args)
+}
+
+// managerSettings are the flags' settings of the manager.
+func (f managerFlags) managerSettings() controllers.ManagerSettings {
+	return controllers.ManagerSettings{
+		Scheme: newScheme(), MetricsAddr: f.metricsAddr, MetricsPlainHTTP: !f.metricsSecure,
+		ProbeAddr: f.probeAddr, LeaderElection: f.leaderElection, Namespace: f.namespace,
+		WebhookPort: f.webhook.port, WebhookCertDir: f.webhook.certDir,
+	}
 }
 
 func runManager(args []string) error {
@@ -92,11 +101,7 @@ func runManager(args []string) error {
 			return err
 		}
 	}
-	mgr, err := ctrl.NewManager(cfg, controllers.ManagerOptions(controllers.ManagerSettings{
-		Scheme: newScheme(), MetricsAddr: f.metricsAddr, MetricsSecure: f.metricsSecure,
-		ProbeAddr: f.probeAddr, LeaderElection: f.leaderElection, Namespace: f.namespace,
-		WebhookPort: f.webhook.port, WebhookCertDir: f.webhook.certDir,
-	}))
+	mgr, err := ctrl.NewManager(cfg, controllers.ManagerOptions(f.managerSettings()))
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}

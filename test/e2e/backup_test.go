@@ -367,20 +367,18 @@ func preUpgradeSnapshot(ctx context.Context, t *testing.T, cl client.Client, ns 
 	return &list.Items[0]
 }
 
-// checkBackupMetrics scrapes the manager's metrics from its pod.
+// checkBackupMetrics scrapes the manager's metrics from its pod, as a
+// metrics reader.
 func checkBackupMetrics(ctx context.Context, t *testing.T, cl client.Client, ns string) {
 	t.Helper()
-	pod := managerPod(ctx, t, cl)
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + net.JoinHostPort(pod.Status.PodIP, "8080") + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	code, body := scrapeManager(ctx, t, cl, scraperToken(ctx, t, cl, "prometheus", true))
+	if code != http.StatusOK {
+		t.Fatalf("scrape the manager as a metrics reader: %d", code)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
 	labels := fmt.Sprintf(`{name="bao",namespace=%q}`, ns)
 	for _, series := range []string{"openbao_backup_success_total", "openbao_backup_failure_total",
 		"openbao_backup_last_success_timestamp", "openbao_backup_last_size_bytes", "openbao_backup_last_duration_seconds"} {
-		value, ok := metricValue(string(body), series+labels)
+		value, ok := metricValue(body, series+labels)
 		if !ok || value <= 0 {
 			t.Errorf("%s%s = %v (found %v)", series, labels, value, ok)
 		}

@@ -51,13 +51,16 @@ func runBareScript(ctx context.Context, b *testing.B, r *benchRun, how bareScrip
 	}
 	objs := bareObjects(b, c, r.operatorImage, replicasFirst)
 	secrets, caPEM := bareSecrets(b, c)
+	// The objects carry the operator's labels, which the lock of
+	// config/admission keeps to the operator and the break-glass group.
+	glass := breakGlassClient(b)
 	r.begin(nil)
 	for _, s := range secrets {
-		if err := r.cl.Create(ctx, s); err != nil {
+		if err := glass.Create(ctx, s); err != nil {
 			b.Fatalf("create Secret %s: %v", s.Name, err)
 		}
 	}
-	applyAll(ctx, b, r.cl, objs)
+	applyAll(ctx, b, glass, objs)
 	pod0 := &corev1.Pod{}
 	waitEvery(ctx, b, 100*time.Millisecond, time.Until(r.deadline), "an IP for pod-0", func() (bool, string) {
 		err := r.cl.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: c.PodName(0)}, pod0)
@@ -66,7 +69,7 @@ func runBareScript(ctx context.Context, b *testing.B, r *benchRun, how bareScrip
 	token := initPod0(ctx, b, r, c, pod0.Status.PodIP, caPEM, how.tuned)
 	if how.gated {
 		c.Status.Initialized = true
-		applyAll(ctx, b, r.cl, bareObjects(b, c, r.operatorImage, int64(values.InputFor(c, &c.Status).Replicas)))
+		applyAll(ctx, b, glass, bareObjects(b, c, r.operatorImage, int64(values.InputFor(c, &c.Status).Replicas)))
 		r.tl.mark("scaled out")
 	}
 	waitVoters(ctx, b, r, *pod0, caPEM, token.Reveal())

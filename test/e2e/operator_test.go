@@ -13,8 +13,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/test/localnode"
 )
 
@@ -39,6 +42,25 @@ func installOperator(t testing.TB) client.Client {
 		t.Fatalf("install operator: %v", installErr)
 	}
 	cl, err := node.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// breakGlassClient acts as an administrator in the group that the lock of
+// config/admission lets change what the operator manages: tests that stand
+// for a hand edit (a deleted certificate, objects applied by a bare script
+// with no operator) act through it.
+func breakGlassClient(t testing.TB) client.Client {
+	t.Helper()
+	cfg, err := node.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "e2e-break-glass",
+		Groups: []string{v1alpha1.BreakGlassGroup, "system:masters"}}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ var (
 	scheme = runtime.NewScheme()
 	k8s    client.Client // the tests' own client
 	// metricsURL is the manager's Prometheus endpoint, served as the
-	// operator serves it with --metrics-secure.
+	// operator serves it.
 	metricsURL string
 )
 
@@ -107,7 +107,7 @@ func startManager(ctx context.Context) error {
 	}
 	metricsURL = "https://" + metricsAddr + "/metrics"
 	opts := controllers.ManagerOptions(controllers.ManagerSettings{
-		Scheme: scheme, MetricsAddr: metricsAddr, MetricsSecure: true,
+		Scheme: scheme, MetricsAddr: metricsAddr,
 	})
 	// The one difference: the suite's manager owns one namespace, so that
 	// tests may drive the reconciler by hand elsewhere.

@@ -133,7 +133,11 @@ func setUp(b *testing.B, s settings) *harness {
 	opCfg := adminUser(b, env, operatorUser)
 	kubeconfig := writeKubeconfig(b, filepath.Join(s.logDir, "operator.kubeconfig"), opCfg)
 	watches, workers := benchWatches(b, root, s.logDir, s.workers)
-	h.op = startOperator(b, bin, s.logDir, kubeconfig, watches)
+	token, err := metricsReaderToken(context.Background(), h.k8s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h.op = startOperator(b, bin, s.logDir, kubeconfig, watches, token)
 	if h.op.workers == 0 {
 		h.op.workers = workers
 	}

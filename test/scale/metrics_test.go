@@ -2,15 +2,27 @@ package scale_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/openbao/operator/test/testbin"
 )
 
 // scrape is one reading of the operator's Prometheus endpoint.
@@ -19,14 +31,8 @@ type scrape struct {
 	families map[string]*dto.MetricFamily
 }
 
-func scrapeMetrics(ctx context.Context, url string) (scrape, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return scrape{}, err
-	}
-	// The text format: expfmt's TextParser reads nothing else.
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	resp, err := http.DefaultClient.Do(req)
+func scrapeMetrics(ctx context.Context, url, token string) (scrape, error) {
+	resp, err := getMetrics(ctx, url, token)
 	if err != nil {
 		return scrape{}, fmt.Errorf("scrape %s: %w", url, err)
 	}
@@ -39,6 +45,55 @@ func scrapeMetrics(ctx context.Context, url string) (scrape, error) {
 		return scrape{}, fmt.Errorf("parse metrics of %s: %w", url, err)
 	}
 	return s, nil
+}
+
+// getMetrics GETs the operator's HTTPS metrics endpoint with a bearer
+// token. Its certificate is self-signed: the benchmark measures, it does
+// not check who serves.
+func getMetrics(ctx context.Context, url, token string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	// The text format: expfmt's TextParser reads nothing else.
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	req.Header.Set("Authorization", "Bearer "+token)
+	return insecureClient.Do(req)
+}
+
+var insecureClient = &http.Client{Transport: &http.Transport{
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the operator's self-signed endpoint
+
+// metricsReaderToken is a token of a ServiceAccount bound to the ClusterRole
+// config/rbac gives scrapers, as Prometheus would hold one.
+func metricsReaderToken(ctx context.Context, c client.Client) (string, error) {
+	root, err := testbin.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "config", "rbac", "metrics_reader_role.yaml"))
+	if err != nil {
+		return "", err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(raw, role); err != nil {
+		return "", err
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "metrics-scraper"}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "metrics-scraper"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: sa.Namespace, Name: sa.Name}}}
+	for _, obj := range []client.Object{role, sa, binding} {
+		if err := c.Create(ctx, obj); err != nil {
+			return "", fmt.Errorf("create %s: %w", obj.GetName(), err)
+		}
+	}
+	// Longer than the longest benchmark run.
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(6 * 3600))}}
+	if err := c.SubResource("token").Create(ctx, sa, req); err != nil {
+		return "", fmt.Errorf("request a token of %s: %w", sa.Name, err)
+	}
+	return req.Status.Token, nil
 }
 
 func parseMetrics(in io.Reader, at time.Time) (scrape, error) {

@@ -277,13 +277,14 @@ const resyncPeriod = time.Minute
 // operator is the running manager and where to reach its endpoints.
 type operator struct {
 	*process
-	metricsURL string
-	workers    int
+	metricsURL   string
+	metricsToken string // a metrics reader's
+	workers      int
 }
 
 // startOperator runs the built manager against kubeconfig and waits until
 // its controller has started its workers.
-func startOperator(b *testing.B, bin, dir, kubeconfig, watches string) *operator {
+func startOperator(b *testing.B, bin, dir, kubeconfig, watches, metricsToken string) *operator {
 	b.Helper()
 	metrics, probe := freeAddr(b), freeAddr(b)
 	p := start(b, dir, "operator", []string{"KUBECONFIG=" + kubeconfig}, bin,
@@ -297,9 +298,9 @@ func startOperator(b *testing.B, bin, dir, kubeconfig, watches string) *operator
 	if err != nil {
 		b.Fatalf("%v\noperator log tail:\n%s", err, p.tail(40))
 	}
-	op := &operator{process: p, metricsURL: "http://" + metrics + "/metrics"}
+	op := &operator{process: p, metricsURL: "https://" + metrics + "/metrics", metricsToken: metricsToken}
 	op.workers = workerCount(line)
-	if err := waitHTTP(ctx, op.metricsURL); err != nil {
+	if err := waitHTTP(ctx, op.metricsURL, metricsToken); err != nil {
 		b.Fatalf("operator metrics: %v\noperator log tail:\n%s", err, p.tail(40))
 	}
 	return op
@@ -316,9 +317,9 @@ func workerCount(line string) int {
 	return entry.Count
 }
 
-func waitHTTP(ctx context.Context, url string) error {
+func waitHTTP(ctx context.Context, url, token string) error {
 	for {
-		resp, err := http.Get(url)
+		resp, err := getMetrics(ctx, url, token)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

@@ -122,7 +122,7 @@ func (h *harness) mustScrape(b *testing.B) scrape {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := scrapeMetrics(ctx, h.op.metricsURL)
+	s, err := scrapeMetrics(ctx, h.op.metricsURL, h.op.metricsToken)
 	if err != nil {
 		h.fatal(b, err)
 	}
