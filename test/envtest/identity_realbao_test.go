@@ -109,18 +109,15 @@ func takeBackToRevision1(t *testing.T, bao *podServer, token openbao.Token, c *v
 	t.Helper()
 	ctx := context.Background()
 	root := bao.client(t, token)
-	for _, step := range []struct {
-		path string
-		data map[string]any
-	}{
-		{"sys/policies/acl/" + identity.BackupPolicy, map[string]any{"policy": `path "sys/storage/raft/snapshot" { capabilities = ["read"] }`}},
-	} {
-		if err := root.Write(ctx, step.path, step.data); err != nil {
-			t.Fatal(err)
-		}
+	oldPolicy := map[string]any{"policy": `path "sys/storage/raft/snapshot" { capabilities = ["read"] }`}
+	if err := root.Write(ctx, "sys/policies/acl/"+identity.BackupPolicy, oldPolicy); err != nil {
+		t.Fatal(err)
 	}
-	for _, path := range []string{"auth/" + identity.Mount + "/role/" + identity.RestoreRole, "sys/policies/acl/" + identity.RestorePolicy,
-			"sys/mounts/" + identity.CanaryMount} {
+	for _, path := range []string{
+		"auth/" + identity.Mount + "/role/" + identity.RestoreRole,
+		"sys/policies/acl/" + identity.RestorePolicy,
+		"sys/mounts/" + identity.CanaryMount,
+	} {
 		bao.delete(t, token, path)
 	}
 	latest := latestCluster(t, c)
