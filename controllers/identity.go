@@ -225,7 +225,8 @@ func (r *OpenBaoClusterReconciler) forgetUpgradeToken(c *v1alpha1.OpenBaoCluster
 
 func (r *OpenBaoClusterReconciler) loginAsUpgrade(ctx context.Context, p *pass) (openbao.Token, time.Duration, error) {
 	c := p.cluster
-	jwt, err := r.serviceAccountToken(ctx, c, c.UpgradeServiceAccountName())
+	owner := c.IdentityOwner() // the source's, in a copy that kept it
+	jwt, err := r.serviceAccountToken(ctx, owner, owner.UpgradeServiceAccountName())
 	if err != nil {
 		return openbao.Token{}, 0, err
 	}

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/openbao/operator/internal/bootstrap"
 )
@@ -18,6 +19,10 @@ type ManagerSettings struct {
 	ProbeAddr      string
 	LeaderElection bool
 	Namespace      string // the operator's own, for the leader lease
+	// WebhookPort and WebhookCertDir configure the admission webhook's
+	// server; it runs only once webhooks are registered (SetupWebhooks).
+	WebhookPort    int
+	WebhookCertDir string
 }
 
 // ManagerOptions builds the manager's options as the operator runs them.
@@ -36,6 +41,7 @@ func ManagerOptions(s ManagerSettings) ctrl.Options {
 		// its expiry.
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         CacheOptions(),
+		WebhookServer:                 webhook.NewServer(webhook.Options{Port: s.WebhookPort, CertDir: s.WebhookCertDir}),
 		// A pass inside sys/init finishes storing the token before the
 		// manager exits; the Deployment's terminationGracePeriodSeconds
 		// (50) leaves room for this.

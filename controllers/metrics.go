@@ -50,6 +50,18 @@ var (
 		Name: "openbao_backup_failure_total",
 		Help: "Backups of a cluster that failed.",
 	}, []string{"namespace", "name"})
+	drillsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "openbao_backup_verify_total",
+		Help: "Restore drills of a cluster's backups that ended, by result (Passed or Failed).",
+	}, []string{"namespace", "name", "result"})
+	drillLastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_backup_last_verified_timestamp",
+		Help: "When a restore drill of a cluster's backups last passed, in seconds since the epoch.",
+	}, []string{"namespace", "name"})
+	drillLastDuration = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_backup_verify_last_duration_seconds",
+		Help: "How long the newest restore drill of a cluster took, from the copy's creation to its end.",
+	}, []string{"namespace", "name"})
 	backupLastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "openbao_backup_last_success_timestamp",
 		Help: "When the newest successful backup of a cluster completed, in seconds since the epoch.",
@@ -141,7 +153,7 @@ var exported = []prometheus.Collector{tlsCertExpiry, tlsRotations, reconcileDura
 	backupSuccesses, backupFailures, backupLastSuccess, backupLastSize, backupLastDuration, backupConsecutiveFailures,
 	clusterReadyReplicas, clusterDesiredReplicas, clusterSealedReplicas, clusterPhase,
 	raftFailureTolerance, raftHealthy, reconcileErrors,
-	restorePhase, restoreDuration, restoresTotal,
+	restorePhase, restoreDuration, restoresTotal, drillsTotal, drillLastSuccess, drillLastDuration,
 }
 
 func init() {
@@ -222,7 +234,7 @@ func forgetClusterMetrics(namespace, name string) {
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		tlsCertExpiry, tlsRotations, upgradeStatus, upgradeDuration, upgradeStepDowns,
 		backupSuccesses, backupFailures, backupLastSuccess, backupLastSize, backupLastDuration, backupConsecutiveFailures,
-		restorePhase, restoreDuration, restoresTotal,
+		restorePhase, restoreDuration, restoresTotal, drillsTotal, drillLastSuccess, drillLastDuration,
 		clusterReadyReplicas, clusterDesiredReplicas, clusterSealedReplicas, clusterPhase,
 		raftFailureTolerance, raftHealthy, reconcileErrors,
 	} {

@@ -99,7 +99,9 @@ func (r *OpenBaoClusterReconciler) steps() []step {
 		{"autopilot", r.reconcileAutopilot},
 		{"servers", r.observeServers},
 		{"raft", r.publishRaft},
+		{"from-backup", r.reconcileFromBackup},
 		{"backup", r.reconcileBackup},
+		{"drill", r.reconcileDrill},
 		{"step-down", r.reconcileStepDownRequest},
 	}
 }

@@ -123,7 +123,7 @@ func (r *OpenBaoRestoreReconciler) preflight(ctx context.Context, c *v1alpha1.Op
 		running = append(running, other)
 	}
 	r.mu.Unlock()
-	return restore.Preflight(restore.PreflightInput{Cluster: c, RunningBackups: unfinishedStarted(backups), RunningRestores: running}), nil
+	return restore.Preflight(restore.PreflightInput{Cluster: c, Restore: rs, RunningBackups: unfinishedStarted(backups), RunningRestores: running}), nil
 }
 
 // unfinishedStarted names the backups that have a Job and have not ended.

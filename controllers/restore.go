@@ -44,7 +44,7 @@ func serversOf(c *v1alpha1.OpenBaoCluster, p *pass, v *openbaoView) *restore.Ser
 		out.AutopilotHealthy = v.raft.Healthy
 	}
 	for _, pod := range p.servers {
-		s := restore.Server{Pod: pod.Name}
+		s := restore.Server{Pod: pod.Name, Ready: pod.Ready}
 		if h, ok := v.health[pod.Name]; ok {
 			s.Answered, s.Initialized, s.Sealed = true, h.Initialized, h.Sealed
 		}

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -36,6 +37,10 @@ func (r *OpenBaoClusterReconciler) reconcileSealMaterial(ctx context.Context, p 
 			"Secret %s exists but was not written by the operator; it is neither used nor replaced. To use it "+
 				"(an existing cluster's key), label it %s=%s; to let the operator create a key, delete it",
 			c.UnsealKeySecretName(), v1alpha1.LabelCluster, c.Name))
+	case action == sealkey.Create && c.FromBackup() != nil:
+		if err := r.copySourceKey(ctx, p); err != nil {
+			return err
+		}
 	case action == sealkey.Create:
 		if err := r.createStaticKey(ctx, c); err != nil {
 			return err
@@ -62,6 +67,41 @@ func (r *OpenBaoClusterReconciler) createStaticKey(ctx context.Context, c *v1alp
 	if err != nil {
 		return err
 	}
+	return r.storeStaticKey(ctx, c, key)
+}
+
+// copySourceKey makes the key of the cluster whose snapshot this one
+// starts from this cluster's key, before any server starts: the snapshot's
+// data is sealed with it. Until the Secret named exists with a valid key,
+// no server starts.
+func (r *OpenBaoClusterReconciler) copySourceKey(ctx context.Context, p *pass) error {
+	c := p.cluster
+	name := c.FromBackup().UnsealKeySecretRef.Name
+	source, err := r.readSecret(ctx, r.APIReader, c.Namespace, name)
+	if err != nil {
+		return err
+	}
+	if source == nil {
+		p.requeueAfter(sourceKeyRetry)
+		return r.sealKeyProblem(p, v1alpha1.ReasonSourceKeyMissing, fmt.Sprintf(
+			"Secret %s named by spec.bootstrap.fromBackup.unsealKeySecretRef does not exist; no server starts until it does", name))
+	}
+	if err := sealkey.Validate(source.Data[sealkey.DataKey]); err != nil {
+		return r.sealKeyProblem(p, v1alpha1.ReasonSourceKeyInvalid, fmt.Sprintf(
+			"Secret %s named by spec.bootstrap.fromBackup.unsealKeySecretRef, key %s: %v", name, sealkey.DataKey, err))
+	}
+	if err := r.storeStaticKey(ctx, c, source.Data[sealkey.DataKey]); err != nil {
+		return err
+	}
+	p.record("Normal", "StaticKeyCopied", "CreateSealKey", fmt.Sprintf(
+		"created Secret %s with the static seal key of Secret %s, which seals the snapshot", c.UnsealKeySecretName(), name))
+	return nil
+}
+
+// sourceKeyRetry is how soon a missing source key is looked for again.
+const sourceKeyRetry = 10 * time.Second
+
+func (r *OpenBaoClusterReconciler) storeStaticKey(ctx context.Context, c *v1alpha1.OpenBaoCluster, key []byte) error {
 	return r.createSecret(ctx, secrets.New(c, secrets.Spec{
 		Name: c.UnsealKeySecretName(), Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{sealkey.DataKey: key}, Lifetime: secrets.WithData, Immutable: true,

@@ -70,6 +70,10 @@ type BackupSpec struct {
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	HistoryLimit *int32 `json:"historyLimit,omitempty"`
+
+	// Verify runs a restore drill after each successful backup.
+	// +optional
+	Verify *BackupVerify `json:"verify,omitempty"`
 }
 
 // BackupTarget is a bucket of S3 or an S3-compatible store, of Google
@@ -210,6 +214,15 @@ type BackupStatus struct {
 	// counted into this status; a backup is counted once.
 	// +optional
 	LastCompletionTime *metav1.MicroTime `json:"lastCompletionTime,omitempty"`
+	// Verifying is the restore drill under way.
+	// +optional
+	Verifying *BackupVerification `json:"verifying,omitempty"`
+	// LastVerified is the newest restore drill that ended.
+	// +optional
+	LastVerified *BackupVerification `json:"lastVerified,omitempty"`
+	// LastVerifiedSuccess is when a drill last passed.
+	// +optional
+	LastVerifiedSuccess *metav1.Time `json:"lastVerifiedSuccess,omitempty"`
 }
 
 // BackupPhase is where one backup is.

@@ -61,6 +61,11 @@ const (
 	ReasonStaticKeyReady      = "StaticKeyReady"
 	ReasonStaticKeyInvalid    = "StaticKeyInvalid"
 	ReasonStaticKeyNotAdopted = "StaticKeyNotAdopted"
+	// ReasonSourceKeyMissing and ReasonSourceKeyInvalid: the Secret named
+	// by spec.bootstrap.fromBackup.unsealKeySecretRef is missing or holds
+	// no valid key.
+	ReasonSourceKeyMissing = "SourceKeyMissing"
+	ReasonSourceKeyInvalid = "SourceKeyInvalid"
 
 	ReasonSelfInitSecretNotOwned = "SelfInitSecretNotOwned"
 	ReasonExternalSeal           = "ExternalSeal"
@@ -100,6 +105,10 @@ const (
 	// ConditionBackingUp (backup step) is True while a backup of the
 	// cluster runs.
 	ConditionBackingUp = "BackingUp"
+	// ConditionRestoredFromBackup (fromBackup step) is True once a
+	// cluster of spec.bootstrap.fromBackup holds its snapshot, False while
+	// it is restored or after the restore failed.
+	ConditionRestoredFromBackup = "RestoredFromBackup"
 )
 
 // Reasons of BackingUp.

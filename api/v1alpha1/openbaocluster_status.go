@@ -59,6 +59,9 @@ type OpenBaoClusterStatus struct {
 	// policies, set up at initialization (identityRevision says which).
 	// +optional
 	IdentityConfigured bool `json:"identityConfigured,omitempty"`
+	// FromBackup is what became of spec.bootstrap.fromBackup.
+	// +optional
+	FromBackup *FromBackupStatus `json:"fromBackup,omitempty"`
 	// IdentityRevision is the revision of that identity in place: 1 the
 	// auth method with the upgrade and backup roles; 2 adds the restore
 	// role and the backup canary (the KV mount openbao-operator/ and the
@@ -161,6 +164,7 @@ type RaftServer struct {
 // +kubebuilder:printcolumn:name="Partition",type=integer,JSONPath=`.status.upgrade.currentPartition`,priority=1
 // +kubebuilder:printcolumn:name="Tolerance",type=integer,JSONPath=`.status.raft.failureTolerance`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.bootstrap) || !has(self.spec.bootstrap.fromBackup) || !has(self.spec.bootstrap.fromBackup.sourceCluster) || self.spec.bootstrap.fromBackup.sourceCluster == self.metadata.name || has(self.spec.bootstrap.fromBackup.tokenSecretRef) || (has(self.spec.bootstrap.fromBackup.keepSourceIdentity) && self.spec.bootstrap.fromBackup.keepSourceIdentity)",message="bootstrap.fromBackup.sourceCluster names another cluster: set bootstrap.fromBackup.tokenSecretRef (a token of the source that may write auth/openbao-operator, such as its root token) so the operator can bind its identity to this cluster, or keepSourceIdentity: true"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 40",message="metadata.name must be a DNS label of at most 40 characters starting with a letter, so that every child object's name stays valid"
 type OpenBaoCluster struct {
 	metav1.TypeMeta   `json:",inline"`

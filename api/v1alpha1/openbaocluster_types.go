@@ -9,6 +9,8 @@ import (
 
 // OpenBaoClusterSpec is the desired state of an OpenBao cluster.
 // +kubebuilder:validation:XValidation:rule="!has(self.selfInit) || !self.selfInit.enabled || size(self.selfInit.requests) > 0",message="selfInit.requests must hold at least one request when selfInit.enabled is true"
+// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="bootstrap is set when a cluster is created and cannot be added or removed afterwards"
+// +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.fromBackup) || self.unseal.type != 'static' || has(self.bootstrap.fromBackup.unsealKeySecretRef)",message="bootstrap.fromBackup.unsealKeySecretRef is required with unseal.type static: name the Secret holding the source cluster's static seal key"
 // +kubebuilder:validation:XValidation:rule="self.replicas >= 3 || oldSelf.replicas < 3",message="replicas cannot go below 3 once a cluster has 3 or more servers: fewer than 3 Raft voters tolerate no failure. To run fewer servers, bootstrap a new cluster from a backup"
 type OpenBaoClusterSpec struct {
 	// Version is the OpenBao release to run, as semantic version X.Y.Z; it is
@@ -67,6 +69,13 @@ type OpenBaoClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.type == oldSelf.type",message="unseal.type is immutable: seal migration is not supported by the operator"
 	// +optional
 	Unseal UnsealSpec `json:"unseal,omitempty"`
+
+	// Bootstrap chooses what a new cluster starts from: empty (unset), or
+	// a snapshot in object storage (fromBackup). It cannot change after
+	// creation.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="bootstrap is immutable: it applies once, when the cluster forms"
+	// +optional
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
 
 	// SelfInit initializes the cluster with OpenBao's declarative self-init
 	// requests instead of sys/init; the operator then holds no root token.

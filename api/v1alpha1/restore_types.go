@@ -6,7 +6,7 @@ import (
 
 // RestoreSource names the snapshot to restore: one object key, or the
 // newest snapshot of this cluster.
-// +kubebuilder:validation:XValidation:rule="has(self.key) != (has(self.latest) && self.latest)",message="set exactly one of source.key and source.latest: true"
+// +kubebuilder:validation:XValidation:rule="(has(self.key) ? 1 : 0) + (has(self.latest) && self.latest ? 1 : 0) + (has(self.bootstrap) && self.bootstrap ? 1 : 0) == 1",message="set exactly one of source.key, source.latest: true and source.bootstrap: true"
 type RestoreSource struct {
 	// Key is the object key of the snapshot in the cluster's backup target
 	// (status.key of an OpenBaoBackup), such as
@@ -21,6 +21,11 @@ type RestoreSource struct {
 	// cluster's.
 	// +optional
 	Latest bool `json:"latest,omitempty"`
+	// Bootstrap restores the snapshot the cluster's
+	// spec.bootstrap.fromBackup names, from its store; the operator
+	// creates this restore when the cluster first runs.
+	// +optional
+	Bootstrap bool `json:"bootstrap,omitempty"`
 }
 
 // OpenBaoRestoreSpec names the cluster and the snapshot. The store and the

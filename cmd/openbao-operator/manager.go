@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,7 @@ import (
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/values"
 	"github.com/openbao/operator/internal/watches"
+	"github.com/openbao/operator/internal/webhookcert"
 )
 
 // managerFlags are the command-line settings of the manager.
@@ -31,6 +33,15 @@ type managerFlags struct {
 	watchesFile    string
 	namespace      string
 	image          string
+	webhook        webhookFlags
+}
+
+// webhookFlags configure the admission webhook and its certificate.
+type webhookFlags struct {
+	port                           int
+	certDir                        string
+	certManaged                    bool
+	service, secret, configuration string
 }
 
 func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
@@ -43,6 +54,14 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	fs.StringVar(&f.watchesFile, "watches-file", "", "watches.yaml to use instead of the embedded one")
 	fs.StringVar(&f.namespace, "operator-namespace", os.Getenv("OPERATOR_NAMESPACE"), "namespace the operator runs in (its pods may reach OpenBao's API port)")
 	fs.StringVar(&f.image, "operator-image", os.Getenv("OPERATOR_IMAGE"), "the operator's image, whose bao-wrapper OpenBao pods run (default: read from the operator's own pod, POD_NAME)")
+	fs.IntVar(&f.webhook.port, "webhook-port", 9443, "port of the admission webhook's HTTPS server; 0 runs no webhook")
+	fs.StringVar(&f.webhook.certDir, "webhook-cert-dir", filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs"),
+		"directory of the webhook's tls.crt and tls.key")
+	fs.BoolVar(&f.webhook.certManaged, "webhook-cert-managed", true,
+		"issue and rotate the webhook's certificate and patch the CA bundle into its configuration; false when OLM provides the certificate")
+	fs.StringVar(&f.webhook.service, "webhook-service", "openbao-operator-webhook-service", "the webhook's Service, in --operator-namespace")
+	fs.StringVar(&f.webhook.secret, "webhook-cert-secret", "openbao-operator-webhook-cert", "the Secret, in --operator-namespace, holding the webhook's CA and certificate")
+	fs.StringVar(&f.webhook.configuration, "webhook-configuration", "openbao-operator-validating-webhook", "the ValidatingWebhookConfiguration whose CA bundle the operator sets")
 	// Audit lines of one bootstrap fall within a second; RFC 3339 with
 	// nanoseconds keeps their order readable (--zap-time-encoding overrides).
 	zapOpts := zap.Options{TimeEncoder: zapcore.RFC3339NanoTimeEncoder}
@@ -76,11 +95,15 @@ func runManager(args []string) error {
 	mgr, err := ctrl.NewManager(cfg, controllers.ManagerOptions(controllers.ManagerSettings{
 		Scheme: newScheme(), MetricsAddr: f.metricsAddr, MetricsSecure: f.metricsSecure,
 		ProbeAddr: f.probeAddr, LeaderElection: f.leaderElection, Namespace: f.namespace,
+		WebhookPort: f.webhook.port, WebhookCertDir: f.webhook.certDir,
 	}))
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
 	if err := setUpReconcilers(mgr, cfg, f, settings, openshift); err != nil {
+		return err
+	}
+	if err := setUpWebhook(mgr, f); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -170,6 +193,38 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 	}
 	if err := restores.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up OpenBaoRestore controller: %w", err)
+	}
+	return nil
+}
+
+// setUpWebhook registers the admission webhook and, unless OLM provides
+// the certificate, issues it before the webhook server starts (which needs
+// the files) and keeps it rotated. The server's readiness is the pod's, so
+// the Service sends the API server to replicas that serve.
+func setUpWebhook(mgr ctrl.Manager, f managerFlags) error {
+	if f.webhook.port == 0 {
+		return nil
+	}
+	controllers.SetupWebhooks(mgr)
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return fmt.Errorf("add webhook ready check: %w", err)
+	}
+	if !f.webhook.certManaged {
+		return nil
+	}
+	if f.namespace == "" {
+		return fmt.Errorf("the webhook certificate needs --operator-namespace (or OPERATOR_NAMESPACE)")
+	}
+	cert := &controllers.WebhookCert{
+		Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Clock: clock.RealClock{},
+		Settings:   webhookcert.Settings{Namespace: f.namespace, Service: f.webhook.service},
+		SecretName: f.webhook.secret, ConfigurationName: f.webhook.configuration, CertDir: f.webhook.certDir,
+	}
+	if _, err := cert.Ensure(context.Background()); err != nil {
+		return fmt.Errorf("webhook certificate: %w", err)
+	}
+	if err := mgr.Add(cert); err != nil {
+		return fmt.Errorf("add webhook certificate rotation: %w", err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -30,6 +31,8 @@ func runRestore(args []string, stderr io.Writer) error {
 		WithValues("namespace", cfg.Namespace, "cluster", cfg.Cluster, "restore", cfg.Restore)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	peakAnon := executor.SamplePeak(executor.AnonRSS, 50*time.Millisecond)
 	report := executor.RunRestore(logr.NewContext(ctx, log), cfg, executorDeps())
+	report.PeakAnonBytes = peakAnon()
 	return reportAndExit(log, cfg.TerminationLog, report, "restore")
 }

@@ -50,12 +50,11 @@ type Check struct {
 // up for a JWT role, and no other backup of it under way.
 func Preflight(o Observed) Check {
 	c := o.Cluster
+	if check := Configured(c); !check.OK {
+		return check
+	}
 	b := c.Spec.Backup
 	switch {
-	case b == nil:
-		return refuse(ReasonNotConfigured, "spec.backup of OpenBaoCluster %s is not set", c.Name)
-	case b.JWTAuthRole == "" && b.TokenSecretRef == nil:
-		return refuse(ReasonAuthNotConfigured, "spec.backup names neither jwtAuthRole nor tokenSecretRef")
 	case c.Spec.Paused:
 		return refuse(ReasonClusterPaused, "the cluster is paused")
 	case !o.PreUpgrade && meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionUpgrading):
@@ -68,6 +67,20 @@ func Preflight(o Observed) Check {
 		return refuse(ReasonRestoreInProgress, "restore %s of this cluster is under way", strings.Join(o.Restores, ", "))
 	case len(o.Running) > 0:
 		return refuse(ReasonBackupInProgress, "backup %s of this cluster is still running", strings.Join(o.Running, ", "))
+	}
+	return Check{OK: true}
+}
+
+// Configured says whether the cluster can be backed up at all: spec.backup
+// set, with an identity. Waiting never changes its answer, so the admission
+// webhook refuses an OpenBaoBackup of a cluster it fails.
+func Configured(c *v1alpha1.OpenBaoCluster) Check {
+	b := c.Spec.Backup
+	switch {
+	case b == nil:
+		return refuse(ReasonNotConfigured, "spec.backup of OpenBaoCluster %s is not set", c.Name)
+	case b.JWTAuthRole == "" && b.TokenSecretRef == nil:
+		return refuse(ReasonAuthNotConfigured, "spec.backup names neither jwtAuthRole nor tokenSecretRef")
 	}
 	return Check{OK: true}
 }

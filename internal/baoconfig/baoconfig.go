@@ -180,7 +180,7 @@ type Telemetry struct {
 // same input gives the same bytes, user keys in sorted order after the
 // operator's stanzas.
 func Render(in Input) ([]byte, error) {
-	if err := validateUser(in.User); err != nil {
+	if err := ValidateUser(in.User); err != nil {
 		return nil, err
 	}
 	if in.LogLevel != "" && !contains(logLevels, in.LogLevel) {
@@ -242,5 +242,15 @@ func renderTelemetry(body *hclwrite.Body, t Telemetry) {
 }
 
 func invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+	return &InputError{Reason: fmt.Sprintf(format, args...)}
 }
+
+// InputError is a bad input; Reason says what is wrong without the
+// ErrInvalid prefix, for callers that name the field themselves (the
+// admission webhook).
+type InputError struct{ Reason string }
+
+func (e *InputError) Error() string { return ErrInvalid.Error() + ": " + e.Reason }
+
+// Unwrap makes every InputError an ErrInvalid.
+func (e *InputError) Unwrap() error { return ErrInvalid }

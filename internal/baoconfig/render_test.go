@@ -45,6 +45,15 @@ func TestRenderRejectsInvalidInput(t *testing.T) {
 		"invalid UTF-8 is rejected": {
 			testInput(user(map[string]any{"cluster_name": "\xff"})), `"cluster_name"`,
 		},
+		"a lease TTL OpenBao cannot parse is rejected with the forms it takes": {
+			testInput(user(map[string]any{"default_lease_ttl": "1 hour"})), `"default_lease_ttl": "1 hour" is not a duration: want a whole number`,
+		},
+		"a boolean request duration is rejected": {
+			testInput(user(map[string]any{"default_max_request_duration": true})), `"default_max_request_duration": a boolean`,
+		},
+		"a fractional max lease TTL is rejected": {
+			testInput(user(map[string]any{"max_lease_ttl": json.Number("1.5")})), `"max_lease_ttl": 1.5 is not a duration`,
+		},
 		"an unsupported Go type is rejected": {
 			testInput(user(map[string]any{"cache_size": uint8(1)})), `uint8`,
 		},
@@ -107,6 +116,14 @@ func TestRenderRejectsInvalidInput(t *testing.T) {
 				t.Errorf("error %q does not mention %s", err, tc.wantText)
 			}
 		})
+	}
+}
+
+func TestDurationsOpenBaoReadsAreAccepted(t *testing.T) {
+	for _, v := range []any{"768h", "30d", "3600", "90m", json.Number("3600"), int64(60), ""} {
+		if err := ValidateUser(map[string]any{"max_lease_ttl": v}); err != nil {
+			t.Errorf("max_lease_ttl %#v: %v", v, err)
+		}
 	}
 }
 

@@ -48,7 +48,7 @@ func RenderSelfInit(reqs []InitRequest) ([]byte, error) {
 	body := f.Body()
 	seen := make(map[string]bool, len(reqs))
 	for i, r := range reqs {
-		if err := checkInitRequest(r); err != nil {
+		if err := CheckInitRequest(r); err != nil {
 			return nil, err
 		}
 		if seen[r.Name] {
@@ -74,7 +74,8 @@ func RenderSelfInit(reqs []InitRequest) ([]byte, error) {
 	return f.Bytes(), nil
 }
 
-func checkInitRequest(r InitRequest) error {
+// CheckInitRequest checks one self-init request as RenderSelfInit does.
+func CheckInitRequest(r InitRequest) error {
 	if !initName.MatchString(r.Name) {
 		return invalidf("self-init request %q: a name starts with a letter or underscore and holds only letters, digits, - and _", r.Name)
 	}

@@ -2,6 +2,7 @@ package baoconfig
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"regexp"
 	"sort"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hashicorp/go-secure-stdlib/parseutil"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 )
 
@@ -38,13 +40,18 @@ func ProtectedKeys() []string {
 // userKey is the shape of OpenBao's top-level keys: lower snake case.
 var userKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
+// ValueForms says which values a config key takes, for messages.
+const ValueForms = "a string, number, boolean, list of those, object (a block) or list of objects"
+
 // maxDepth bounds nesting, so that a hostile document cannot exhaust the
 // stack.
 const maxDepth = 16
 
-// validateUser checks the user keys and values against the rules on
-// Input.User: what a JSON decode yields and HCL1 holds without loss.
-func validateUser(user map[string]any) error {
+// ValidateUser checks the user keys and values against the rules on
+// Input.User: what a JSON decode yields and HCL1 holds without loss, and
+// durations OpenBao reads. Render calls it; so does the admission webhook,
+// so that both refuse the same configurations with the same words.
+func ValidateUser(user map[string]any) error {
 	for _, k := range sortedKeys(user) {
 		v := user[k]
 		if !userKey.MatchString(k) {
@@ -56,6 +63,30 @@ func validateUser(user map[string]any) error {
 		if err := checkUserValue(k, v, 1); err != nil {
 			return err
 		}
+		if err := checkDuration(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// durationKeys are the top-level keys OpenBao parses as durations
+// (command/server/config.go, with parseutil.ParseDurationSecond); a value
+// it cannot parse stops the server at start.
+var durationKeys = []string{"default_lease_ttl", "default_max_request_duration", "max_lease_ttl"}
+
+// DurationForms says which values a duration key takes.
+const DurationForms = "a whole number of seconds, or a string such as 768h, 90m, 3600s or 30d"
+
+func checkDuration(key string, v any) error {
+	if !contains(durationKeys, key) {
+		return nil
+	}
+	if _, isBool := v.(bool); isBool {
+		return invalidf("config key %q: a boolean is not a duration: want %s", key, DurationForms)
+	}
+	if _, err := parseutil.ParseDurationSecond(v); err != nil {
+		return invalidf("config key %q: %s is not a duration: want %s", key, describe(v), DurationForms)
 	}
 	return nil
 }
@@ -76,7 +107,7 @@ func checkUserValue(path string, v any, depth int) error {
 		}
 	case json.Number:
 		if _, err := numberTokens(v); err != nil {
-			return invalidf("config key %q: number %q: %v", path, string(v), err)
+			return invalidf("config key %q: number %q: %s", path, string(v), err.(*InputError).Reason)
 		}
 	case []any:
 		return checkUserList(path, v, depth)
@@ -91,7 +122,7 @@ func checkUserValue(path string, v any, depth int) error {
 			}
 		}
 	case nil:
-		return invalidf("config key %q: null is not a value OpenBao reads", path)
+		return invalidf("config key %q: null is not a value OpenBao reads: want %s", path, ValueForms)
 	default:
 		return invalidf("config key %q: unsupported value type %T", path, v)
 	}
@@ -104,7 +135,7 @@ func checkUserList(path string, list []any, depth int) error {
 		elemPath := path + "[" + strconv.Itoa(i) + "]"
 		switch elem.(type) {
 		case []any:
-			return invalidf("config key %q: lists of lists are not supported", elemPath)
+			return invalidf("config key %q: lists of lists are not supported: want %s", elemPath, ValueForms)
 		case map[string]any:
 			objects++
 		}
@@ -242,4 +273,12 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// describe shows a value in a message: strings quoted, so that spaces show.
+func describe(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprint(v)
 }

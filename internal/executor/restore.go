@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -37,9 +38,13 @@ type checked struct {
 }
 
 func runRestore(ctx context.Context, cfg restore.ExecutorConfig, deps Deps, secrets *redactor) backup.Report {
+	start := deps.Clock.Now()
 	s, err := prepare(ctx, cfg.ExecutorConfig, deps, secrets)
 	if err != nil {
 		return failed(ReasonConfig, err)
+	}
+	if cfg.SourceCluster != "" {
+		s.prefix = backup.ObjectPrefix(cfg.PathPrefix, cfg.Namespace, cfg.SourceCluster)
 	}
 	var (
 		snap   checked
@@ -57,6 +62,10 @@ func runRestore(ctx context.Context, cfg restore.ExecutorConfig, deps Deps, secr
 			"reason", reasonOf(ctx, err), "error", secrets.redact(err.Error()), "wait", retryWaits[attempt].String())
 		deps.Sleep(ctx, retryWaits[attempt])
 	}
+	// Checking reads the whole object once more than posting does: its
+	// share of a long restore shows here while the post runs.
+	logr.FromContextOrDiscard(ctx).Info("snapshot checked; posting it to the active server", "key", snap.object.Key,
+		"size", snap.size, "elapsed", deps.Clock.Since(start).Round(time.Millisecond).String())
 	// The post is never retried: whether OpenBao installed a snapshot it
 	// did not confirm is not known here.
 	if err := s.post(ctx, leader, snap, cfg.Force); err != nil {

@@ -68,6 +68,21 @@ func TestARestorePostsTheNewestSnapshotOfThisClusterAsChecked(t *testing.T) {
 	}
 }
 
+// A cluster bootstrapped from another's backup takes the newest snapshot
+// under the source's prefix, not its own.
+func TestABootstrapRestoreTakesTheSourcesNewestSnapshot(t *testing.T) {
+	h := newHarness(t)
+	good := snapshotFixture(t, "with-data.snap")
+	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	source := backup.ObjectPrefix("p", "ns", "old")
+	h.store.Add(backup.ObjectKey(source, at, "00000001"), good, at)
+	h.store.Add(backup.ObjectKey(backup.ObjectPrefix("p", "ns", "bao"), at.Add(time.Hour), "00000002"), []byte("this cluster's own"), at)
+	r := h.restore(t, func(c *restore.ExecutorConfig) { c.Latest, c.SourceCluster = true, "old" })
+	if r.Failed() || r.Key != backup.ObjectKey(source, at, "00000001") || !bytes.Equal(h.bao.Restored, good) {
+		t.Fatalf("report %+v, OpenBao received %d bytes", r, len(h.bao.Restored))
+	}
+}
+
 // TestNothingUncheckedReachesOpenBao: each bad object is refused with its
 // reason, without a retry of what cannot pass, and OpenBao receives no
 // complete body.

@@ -60,6 +60,9 @@ type Server struct {
 	Pod string
 	// Answered says sys/health answered; then Initialized and Sealed.
 	Answered, Initialized, Sealed bool
+	// Ready is the pod's readiness: a server stalled by installing a large
+	// snapshot fails its probe and leaves the Services until it is back.
+	Ready bool
 	// Lag is what it has not applied of the leader's committed index,
 	// measured after the restore (openbao.RaftLagTo); LagKnown false when
 	// it could not be measured.
@@ -251,6 +254,8 @@ func assess(o *Servers) (waiting, lagging []string) {
 			waiting = append(waiting, sv.Pod+" to report its Raft index")
 		case sv.Lag > 0:
 			lagging = append(lagging, fmt.Sprintf("%s trails the leader by %d Raft entries", sv.Pod, sv.Lag))
+		case !sv.Ready:
+			waiting = append(waiting, sv.Pod+" to be Ready again")
 		}
 	}
 	return waiting, lagging

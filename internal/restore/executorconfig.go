@@ -24,6 +24,10 @@ type ExecutorConfig struct {
 	ExpectedSHA256 string
 	// Force posts to sys/storage/raft/snapshot-force.
 	Force bool
+	// SourceCluster, when set, is the cluster (in this namespace) under
+	// whose prefix Latest looks: a cluster bootstrapped from another's
+	// backup.
+	SourceCluster string
 }
 
 // Args writes the configuration as the restore subcommand and its flags.
@@ -40,6 +44,7 @@ func (c ExecutorConfig) Args() []string {
 		add("latest", "true")
 	}
 	add("expected-sha256", c.ExpectedSHA256)
+	add("source-cluster", c.SourceCluster)
 	if c.Force {
 		add("force", "true")
 	}
@@ -59,6 +64,7 @@ func ParseExecutorArgs(args []string, output io.Writer) (ExecutorConfig, error) 
 	fs.BoolVar(&c.Latest, "latest", false, "restore the newest snapshot under the cluster's prefix")
 	fs.StringVar(&c.ExpectedSHA256, "expected-sha256", "", "hex SHA-256 the object must have")
 	fs.BoolVar(&c.Force, "force", false, "post to sys/storage/raft/snapshot-force (no seal check)")
+	fs.StringVar(&c.SourceCluster, "source-cluster", "", "cluster under whose prefix --latest looks (default --cluster)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -79,14 +85,44 @@ func ParseExecutorArgs(args []string, output io.Writer) (ExecutorConfig, error) 
 
 // ExecutorConfigFor is what the Job of restore r of cluster c tells the
 // executor. A JWT login uses the restore role, whose token may post a
-// snapshot; the backup role's may only read one.
+// snapshot; the backup role's may only read one. A bootstrap restore
+// reads spec.bootstrap.fromBackup's snapshot from its store.
 func ExecutorConfigFor(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) ExecutorConfig {
-	base := backup.ExecutorConfigFor(c, "")
+	view := ViewFor(c, r)
+	base := backup.ExecutorConfigFor(view, "")
 	if base.Auth == backup.AuthJWT {
 		base.JWTRole = identity.RestoreRole
 	}
-	return ExecutorConfig{
+	out := ExecutorConfig{
 		ExecutorConfig: base, Restore: r.Name, Key: r.Spec.Source.Key, Latest: r.Spec.Source.Latest,
 		ExpectedSHA256: r.Spec.ExpectedSHA256, Force: r.Spec.Force,
 	}
+	if fb := c.FromBackup(); r.Spec.Source.Bootstrap && fb != nil {
+		out.Key, out.Latest, out.ExpectedSHA256 = fb.Key, fb.Latest, fb.ExpectedSHA256
+		if src := fb.SourceClusterName(c.Name); src != c.Name {
+			out.SourceCluster = src
+		}
+	}
+	return out
+}
+
+// ViewFor is cluster c as the Job of restore r sees it. For a bootstrap
+// restore, spec.backup is spec.bootstrap.fromBackup's store read with the
+// operator's own JWT identity, whatever spec.backup says (it may be
+// unset, or name a store the cluster will back up to); nil when the
+// cluster has no spec.bootstrap.fromBackup.
+func ViewFor(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) *v1alpha1.OpenBaoCluster {
+	if r == nil || !r.Spec.Source.Bootstrap {
+		return c
+	}
+	fb := c.FromBackup()
+	if fb == nil {
+		return nil
+	}
+	view := c.DeepCopy()
+	view.Spec.Backup = &v1alpha1.BackupSpec{Target: fb.Target, JWTAuthRole: identity.RestoreRole}
+	if c.Spec.Backup != nil {
+		view.Spec.Backup.ExecutorImage, view.Spec.Backup.Timeout = c.Spec.Backup.ExecutorImage, c.Spec.Backup.Timeout
+	}
+	return view
 }

@@ -22,7 +22,7 @@ func JobLabels(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) map[strin
 // mounts and deadline) running `openbao-operator restore`.
 func JobFor(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore, operatorImage string) *batchv1.Job {
 	return backup.ExecutorJob(backup.ExecutorJobInput{
-		Cluster: c, Name: r.Status.JobName, Owner: r.ControllerReference(), Labels: JobLabels(c, r),
+		Cluster: ViewFor(c, r), Name: r.Status.JobName, Owner: r.ControllerReference(), Labels: JobLabels(c, r),
 		Args: ExecutorConfigFor(c, r).Args(), OperatorImage: operatorImage,
 	})
 }

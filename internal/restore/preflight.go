@@ -15,11 +15,13 @@ import (
 // BackupInProgress, IdentityPending).
 const (
 	ReasonRestoreInProgress = "RestoreInProgress"
+	ReasonNoBootstrapSource = "NoBootstrapSource"
 )
 
 // PreflightInput is what the preflight looks at.
 type PreflightInput struct {
 	Cluster *v1alpha1.OpenBaoCluster
+	Restore *v1alpha1.OpenBaoRestore
 	// RunningBackups and RunningRestores name the cluster's backups and
 	// other restores that have started and not finished.
 	RunningBackups, RunningRestores []string
@@ -39,14 +41,12 @@ type Check struct {
 // way, Running, the operator's identity set up for a JWT role, and no
 // backup or other restore of it under way.
 func Preflight(in PreflightInput) Check {
-	c := in.Cluster
+	if check := Configured(in.Cluster, in.Restore); !check.OK {
+		return check
+	}
+	c := ViewFor(in.Cluster, in.Restore)
 	b := c.Spec.Backup
 	switch {
-	case b == nil:
-		return Check{Permanent: true, Reason: backup.ReasonNotConfigured,
-			Message: fmt.Sprintf("OpenBaoCluster %s has no spec.backup: a restore reads the snapshot from its backup target with its backup identity", c.Name)}
-	case b.JWTAuthRole == "" && b.TokenSecretRef == nil:
-		return Check{Permanent: true, Reason: backup.ReasonAuthNotConfigured, Message: "spec.backup names neither jwtAuthRole nor tokenSecretRef"}
 	case c.Spec.Paused:
 		return hold(backup.ReasonClusterPaused, "the cluster is paused (spec.paused); the restore starts once it is resumed")
 	case c.Status.Upgrade != nil || meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionUpgrading):
@@ -59,6 +59,27 @@ func Preflight(in PreflightInput) Check {
 		return hold(backup.ReasonBackupInProgress, "backup "+strings.Join(in.RunningBackups, ", ")+" of this cluster is under way")
 	case len(in.RunningRestores) > 0:
 		return hold(ReasonRestoreInProgress, "restore "+strings.Join(in.RunningRestores, ", ")+" of this cluster is under way")
+	}
+	return Check{OK: true}
+}
+
+// Configured says whether restore r of cluster c can ever run: a source
+// the cluster has (spec.bootstrap.fromBackup for source.bootstrap) and
+// spec.backup with an identity. Its refusals are permanent, so the
+// admission webhook refuses an OpenBaoRestore that fails it.
+func Configured(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) Check {
+	view := ViewFor(c, r)
+	if view == nil {
+		return Check{Permanent: true, Reason: ReasonNoBootstrapSource,
+			Message: fmt.Sprintf("OpenBaoCluster %s has no spec.bootstrap.fromBackup for source.bootstrap to restore", c.Name)}
+	}
+	b := view.Spec.Backup
+	switch {
+	case b == nil:
+		return Check{Permanent: true, Reason: backup.ReasonNotConfigured,
+			Message: fmt.Sprintf("OpenBaoCluster %s has no spec.backup: a restore reads the snapshot from its backup target with its backup identity", c.Name)}
+	case b.JWTAuthRole == "" && b.TokenSecretRef == nil:
+		return Check{Permanent: true, Reason: backup.ReasonAuthNotConfigured, Message: "spec.backup names neither jwtAuthRole nor tokenSecretRef"}
 	}
 	return Check{OK: true}
 }

@@ -79,6 +79,12 @@ func TestPreflightHoldsARestoreThatHasNotStarted(t *testing.T) {
 		}, backup.ReasonClusterNotRunning, false},
 		{"a backup under way", func(_ *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) { in.RunningBackups = []string{"b1"} }, backup.ReasonBackupInProgress, false},
 		{"another restore under way", func(_ *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) { in.RunningRestores = []string{"r0"} }, restore.ReasonRestoreInProgress, false},
+		{"a bootstrap restore of a cluster without fromBackup", func(_ *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) {
+			in.Restore = bootstrapRestore()
+		}, restore.ReasonNoBootstrapSource, true},
+		{"a bootstrap restore of a cluster without spec.backup", func(c *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) {
+			c.Spec.Backup, c.Spec.Bootstrap, in.Restore = nil, fromBackup("src"), bootstrapRestore()
+		}, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := runningCluster()
@@ -116,7 +122,7 @@ func verifying(restoredAgo time.Duration, restarted ...string) v1alpha1.OpenBaoR
 func servers(lag ...uint64) *restore.Servers {
 	out := &restore.Servers{Replicas: len(lag), AutopilotHealthy: true}
 	for i, l := range lag {
-		out.Servers = append(out.Servers, restore.Server{Pod: "bao-" + string(rune('0'+i)), Answered: true, Initialized: true, Lag: l, LagKnown: true})
+		out.Servers = append(out.Servers, restore.Server{Pod: "bao-" + string(rune('0'+i)), Answered: true, Initialized: true, Ready: true, Lag: l, LagKnown: true})
 	}
 	return out
 }
@@ -163,6 +169,9 @@ func TestDecideTakesARestoreFromPendingToItsOutcome(t *testing.T) {
 			s.Servers[1].Sealed = true
 			return s
 		}()}, v1alpha1.RestoreRunning, v1alpha1.RestoreStepVerifying, restore.ReasonSnapshotInstalled, false, nil},
+		{"a caught-up server whose pod is not Ready again keeps it waiting", restore.Observed{Restore: newRestore(verifying(time.Minute)),
+			Servers: func() *restore.Servers { s := servers(0, 0, 0); s.Servers[2].Ready = false; return s }()},
+			v1alpha1.RestoreRunning, v1alpha1.RestoreStepVerifying, restore.ReasonSnapshotInstalled, false, nil},
 		{"every server healthy and caught up: Succeeded", restore.Observed{Restore: newRestore(verifying(time.Minute, "bao-1")), Servers: servers(0, 0, 0)},
 			v1alpha1.RestoreSucceeded, "", restore.ReasonRestored, false, nil},
 		{"still trailing after the timeout: Failed, saying what state the cluster is in", restore.Observed{Restore: newRestore(verifying(time.Hour, "bao-1")),
@@ -217,5 +226,45 @@ func TestTheJobRunsTheRestoreSubcommandUnderTheBackupIdentity(t *testing.T) {
 	cfg, err := restore.ParseExecutorArgs(pod.Containers[0].Args[1:], nil)
 	if err != nil || !cfg.Latest || !cfg.Force || cfg.JWTRole != "restore" {
 		t.Errorf("the executor reads back %+v, %v", cfg, err)
+	}
+}
+
+func bootstrapRestore() *v1alpha1.OpenBaoRestore {
+	return &v1alpha1.OpenBaoRestore{ObjectMeta: metav1.ObjectMeta{Name: "bao-from-backup", Namespace: "ns"},
+		Spec: v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Bootstrap: true}}}
+}
+
+func fromBackup(source string) *v1alpha1.BootstrapSpec {
+	return &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.BackupBootstrap{
+		Target:        v1alpha1.BackupTarget{Endpoint: "https://source.example", Bucket: "old-bucket", PathPrefix: "p"},
+		SourceCluster: source, Latest: true, ExpectedSHA256: strings.Repeat("ab", 32),
+	}}
+}
+
+// A bootstrap restore reads fromBackup's store under the source's prefix
+// with the restore role, and ignores spec.backup's store and token.
+func TestABootstrapRestoreReadsTheSourcesStore(t *testing.T) {
+	c := runningCluster()
+	c.Spec.Backup.TokenSecretRef = &v1alpha1.SecretKeyRef{Name: "backup-token"}
+	c.Spec.Bootstrap = fromBackup("src")
+	args := strings.Join(restore.ExecutorConfigFor(c, bootstrapRestore()).Args(), " ")
+	for _, want := range []string{"--endpoint=https://source.example", "--bucket=old-bucket", "--path-prefix=p", "--auth=jwt",
+		"--jwt-role=restore", "--latest=true", "--source-cluster=src", "--expected-sha256=" + strings.Repeat("ab", 32)} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %s", args, want)
+		}
+	}
+	if strings.Contains(args, "token-file") {
+		t.Errorf("args %q use spec.backup's token", args)
+	}
+	c.Spec.Bootstrap.FromBackup.SourceCluster = ""
+	if args := strings.Join(restore.ExecutorConfigFor(c, bootstrapRestore()).Args(), " "); strings.Contains(args, "--source-cluster") {
+		t.Errorf("a restore of the cluster's own snapshot names a source: %q", args)
+	}
+	job := restore.JobFor(c, bootstrapRestore(), "operator:dev")
+	for _, v := range job.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == "backup-token" {
+			t.Errorf("the Job mounts spec.backup's token Secret")
+		}
 	}
 }

@@ -152,15 +152,26 @@ func hold(o Observed) (reason, message string, retry time.Duration) {
 	return "", "", 0
 }
 
-// refused says why the spec asks for a rollout that must not run.
-func refused(o Observed) (reason, message string) {
-	if IsDowngrade(o.CurrentVersion, o.SpecVersion) && !o.Settings.AllowDowngrade {
+// VersionRefused says why a rollout from the running version current to
+// target must not run: a downgrade without allowDowngrade, or a release
+// that cannot run the cluster's seal. The admission webhook refuses the
+// same change of spec.version with the same words.
+func VersionRefused(current, target string, allowDowngrade bool, seal v1alpha1.UnsealType) (reason, message string) {
+	if IsDowngrade(current, target) && !allowDowngrade {
 		return v1alpha1.ReasonDowngradeBlocked, fmt.Sprintf("spec.version %s is older than the running %s, and Raft data written by a "+
 			"newer release may not be readable by an older one. Set spec.version back to %s, or restore a backup taken on the older "+
-			"release and set spec.upgrade.allowDowngrade", o.SpecVersion, o.CurrentVersion, o.CurrentVersion)
+			"release and set spec.upgrade.allowDowngrade", target, current, current)
 	}
-	if msg := Incompatible(o.SpecVersion, o.SealType); msg != "" {
+	if msg := Incompatible(target, seal); msg != "" {
 		return v1alpha1.ReasonPreflightFailed, msg
+	}
+	return "", ""
+}
+
+// refused says why the spec asks for a rollout that must not run.
+func refused(o Observed) (reason, message string) {
+	if reason, message := VersionRefused(o.CurrentVersion, o.SpecVersion, o.Settings.AllowDowngrade, o.SealType); reason != "" {
+		return reason, message
 	}
 	if o.Settings.PreUpgradeSnapshot && o.SnapshotProblem != "" {
 		return v1alpha1.ReasonPreflightFailed, "spec.upgrade.preUpgradeSnapshot: " + o.SnapshotProblem

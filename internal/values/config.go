@@ -158,6 +158,22 @@ func sealInput(c *v1alpha1.OpenBaoCluster) baoconfig.Seal {
 	return baoconfig.Seal{Type: baoconfig.SealType(t), Options: c.Spec.Unseal.Options}
 }
 
+// InitRequests converts the spec's self-init requests for baoconfig; a
+// request whose data is not a JSON object is refused, naming its index.
+func InitRequests(reqs []v1alpha1.SelfInitRequest) ([]baoconfig.InitRequest, error) {
+	return initRequests(reqs)
+}
+
+// DecodeConfigValue decodes one spec.config value as config.hcl is
+// rendered from it: numbers stay json.Number.
+func DecodeConfigValue(raw []byte) (any, error) {
+	var val any
+	if err := decodeJSON(raw, &val); err != nil {
+		return nil, err
+	}
+	return val, nil
+}
+
 func initRequests(reqs []v1alpha1.SelfInitRequest) ([]baoconfig.InitRequest, error) {
 	out := make([]baoconfig.InitRequest, 0, len(reqs))
 	for i, r := range reqs {
@@ -179,8 +195,8 @@ func initRequests(reqs []v1alpha1.SelfInitRequest) ([]baoconfig.InitRequest, err
 func decodeObjectMap(m map[string]apiextensionsv1.JSON, field string) (map[string]any, error) {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		var val any
-		if err := decodeJSON(v.Raw, &val); err != nil {
+		val, err := DecodeConfigValue(v.Raw)
+		if err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", field, k, err)
 		}
 		out[k] = val

@@ -34,7 +34,7 @@ func ownedValues(in Input, op Operator, cfg Config) (map[string]any, error) {
 		"ingress":                              ingressValues(c),
 		"gateway":                              gatewayValues(c),
 		"networkPolicy":                        network,
-		"backup":                               map[string]any{"enabled": c.Spec.Backup != nil},
+		"backup":                               backupValues(c),
 		"persistentVolumeClaimRetentionPolicy": pvcRetention(c),
 	}, nil
 }
@@ -235,4 +235,12 @@ func toValue(v any) (any, error) {
 		return nil, fmt.Errorf("decode values: %w", err)
 	}
 	return out, nil
+}
+
+// backupValues: enabled turns on the backup alerts; jobs renders the
+// ServiceAccount and network access of the executor's Jobs, which a
+// cluster bootstrapped from a backup needs for its restore even without
+// spec.backup.
+func backupValues(c *v1alpha1.OpenBaoCluster) map[string]any {
+	return map[string]any{"enabled": c.Spec.Backup != nil, "jobs": c.Spec.Backup != nil || c.FromBackup() != nil}
 }

@@ -51,7 +51,7 @@ func BenchmarkBackup(b *testing.B) {
 	})
 	bao := newBaoAPI(ctx, b, cl, ns, string(secretData(ctx, b, cl, ns, "bao-root-token", "token")))
 	token := bao.createBackupToken(b)
-	load := loadData(b, bao, benchBytes(b))
+	load := loadData(b, bao, benchBytes(b, "BACKUP_BENCH_BYTES"))
 	enableBenchBackups(ctx, b, cl, ns, m, token)
 	bare := bareCopyImage(b)
 	var runs []benchRound
@@ -97,11 +97,13 @@ func envInt(b *testing.B, name string, def int) int {
 	return n
 }
 
-func benchBytes(b *testing.B) int64 {
-	if s := os.Getenv("BACKUP_BENCH_BYTES"); s != "" {
+// benchBytes reads how much to load from the environment variable name;
+// 1 GiB unless set.
+func benchBytes(b *testing.B, name string) int64 {
+	if s := os.Getenv(name); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 1 {
-			b.Fatalf("BACKUP_BENCH_BYTES=%q", s)
+			b.Fatalf("%s=%q: want a positive number of bytes", name, s)
 		}
 		return n
 	}
@@ -171,36 +173,52 @@ func (b *baoAPI) put(c *http.Client, path string, body []byte) error {
 }
 
 func enableBenchBackups(ctx context.Context, b *testing.B, cl client.Client, ns string, m *miniotest.Server, token string) {
-	tokenSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "backup-token", Namespace: ns}, StringData: map[string]string{"token": token}}
-	if err := cl.Create(ctx, tokenSecret); err != nil {
-		b.Fatal(err)
-	}
+	createTokenSecret(ctx, b, cl, ns, "backup-token", token)
 	setBackupToMinIO(ctx, b, cl, ns, m, "bench", func(s *v1alpha1.BackupSpec) {
 		s.TokenSecretRef = &v1alpha1.SecretKeyRef{Name: "backup-token"}
 	})
+}
+
+// createTokenSecret stores a token under the key "token".
+func createTokenSecret(ctx context.Context, b *testing.B, cl client.Client, ns, name, token string) {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: map[string]string{"token": token}}
+	if err := cl.Create(ctx, s); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // executorRun takes a backup as the operator does and reads the
 // executor's report from its pod.
 func executorRun(ctx context.Context, b *testing.B, cl client.Client, ns string, i int) copyRun {
 	done := waitBackup(ctx, b, cl, ns, takeBackup(ctx, b, cl, ns, fmt.Sprintf("bench-%d", i)), v1alpha1.BackupSucceeded)
+	_, r := executorReport(ctx, b, cl, ns, done.Status.JobName)
+	return reportRun(r)
+}
+
+func reportRun(r backup.Report) copyRun {
+	return copyRun{Size: r.Size, Seconds: r.DurationValue().Seconds(), PeakRSSBytes: r.PeakRSSBytes, PeakAnonBytes: r.PeakAnonBytes}
+}
+
+// executorReport finds the pod of an executor Job that succeeded and
+// reads the report it left.
+func executorReport(ctx context.Context, b *testing.B, cl client.Client, ns, job string) (*corev1.Pod, backup.Report) {
 	pods := &corev1.PodList{}
-	if err := cl.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"batch.kubernetes.io/job-name": done.Status.JobName}); err != nil {
+	if err := cl.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"batch.kubernetes.io/job-name": job}); err != nil {
 		b.Fatal(err)
 	}
-	for _, p := range pods.Items {
+	for i, p := range pods.Items {
 		for _, s := range p.Status.ContainerStatuses {
 			if s.State.Terminated != nil && s.State.Terminated.ExitCode == 0 {
 				r, err := backup.ParseReport(s.State.Terminated.Message)
 				if err != nil {
 					b.Fatal(err)
 				}
-				return copyRun{Size: r.Size, Seconds: r.DurationValue().Seconds(), PeakRSSBytes: r.PeakRSSBytes, PeakAnonBytes: r.PeakAnonBytes}
+				return &pods.Items[i], r
 			}
 		}
 	}
-	b.Fatalf("no report from the pods of Job %s", done.Status.JobName)
-	return copyRun{}
+	b.Fatalf("no report from the pods of Job %s", job)
+	return nil, backup.Report{}
 }
 
 // bareCopyImage builds the floor's image and imports it into the node.
@@ -224,21 +242,35 @@ func bareCopyImage(b *testing.B) string {
 // floorRun runs the floor as a pod beside the cluster and reads its report.
 func floorRun(ctx context.Context, b *testing.B, cl client.Client, ns string, m *miniotest.Server, image string, i int) copyRun {
 	svc := "bao." + ns + ".svc"
-	pod := restrictedPod(ns, fmt.Sprintf("floor-%d", i), image,
-		"/barecopy", "--addr=https://"+svc+":8200", "--server-name="+svc, "--ca-file=/ca/ca.crt", "--token-file=/token/token",
-		"--endpoint="+m.Endpoint, "--bucket="+m.Bucket, fmt.Sprintf("--key=floor/%s/run-%d.snap", ns, i),
-		"--access-key-file=/creds/"+backup.AccessKeyIDKey, "--secret-key-file=/creds/"+backup.SecretAccessKeyKey,
+	out, _ := runFloorPod(ctx, b, cl, ns, fmt.Sprintf("floor-%d", i), image, "https://"+svc+":8200", svc, "backup-token", m,
+		fmt.Sprintf("--key=floor/%s/run-%d.snap", ns, i),
 		fmt.Sprintf("--part-size=%d", backup.DefaultPartSize), fmt.Sprintf("--concurrency=%d", backup.DefaultConcurrency))
+	return out
+}
+
+// runFloorPod runs barecopy in a pod against a server at addr (whose
+// certificate names serverName) and MinIO, with the token of Secret
+// tokenSecret, and waits for its report. It returns the report and the
+// time from the pod's creation to its end seen (polled every 100 ms).
+func runFloorPod(ctx context.Context, b *testing.B, cl client.Client, ns, name, image, addr, serverName, tokenSecret string,
+	m *miniotest.Server, args ...string) (copyRun, time.Duration) {
+	pod := restrictedPod(ns, name, image, append([]string{
+		"/barecopy", "--addr=" + addr, "--server-name=" + serverName, "--ca-file=/ca/ca.crt", "--token-file=/token/token",
+		"--endpoint=" + m.Endpoint, "--bucket=" + m.Bucket,
+		"--access-key-file=/creds/" + backup.AccessKeyIDKey, "--secret-key-file=/creds/" + backup.SecretAccessKeyKey}, args...)...)
 	pod.Spec.AutomountServiceAccountToken = ptr.To(false)
-	for name, secret := range map[string]string{"ca": "bao-tls-ca", "token": "backup-token", "creds": "store-credentials"} {
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}})
-		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: name, MountPath: "/" + name, ReadOnly: true})
+	// A failure leaves no report; its stderr then says why.
+	pod.Spec.Containers[0].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+	for vol, secret := range map[string]string{"ca": "bao-tls-ca", "token": tokenSecret, "creds": "store-credentials"} {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}})
+		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: "/" + vol, ReadOnly: true})
 	}
+	start := time.Now()
 	if err := cl.Create(ctx, pod); err != nil {
 		b.Fatal(err)
 	}
 	var out copyRun
-	waitEvery(ctx, b, 500*time.Millisecond, 10*time.Minute, "the floor pod "+pod.Name, func() (bool, string) {
+	waitEvery(ctx, b, 100*time.Millisecond, 10*time.Minute, "the floor pod "+pod.Name, func() (bool, string) {
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 			return false, err.Error()
 		}
@@ -252,11 +284,11 @@ func floorRun(ctx context.Context, b *testing.B, cl client.Client, ns string, m 
 		}
 		return false, string(pod.Status.Phase)
 	})
-	return out
+	return out, time.Since(start)
 }
 
 // medianOf returns the middle value of what f reads from each round.
-func medianOf(runs []benchRound, f func(benchRound) float64) float64 {
+func medianOf[R any](runs []R, f func(R) float64) float64 {
 	var v []float64
 	for _, r := range runs {
 		v = append(v, f(r))
@@ -316,21 +348,26 @@ the operator's own binary (87 MB), which every subcommand of it maps (goal
 `, benchBegin, time.Now().UTC().Format("2006-01-02"), load.bytes>>20, load.elapsed.Round(time.Second), len(runs),
 		backup.DefaultPartSize>>20, backup.DefaultConcurrency, med(exec, mibps), med(floor, mibps), ratio*100,
 		med(exec, rss), med(exec, anon), rows.String(), benchEnd)
+	writeBenchSection(b, benchBegin, benchEnd, section)
+}
+
+// writeBenchSection prints section and puts it into BENCHMARKS.md.
+func writeBenchSection(b *testing.B, begin, end, section string) {
 	fmt.Println(section)
 	path := filepath.Join(node.RepoRoot, "BENCHMARKS.md")
 	old, _ := os.ReadFile(path)
-	if err := os.WriteFile(path, replaceSection(old, section), 0o644); err != nil {
+	if err := os.WriteFile(path, replaceSection(old, begin, end, section), 0o644); err != nil {
 		b.Fatal(err)
 	}
 }
 
-// replaceSection puts section in place of the one between the markers, or
-// appends it.
-func replaceSection(doc []byte, section string) []byte {
+// replaceSection puts section (which starts with begin and ends with end)
+// in place of the one between those markers, or appends it.
+func replaceSection(doc []byte, begin, end, section string) []byte {
 	s := string(doc)
-	start, end := strings.Index(s, benchBegin), strings.Index(s, benchEnd)
-	if start >= 0 && end > start {
-		return []byte(s[:start] + strings.TrimSuffix(section, "\n") + s[end+len(benchEnd):])
+	from, to := strings.Index(s, begin), strings.Index(s, end)
+	if from >= 0 && to > from {
+		return []byte(s[:from] + strings.TrimSuffix(section, "\n") + s[to+len(end):])
 	}
 	if s == "" {
 		s = "# Benchmarks\n"

@@ -475,11 +475,18 @@ func (b *baoAPI) createBackupToken(t testing.TB) string {
 	t.Helper()
 	b.call(t, http.MethodPut, "sys/policies/acl/openbao-operator-backup",
 		map[string]any{"policy": `path "sys/storage/raft/snapshot" { capabilities = ["read"] }`})
-	out := b.call(t, http.MethodPost, "auth/token/create", map[string]any{"policies": []string{"openbao-operator-backup"}, "ttl": "4h"})
+	b.backupToken = b.createPolicyToken(t, "openbao-operator-backup")
+	return b.backupToken
+}
+
+// createPolicyToken makes a token of one policy, valid for four hours.
+func (b *baoAPI) createPolicyToken(t testing.TB, policy string) string {
+	t.Helper()
+	out := b.call(t, http.MethodPost, "auth/token/create", map[string]any{"policies": []string{policy}, "ttl": "4h"})
 	auth, _ := out["auth"].(map[string]any)
-	b.backupToken, _ = auth["client_token"].(string)
-	if b.backupToken == "" {
+	token, _ := auth["client_token"].(string)
+	if token == "" {
 		t.Fatal("no token created")
 	}
-	return b.backupToken
+	return token
 }

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openbao/operator/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,10 +87,15 @@ func clusterStatus(ctx context.Context, t testing.TB, cl client.Client, ns, name
 
 func serverPods(ctx context.Context, t testing.TB, cl client.Client, ns string, n int) []corev1.Pod {
 	t.Helper()
+	return clusterServerPods(ctx, t, cl, ns, "bao", n)
+}
+
+func clusterServerPods(ctx context.Context, t testing.TB, cl client.Client, ns, cluster string, n int) []corev1.Pod {
+	t.Helper()
 	var pods []corev1.Pod
 	for i := range n {
 		p := &corev1.Pod{}
-		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("bao-%d", i)}, p); err != nil {
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("%s-%d", cluster, i)}, p); err != nil {
 			t.Fatal(err)
 		}
 		pods = append(pods, *p)
@@ -105,7 +112,10 @@ func podByName(pods []corev1.Pod, name string) *corev1.Pod {
 	return &corev1.Pod{}
 }
 
-func dnsName(p corev1.Pod, ns string) string { return p.Name + ".bao-internal." + ns + ".svc" }
+// dnsName is the server's name in its cluster's headless Service.
+func dnsName(p corev1.Pod, ns string) string {
+	return p.Name + "." + cmp.Or(p.Labels[v1alpha1.LabelCluster], "bao") + "-internal." + ns + ".svc"
+}
 
 // forceReissue deletes the server Secret; the operator reissues it from the
 // same CA, the kubelet updates the projected volume, and each pod's

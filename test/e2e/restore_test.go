@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,9 +11,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/podstate"
 	"github.com/openbao/operator/test/miniotest"
@@ -44,6 +49,10 @@ func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
 	enableOnDemandBackups(ctx, t, cl, ns, m)
 	b := waitBackup(ctx, t, cl, ns, takeBackup(ctx, t, cl, ns, "before-restore"), v1alpha1.BackupSucceeded)
 	logf("backup %s (%d bytes) %s after the test started", b.Status.Key, b.Status.Size, time.Since(start).Round(100*time.Millisecond))
+	// A second cluster forms from this backup, and a restore drill
+	// verifies it, while the restores below run.
+	moved := createMovedCluster(ctx, t, cl, ns, b)
+	setVerify(ctx, t, cl, ns, true)
 	active.call(t, http.MethodPost, "kv/after", map[string]any{"value": "two"})
 	active.call(t, http.MethodPost, "kv/before", map[string]any{"value": "changed"})
 
@@ -94,15 +103,138 @@ func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
 	}
 	logf("restore r2 with the operator killed at %s succeeded in %s", killedAt, time.Since(restoreStart).Round(100*time.Millisecond))
 	checkEveryServerServesTheSnapshot(ctx, t, cl, ns, root)
+	checkMovedCluster(ctx, t, cl, ns, moved, b, root)
+	checkDrills(ctx, t, cl, ns, m, b)
 	assertNoLeaks(ctx, t, cl, ns, nil)
+}
+
+// checkDrills: the drill of b passed by reading its canary back from the
+// copy; then a backup whose object is corrupted in the store fails its
+// drill with a status that says so, and neither drill leaves its copy.
+func checkDrills(ctx context.Context, t *testing.T, cl client.Client, ns string, m *miniotest.Server, b *v1alpha1.OpenBaoBackup) {
+	t.Helper()
+	good := waitDrill(ctx, t, cl, ns, b.Name)
+	if good.Result != v1alpha1.DrillPassed || good.Reason != "CanaryMatched" || !strings.Contains(good.Message, b.Status.Canary) || b.Status.Canary == "" {
+		t.Fatalf("the drill of %s (canary %q): %+v", b.Name, b.Status.Canary, good)
+	}
+	logf("drill of %s passed in %s: %s", b.Name, good.CompletionTime.Sub(good.StartTime.Time), good.Message)
+	setVerify(ctx, t, cl, ns, false)
+	bad := waitBackup(ctx, t, cl, ns, takeBackup(ctx, t, cl, ns, "to-corrupt"), v1alpha1.BackupSucceeded)
+	data := downloadObject(t, m, bad.Status.Key)
+	data[len(data)/2] ^= 0xff
+	if _, err := m.Client.PutObject(ctx, m.Bucket, bad.Status.Key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	setVerify(ctx, t, cl, ns, true)
+	failed := waitDrill(ctx, t, cl, ns, bad.Name)
+	if failed.Result != v1alpha1.DrillFailed || failed.Reason != "RestoreFailed" || !strings.Contains(failed.Message, bad.Name) || !strings.Contains(failed.Message, "CorruptSnapshot") {
+		t.Fatalf("the drill of the corrupted %s: %+v", bad.Name, failed)
+	}
+	st := clusterStatus(ctx, t, cl, ns, "bao")
+	if !hasConditionReason(st, "RestoreFailed") {
+		t.Fatalf("condition BackupVerified does not tell the failure: %v", st["conditions"])
+	}
+	logf("drill of the corrupted %s failed as it must: %s", bad.Name, failed.Message)
+}
+
+// waitDrill waits for the drill of backup name to end and its copy to go.
+func waitDrill(ctx context.Context, t *testing.T, cl client.Client, ns, name string) *v1alpha1.BackupVerification {
+	t.Helper()
+	c := &v1alpha1.OpenBaoCluster{}
+	waitEvery(ctx, t, time.Second, 10*time.Minute, "the drill of "+name+" ended and its copy is gone", func() (bool, string) {
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, c); err != nil {
+			return false, err.Error()
+		}
+		b := c.Status.Backup
+		if b == nil || b.LastVerified == nil || b.LastVerified.Backup != name {
+			return false, fmt.Sprintf("%+v", b)
+		}
+		err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.DrillCopyName()}, &v1alpha1.OpenBaoCluster{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("copy: %v", err)
+	})
+	return c.Status.Backup.LastVerified
+}
+
+// setVerify turns spec.backup.verify on or off.
+func setVerify(ctx context.Context, t *testing.T, cl client.Client, ns string, on bool) {
+	t.Helper()
+	c := &v1alpha1.OpenBaoCluster{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, c); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Spec.Backup.Verify = &v1alpha1.BackupVerify{Enabled: on}
+	if err := cl.Patch(ctx, c, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createMovedCluster creates cluster "moved" from backup b of "bao": the
+// same store, bao's seal key, and bao's root token to bind the operator's
+// identity in the restored data to "moved".
+func createMovedCluster(ctx context.Context, t *testing.T, cl client.Client, ns string, b *v1alpha1.OpenBaoBackup) time.Time {
+	t.Helper()
+	source := &v1alpha1.OpenBaoCluster{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, source); err != nil {
+		t.Fatal(err)
+	}
+	target, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&source.Spec.Backup.Target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := clusterObject(t, ns, "moved", nil)
+	u.Object["spec"].(map[string]any)["bootstrap"] = map[string]any{"fromBackup": map[string]any{
+		"target": target, "sourceCluster": "bao", "key": b.Status.Key, "expectedSHA256": b.Status.SHA256,
+		"unsealKeySecretRef": map[string]any{"name": "bao-unseal-key"},
+		"tokenSecretRef":     map[string]any{"name": "bao-root-token"},
+	}}
+	if err := cl.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	return time.Now()
+}
+
+// checkMovedCluster waits for "moved" to hold bao's snapshot: every server
+// serves what was written before the snapshot (read with bao's root
+// token, the restored data's), the operator logs in to it with its own
+// identity bound to "moved", and the void root token of its own empty
+// initialization is gone.
+func checkMovedCluster(ctx context.Context, t *testing.T, cl client.Client, ns string, created time.Time, b *v1alpha1.OpenBaoBackup, root string) {
+	t.Helper()
+	waitEvery(ctx, t, time.Second, 10*time.Minute, "moved formed from the backup", func() (bool, string) {
+		st := clusterStatus(ctx, t, cl, ns, "moved")
+		fb, _ := st["fromBackup"].(map[string]any)
+		if fb["failed"] != nil {
+			t.Fatalf("moved's restore failed: %v %v", fb, st["conditions"])
+		}
+		return fb["completedAt"] != nil && fb["identityBound"] == true && st["phase"] == "Running", fmt.Sprintf("%v %v", fb, st["conditions"])
+	})
+	st := clusterStatus(ctx, t, cl, ns, "moved")
+	fb := st["fromBackup"].(map[string]any)
+	if fb["key"] != b.Status.Key || fb["sha256"] != b.Status.SHA256 || !hasConditionReason(st, "RestoredFromBackup") {
+		t.Fatalf("moved: %v", st)
+	}
+	logf("moved formed from %s %s after it was created", b.Status.Key, time.Since(created).Round(100*time.Millisecond))
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "moved-root-token"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the root token of moved's empty initialization is still stored (%v)", err)
+	}
+	checkServersServeTheSnapshot(ctx, t, cl, ns, "moved", root)
+	// The operator's own identity works in the restored data: a step-down
+	// request is carried out with it.
+	requestStepDown(ctx, t, cl, ns, "moved")
 }
 
 // checkEveryServerServesTheSnapshot reads through each server: kv/before
 // is the snapshot's value and kv/after does not exist.
 func checkEveryServerServesTheSnapshot(ctx context.Context, t *testing.T, cl client.Client, ns, root string) {
 	t.Helper()
-	caPEM := secretData(ctx, t, cl, ns, "bao-tls-ca", "ca.crt")
-	for _, pod := range serverPods(ctx, t, cl, ns, replicas) {
+	checkServersServeTheSnapshot(ctx, t, cl, ns, "bao", root)
+}
+
+func checkServersServeTheSnapshot(ctx context.Context, t *testing.T, cl client.Client, ns, cluster, root string) {
+	t.Helper()
+	caPEM := secretData(ctx, t, cl, ns, cluster+"-tls-ca", "ca.crt")
+	for _, pod := range clusterServerPods(ctx, t, cl, ns, cluster, replicas) {
 		bao := &baoAPI{client: tlsClient(caPEM, dnsName(pod, ns), nil), addr: "https://" + net.JoinHostPort(pod.Status.PodIP, "8200"), root: root}
 		waitFor(ctx, t, time.Minute, pod.Name+" serves the snapshot's data", func() (bool, string) {
 			before, beforeCode := bao.read(t, "kv/before")
@@ -148,4 +280,27 @@ func activeBaoAPI(ctx context.Context, t testing.TB, cl client.Client, ns, root 
 func enableOnDemandBackups(ctx context.Context, t *testing.T, cl client.Client, ns string, m *miniotest.Server) {
 	t.Helper()
 	setBackupToMinIO(ctx, t, cl, ns, m, "e2e-restore", func(b *v1alpha1.BackupSpec) { b.JWTAuthRole = "backup" })
+}
+
+// requestStepDown sets spec.stepDownRequest and waits until the operator
+// carried it out, which it does with its own OpenBao identity.
+func requestStepDown(ctx context.Context, t *testing.T, cl client.Client, ns, cluster string) {
+	t.Helper()
+	value := time.Now().UTC().Format(time.RFC3339Nano)
+	c := &v1alpha1.OpenBaoCluster{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, c); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Spec.StepDownRequest = value
+	if err := cl.Patch(ctx, c, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, 2*time.Minute, cluster+" stepped down with the operator's identity", func() (bool, string) {
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, c); err != nil {
+			return false, err.Error()
+		}
+		sd := c.Status.StepDown
+		return sd != nil && sd.Request == value && sd.Result == v1alpha1.StepDownRequested, fmt.Sprintf("%+v", sd)
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,6 +72,16 @@ spec: {version: 2.4.0}`, "", "at most 40 characters"},
 		"spec.backup.target.endpoint", "should match"},
 	{"a path prefix climbing up", `spec: {version: 2.4.0, backup: {jwtAuthRole: backup, target: {endpoint: "https://s3.example.com", bucket: backups, pathPrefix: "a/../b"}}}`,
 		"spec.backup.target.pathPrefix", "must not hold . or .. segments"},
+	{"a bootstrap backup with neither key nor latest", `spec: {version: 2.4.0, bootstrap: {fromBackup: {target: {endpoint: "https://s3.example.com", bucket: backups}, unsealKeySecretRef: {name: k}}}}`,
+		"spec.bootstrap.fromBackup", "set exactly one of bootstrap.fromBackup.key and bootstrap.fromBackup.latest"},
+	{"a bootstrap backup with a static seal and no key", `spec: {version: 2.4.0, bootstrap: {fromBackup: {target: {endpoint: "https://s3.example.com", bucket: backups}, latest: true}}}`,
+		"spec", "bootstrap.fromBackup.unsealKeySecretRef is required with unseal.type static"},
+	{"another cluster's backup without a way to bind the identity", `spec: {version: 2.4.0, bootstrap: {fromBackup: {target: {endpoint: "https://s3.example.com", bucket: backups}, latest: true, sourceCluster: old, unsealKeySecretRef: {name: k}}}}`,
+		"<nil>", "bootstrap.fromBackup.sourceCluster names another cluster"},
+	{"a kept source identity and a token", `spec: {version: 2.4.0, bootstrap: {fromBackup: {target: {endpoint: "https://s3.example.com", bucket: backups}, latest: true, sourceCluster: old, unsealKeySecretRef: {name: k}, keepSourceIdentity: true, tokenSecretRef: {name: t}}}}`,
+		"spec.bootstrap.fromBackup", "keepSourceIdentity and bootstrap.fromBackup.tokenSecretRef exclude each other"},
+	{"a bootstrap key climbing up", `spec: {version: 2.4.0, bootstrap: {fromBackup: {target: {endpoint: "https://s3.example.com", bucket: backups}, key: "a/../b", unsealKeySecretRef: {name: k}}}}`,
+		"spec.bootstrap.fromBackup.key", "relative object key"},
 }
 
 // TestInvalidClustersAreRejectedNamingTheField sends each manifest into the
@@ -129,6 +140,11 @@ spec: {version: 2.4.0, storage: {size: 1Gi}}
 		}},
 		{"seal type", "spec.unseal", "unseal.type is immutable", func(c *v1alpha1.OpenBaoCluster) {
 			c.Spec.Unseal = v1alpha1.UnsealSpec{Type: v1alpha1.UnsealTransit}
+		}},
+		{"bootstrap added", "spec", "bootstrap is set when a cluster is created", func(c *v1alpha1.OpenBaoCluster) {
+			c.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.BackupBootstrap{Latest: true,
+				Target:             v1alpha1.BackupTarget{Endpoint: "https://s3.example.com", Bucket: "backups"},
+				UnsealKeySecretRef: &corev1.LocalObjectReference{Name: "k"}}}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

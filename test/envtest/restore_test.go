@@ -27,7 +27,7 @@ type fakeServers struct{ lag map[string]uint64 }
 func (f *fakeServers) ObserveServers(context.Context, *v1alpha1.OpenBaoCluster) (*restore.Servers, error) {
 	out := &restore.Servers{Replicas: len(f.lag), AutopilotHealthy: true}
 	for pod, lag := range f.lag {
-		out.Servers = append(out.Servers, restore.Server{Pod: pod, Answered: true, Initialized: true, Lag: lag, LagKnown: true})
+		out.Servers = append(out.Servers, restore.Server{Pod: pod, Answered: true, Initialized: true, Ready: true, Lag: lag, LagKnown: true})
 	}
 	return out, nil
 }
@@ -215,9 +215,10 @@ func TestInvalidRestoresAreRejectedNamingTheField(t *testing.T) {
 	ctx := context.Background()
 	createNamespace(t, "invalid-restores")
 	for i, tc := range []struct{ name, spec, field, phrase string }{
-		{"neither key nor latest", `{clusterName: bao, source: {}}`, "spec.source", "set exactly one of source.key and source.latest"},
-		{"latest: false alone", `{clusterName: bao, source: {latest: false}}`, "spec.source", "set exactly one of source.key and source.latest"},
-		{"both key and latest", `{clusterName: bao, source: {key: a.snap, latest: true}}`, "spec.source", "set exactly one of source.key and source.latest"},
+		{"neither key nor latest", `{clusterName: bao, source: {}}`, "spec.source", "set exactly one of source.key, source.latest: true and source.bootstrap: true"},
+		{"latest: false alone", `{clusterName: bao, source: {latest: false}}`, "spec.source", "set exactly one of source.key, source.latest: true and source.bootstrap: true"},
+		{"both key and latest", `{clusterName: bao, source: {key: a.snap, latest: true}}`, "spec.source", "set exactly one of source.key, source.latest: true and source.bootstrap: true"},
+		{"latest and bootstrap", `{clusterName: bao, source: {latest: true, bootstrap: true}}`, "spec.source", "set exactly one of source.key, source.latest: true and source.bootstrap: true"},
 		{"a digest that is not 64 hex digits", `{clusterName: bao, source: {latest: true}, expectedSHA256: ABC}`, "spec.expectedSHA256", "should match"},
 		{"a key climbing up", `{clusterName: bao, source: {key: "a/../b.snap"}}`, "spec.source.key", "without . or .. segments"},
 	} {

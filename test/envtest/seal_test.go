@@ -169,3 +169,52 @@ spec: {version: 2.4.0}
 		t.Fatal("the operator replaced the key it adopted")
 	}
 }
+
+// TestABootstrapClusterStartsOnlyOnTheSourcesKey: a cluster formed from a
+// backup has no StatefulSet while the source's key Secret is missing, then
+// copies exactly that key into its own Secret.
+func TestABootstrapClusterStartsOnlyOnTheSourcesKey(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, managedNamespace, `
+metadata: {name: frombackup}
+spec:
+  version: 2.4.0
+  bootstrap:
+    fromBackup:
+      target: {endpoint: "https://s3.example.com", bucket: backups}
+      latest: true
+      unsealKeySecretRef: {name: source-unseal-key}
+`)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "SealReady=False SourceKeyMissing", func() error {
+		cond, err := condition(ctx, c, v1alpha1.ConditionSealReady)
+		if err != nil {
+			return err
+		}
+		if cond.Status != metav1.ConditionFalse || cond.Reason != v1alpha1.ReasonSourceKeyMissing {
+			return fmt.Errorf("SealReady %s/%s", cond.Status, cond.Reason)
+		}
+		return nil
+	})
+	sts := &appsv1.StatefulSet{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: managedNamespace, Name: c.Name}, sts); !apierrors.IsNotFound(err) {
+		t.Fatalf("a StatefulSet exists before the source's key: %v", err)
+	}
+	sourceKey := []byte("0123456789abcdef0123456789abcdef")
+	if err := k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "source-unseal-key", Namespace: managedNamespace},
+		Data: map[string][]byte{sealkey.DataKey: sourceKey}}); err != nil {
+		t.Fatal(err)
+	}
+	key := &corev1.Secret{}
+	eventually(t, wait, "the source's key copied", func() error {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: managedNamespace, Name: c.UnsealKeySecretName()}, key); err != nil {
+			return err
+		}
+		if string(key.Data[sealkey.DataKey]) != string(sourceKey) {
+			return fmt.Errorf("the key Secret holds another key")
+		}
+		return k8s.Get(ctx, client.ObjectKey{Namespace: managedNamespace, Name: c.Name}, sts)
+	})
+}

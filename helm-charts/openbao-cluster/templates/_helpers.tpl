@@ -67,7 +67,7 @@ openbao.org/cluster: {{ .Values.cluster.name }}
     matchLabels:
       kubernetes.io/metadata.name: {{ .Values.operator.namespace }}
 {{- end }}
-{{- if .Values.backup.enabled }}
+{{- if .Values.backup.jobs }}
 - podSelector:
     matchLabels:
       app.kubernetes.io/component: backup

@@ -1,0 +1,168 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/identity"
+	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/pki"
+)
+
+// +kubebuilder:rbac:groups=openbao.org,resources=openbaoclusters,verbs=create;delete
+
+// reconcileDrill owns BackupVerified: spec.backup.verify's restore drills
+// (backup.DecideDrill). It creates and deletes the copy, reads the canary
+// from it, and tells how each drill ended.
+func (r *OpenBaoClusterReconciler) reconcileDrill(ctx context.Context, p *pass) error {
+	c := p.cluster
+	if c.Spec.Backup == nil && (p.status.Backup == nil || p.status.Backup.Verifying == nil) {
+		return nil
+	}
+	o, err := r.observeDrill(ctx, p)
+	if err != nil {
+		return err
+	}
+	d := backup.DecideDrill(o)
+	if err := r.carryOutDrill(ctx, c, d); err != nil {
+		return err
+	}
+	if p.status.Backup == nil {
+		p.status.Backup = &v1alpha1.BackupStatus{}
+	}
+	b := p.status.Backup
+	b.Verifying, b.LastVerified, b.LastVerifiedSuccess = d.Verifying, d.LastVerified, d.LastSuccess
+	if v := d.LastVerified; v != nil {
+		p.setCondition(v1alpha1.ConditionBackupVerified, v.Result == v1alpha1.DrillPassed, v.Reason, v.Message)
+	}
+	if d.Ended != nil {
+		r.tellDrill(ctx, p, d.Ended)
+	}
+	if d.Waiting != "" {
+		ctrl.LoggerFrom(ctx).V(1).Info("restore drill under way", "backup", d.Verifying.Backup, "waiting", d.Waiting)
+	}
+	p.requeueAfter(d.Requeue)
+	return nil
+}
+
+func (r *OpenBaoClusterReconciler) observeDrill(ctx context.Context, p *pass) (backup.DrillObserved, error) {
+	view := *p.cluster
+	view.Status = *p.status
+	o := backup.DrillObserved{Now: p.now, Cluster: &view}
+	name := ""
+	if b := p.status.Backup; b != nil && b.Verifying != nil {
+		name = b.Verifying.Backup
+	} else if b != nil {
+		name = b.LastBackupName
+	}
+	if name != "" {
+		bk := &v1alpha1.OpenBaoBackup{}
+		if err := r.getOptional(ctx, types.NamespacedName{Namespace: view.Namespace, Name: name}, bk); err != nil {
+			return o, err
+		} else if bk.Name != "" {
+			o.Backup = bk
+		}
+	}
+	cp := &v1alpha1.OpenBaoCluster{}
+	if err := r.getOptional(ctx, types.NamespacedName{Namespace: view.Namespace, Name: view.DrillCopyName()}, cp); err != nil {
+		return o, err
+	} else if cp.Name != "" {
+		o.Copy = cp
+	}
+	if fb := copyRestored(o.Copy, &view); fb && o.Backup != nil && p.status.Backup.Verifying != nil {
+		o.CanaryRead = true
+		o.Canary, o.CanaryErr = r.readCanary(ctx, &view, o.Copy)
+	}
+	return o, nil
+}
+
+// copyRestored says cp is c's drill copy and holds the snapshot.
+func copyRestored(cp, c *v1alpha1.OpenBaoCluster) bool {
+	return cp != nil && cp.Labels[v1alpha1.LabelDrillOf] == c.Name && cp.Status.FromBackup != nil && cp.Status.FromBackup.CompletedAt != nil
+}
+
+// getOptional reads obj; one that does not exist leaves it empty.
+func (r *OpenBaoClusterReconciler) getOptional(ctx context.Context, key types.NamespacedName, obj client.Object) error {
+	if err := r.Client.Get(ctx, key, obj); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("read %s: %w", key.Name, err)
+	}
+	return nil
+}
+
+// readCanary logs in to the copy as the source's backup role (the
+// snapshot's identity is the source's) and reads the canary.
+func (r *OpenBaoClusterReconciler) readCanary(ctx context.Context, c, cp *v1alpha1.OpenBaoCluster) (map[string]any, error) {
+	if r.OpenBao == nil {
+		return nil, fmt.Errorf("this operator cannot reach OpenBao")
+	}
+	ca, err := r.readSecret(ctx, r.APIReader, cp.Namespace, cp.TLSCASecretName())
+	if err != nil || ca == nil {
+		return nil, fmt.Errorf("the copy's CA Secret %s: missing or unreadable (%v)", cp.TLSCASecretName(), err)
+	}
+	tls := servedTLS{caPEM: ca.Data[pki.CAKey], ready: true}
+	jwt, err := r.serviceAccountToken(ctx, c, c.BackupServiceAccountName())
+	if err != nil {
+		return nil, err
+	}
+	bao, err := r.activeClient(cp, tls, openbao.Token{})
+	if err != nil {
+		return nil, err
+	}
+	tok, _, err := bao.Login(ctx, identity.Mount, identity.BackupRole, jwt)
+	if err != nil {
+		return nil, fmt.Errorf("log in to the copy as role %s: %w", identity.BackupRole, err)
+	}
+	withToken, err := r.activeClient(cp, tls, tok)
+	if err != nil {
+		return nil, err
+	}
+	data, err := withToken.Read(ctx, identity.CanaryPath)
+	if err != nil {
+		return nil, fmt.Errorf("read %s from the copy: %w", identity.CanaryPath, err)
+	}
+	return data, nil
+}
+
+func (r *OpenBaoClusterReconciler) carryOutDrill(ctx context.Context, c *v1alpha1.OpenBaoCluster, d backup.DrillDecision) error {
+	if cp := d.CreateCopy; cp != nil {
+		err := r.Client.Create(ctx, cp)
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create the drill copy %s: %w", cp.Name, err)
+		}
+		if err == nil {
+			ctrl.LoggerFrom(ctx).Info("restore drill started", "backup", d.Verifying.Backup, "copy", cp.Name)
+		}
+	}
+	if d.DeleteCopy {
+		cp := &v1alpha1.OpenBaoCluster{}
+		cp.Name, cp.Namespace = c.DrillCopyName(), c.Namespace
+		if err := r.Client.Delete(ctx, cp); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete the drill copy %s: %w", cp.Name, err)
+		}
+	}
+	return nil
+}
+
+// tellDrill counts, logs (an audit line) and announces a drill that ended.
+func (r *OpenBaoClusterReconciler) tellDrill(ctx context.Context, p *pass, v *v1alpha1.BackupVerification) {
+	ns, name := p.cluster.Namespace, p.cluster.Name
+	drillsTotal.WithLabelValues(ns, name, string(v.Result)).Inc()
+	if v.StartTime != nil && v.CompletionTime != nil {
+		drillLastDuration.WithLabelValues(ns, name).Set(v.CompletionTime.Sub(v.StartTime.Time).Seconds())
+	}
+	kind := "Warning"
+	if v.Result == v1alpha1.DrillPassed {
+		kind = "Normal"
+		drillLastSuccess.WithLabelValues(ns, name).Set(float64(v.CompletionTime.Unix()))
+	}
+	ctrl.LoggerFrom(ctx).Info("restore drill ended", "audit", true, "event_type", "openbao.backup.verify",
+		"backup", v.Backup, "key", v.Key, "copy", v.Copy, "result", v.Result, "reason", v.Reason, "message", v.Message)
+	p.record(kind, "BackupVerification"+string(v.Result), "VerifyBackup", v.Message)
+}

@@ -1,0 +1,114 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	decide "github.com/openbao/operator/internal/admission"
+)
+
+// Paths of the validating webhook, as config/webhook names them.
+const (
+	ClusterWebhookPath = "/validate-openbao-org-v1alpha1-openbaocluster"
+	BackupWebhookPath  = "/validate-openbao-org-v1alpha1-openbaobackup"
+	RestoreWebhookPath = "/validate-openbao-org-v1alpha1-openbaorestore"
+)
+
+// The operator reads and updates its own webhook configuration only, for
+// the CA bundle (WebhookCert).
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;update;patch,resourceNames=openbao-operator-validating-webhook
+
+// SetupWebhooks registers the validating webhook of the three kinds on the
+// manager's webhook server. Backups and restores read the cluster they
+// name from the API server, not the cache: a cluster created a moment ago
+// must count.
+func SetupWebhooks(mgr ctrl.Manager) {
+	reader := mgr.GetAPIReader()
+	srv := mgr.GetWebhookServer()
+	scheme := mgr.GetScheme()
+	srv.Register(ClusterWebhookPath, admission.WithValidator[*v1alpha1.OpenBaoCluster](scheme, clusterValidator{}))
+	srv.Register(BackupWebhookPath, admission.WithValidator[*v1alpha1.OpenBaoBackup](scheme, backupValidator{reader: reader}))
+	srv.Register(RestoreWebhookPath, admission.WithValidator[*v1alpha1.OpenBaoRestore](scheme, restoreValidator{reader: reader}))
+}
+
+type clusterValidator struct{}
+
+func (clusterValidator) ValidateCreate(_ context.Context, c *v1alpha1.OpenBaoCluster) (admission.Warnings, error) {
+	return nil, invalid("OpenBaoCluster", c.Name, decide.ValidateCluster(nil, c))
+}
+
+func (clusterValidator) ValidateUpdate(_ context.Context, old, c *v1alpha1.OpenBaoCluster) (admission.Warnings, error) {
+	return nil, invalid("OpenBaoCluster", c.Name, decide.ValidateCluster(old, c))
+}
+
+func (clusterValidator) ValidateDelete(context.Context, *v1alpha1.OpenBaoCluster) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// backupValidator checks creations only: the spec is immutable, and an
+// update (a finalizer, a label) must go through after the cluster is gone.
+type backupValidator struct{ reader client.Reader }
+
+func (v backupValidator) ValidateCreate(ctx context.Context, b *v1alpha1.OpenBaoBackup) (admission.Warnings, error) {
+	c, err := readCluster(ctx, v.reader, b.Namespace, b.Spec.ClusterName)
+	if err != nil {
+		return nil, err
+	}
+	return nil, invalid("OpenBaoBackup", b.Name, decide.ValidateBackup(b, c))
+}
+
+func (backupValidator) ValidateUpdate(context.Context, *v1alpha1.OpenBaoBackup, *v1alpha1.OpenBaoBackup) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (backupValidator) ValidateDelete(context.Context, *v1alpha1.OpenBaoBackup) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// restoreValidator checks creations only, as backupValidator does.
+type restoreValidator struct{ reader client.Reader }
+
+func (v restoreValidator) ValidateCreate(ctx context.Context, r *v1alpha1.OpenBaoRestore) (admission.Warnings, error) {
+	c, err := readCluster(ctx, v.reader, r.Namespace, r.Spec.ClusterName)
+	if err != nil {
+		return nil, err
+	}
+	return nil, invalid("OpenBaoRestore", r.Name, decide.ValidateRestore(r, c))
+}
+
+func (restoreValidator) ValidateUpdate(context.Context, *v1alpha1.OpenBaoRestore, *v1alpha1.OpenBaoRestore) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (restoreValidator) ValidateDelete(context.Context, *v1alpha1.OpenBaoRestore) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// readCluster returns the named cluster, nil when it does not exist.
+func readCluster(ctx context.Context, reader client.Reader, namespace, name string) (*v1alpha1.OpenBaoCluster, error) {
+	c := &v1alpha1.OpenBaoCluster{}
+	err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, c)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read OpenBaoCluster %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// invalid is the API server's 422 naming each field, or nil.
+func invalid(kind, name string, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(v1alpha1.GroupVersion.WithKind(kind).GroupKind(), name, errs)
+}

@@ -1,0 +1,202 @@
+// Package admission holds the decisions of the operator's validating
+// webhook: what the CRD's schema and CEL rules cannot check (values of
+// spec.config as OpenBao reads them, self-init request bodies, schedules
+// that never fire, version changes against the running version, clusters
+// a backup or restore names). Each rule calls the function the controller
+// enforces the same decision with, so the webhook refuses nothing the
+// controller would accept; the webhook only says so before anything is
+// stored. It is pure: the caller reads the named cluster.
+//
+// Values of spec.config and self-init bodies are never echoed: the
+// messages name the key path instead, as a body may hold a secret.
+//
+// On update, a field is checked only when its value changed, so that an
+// object stored before a rule existed can still be relabelled, have its
+// finalizer removed, or be fixed one field at a time.
+package admission
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/baoconfig"
+	"github.com/openbao/operator/internal/restore"
+	"github.com/openbao/operator/internal/upgrade"
+	"github.com/openbao/operator/internal/values"
+)
+
+// ValidateCluster checks a new cluster (old nil) or a change of old into c.
+func ValidateCluster(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateConfig(old, c)...)
+	errs = append(errs, validateSelfInit(old, c)...)
+	errs = append(errs, validateSchedule(old, c)...)
+	errs = append(errs, validateVersion(old, c)...)
+	return errs
+}
+
+var specPath = field.NewPath("spec")
+
+// validateConfig checks each new or changed spec.config key as config.hcl
+// is rendered from it (baoconfig.ValidateUser).
+func validateConfig(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
+	var errs field.ErrorList
+	for _, k := range sortedKeys(c.Spec.Config) {
+		raw := c.Spec.Config[k]
+		if old != nil {
+			if prev, ok := old.Spec.Config[k]; ok && apiequality.Semantic.DeepEqual(prev, raw) {
+				continue
+			}
+		}
+		path := specPath.Child("config", k)
+		v, err := values.DecodeConfigValue(raw.Raw)
+		if err != nil {
+			errs = append(errs, field.Invalid(path, field.OmitValueType{}, "not JSON: want "+baoconfig.ValueForms))
+			continue
+		}
+		if err := baoconfig.ValidateUser(map[string]any{k: v}); err != nil {
+			errs = append(errs, field.Invalid(path, field.OmitValueType{}, reason(err)))
+		}
+	}
+	return errs
+}
+
+// validateSelfInit checks new or changed self-init requests as the
+// controller renders them before initialization; after it, the requests
+// are never read again.
+func validateSelfInit(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
+	si := c.Spec.SelfInit
+	if si == nil || !si.Enabled || (old != nil && old.Status.Initialized) {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, r := range si.Requests {
+		if unchangedRequest(old, r) {
+			continue
+		}
+		path := specPath.Child("selfInit", "requests").Index(i)
+		reqs, err := values.InitRequests([]v1alpha1.SelfInitRequest{r})
+		if err != nil {
+			errs = append(errs, field.Invalid(path.Child("data"), field.OmitValueType{},
+				"must be a JSON object: the body of the request, as {\"key\": value}"))
+			continue
+		}
+		if err := baoconfig.CheckInitRequest(reqs[0]); err != nil {
+			errs = append(errs, field.Invalid(path, r.Name, reason(err)))
+		}
+	}
+	return errs
+}
+
+func unchangedRequest(old *v1alpha1.OpenBaoCluster, r v1alpha1.SelfInitRequest) bool {
+	if old == nil || old.Spec.SelfInit == nil {
+		return false
+	}
+	for _, o := range old.Spec.SelfInit.Requests {
+		if o.Name == r.Name {
+			return apiequality.Semantic.DeepEqual(o, r)
+		}
+	}
+	return false
+}
+
+// validateSchedule parses a new or changed schedule as the backup step
+// does; what is left after the CRD's grammar rules is a schedule that
+// never fires, which the controller would leave idle (InvalidSchedule).
+func validateSchedule(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
+	b := c.Spec.Backup
+	if b == nil || b.Schedule == "" {
+		return nil
+	}
+	if old != nil && old.Spec.Backup != nil && old.Spec.Backup.Schedule == b.Schedule {
+		return nil
+	}
+	if _, err := backup.ParseSchedule(b.Schedule); err != nil {
+		return field.ErrorList{field.Invalid(specPath.Child("backup", "schedule"), b.Schedule,
+			err.Error()+"; want five fields (minute hour day-of-month month day-of-week, UTC) that some date matches, or one of "+
+				strings.Join(backup.Descriptors, ", "))}
+	}
+	return nil
+}
+
+// validateVersion refuses a change of spec.version that the upgrade step
+// would hold forever: a downgrade from the running version without
+// spec.upgrade.allowDowngrade, or a release that cannot run the seal.
+func validateVersion(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
+	if old == nil || old.Spec.Version == c.Spec.Version || old.Status.CurrentVersion == "" {
+		return nil
+	}
+	seal := c.Spec.Unseal.Type
+	if seal == "" {
+		seal = v1alpha1.UnsealStatic
+	}
+	_, msg := upgrade.VersionRefused(old.Status.CurrentVersion, c.Spec.Version, c.Spec.Upgrade.AllowDowngrade, seal)
+	if msg == "" {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(specPath.Child("version"), c.Spec.Version, msg)}
+}
+
+// ValidateBackup checks a new OpenBaoBackup against the cluster it names
+// (nil when it does not exist): the controller fails such a backup at once
+// (ClusterNotFound, or backup.Configured), and waiting would not help.
+func ValidateBackup(b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster) field.ErrorList {
+	path := specPath.Child("clusterName")
+	if c == nil {
+		return field.ErrorList{notFound(path, b.Spec.ClusterName, b.Namespace)}
+	}
+	if check := backup.Configured(c); !check.OK {
+		return field.ErrorList{field.Invalid(path, b.Spec.ClusterName,
+			check.Message+": want a cluster whose spec.backup has a target and jwtAuthRole or tokenSecretRef")}
+	}
+	return nil
+}
+
+// ValidateRestore checks a new OpenBaoRestore against the cluster it names
+// (nil when it does not exist), with the permanent part of the restore
+// preflight (restore.Configured).
+func ValidateRestore(r *v1alpha1.OpenBaoRestore, c *v1alpha1.OpenBaoCluster) field.ErrorList {
+	path := specPath.Child("clusterName")
+	if c == nil {
+		return field.ErrorList{notFound(path, r.Spec.ClusterName, r.Namespace)}
+	}
+	check := restore.Configured(c, r)
+	switch {
+	case check.OK:
+		return nil
+	case check.Reason == restore.ReasonNoBootstrapSource:
+		return field.ErrorList{field.Invalid(specPath.Child("source", "bootstrap"), true,
+			check.Message+": want source.key or source.latest: true")}
+	}
+	return field.ErrorList{field.Invalid(path, r.Spec.ClusterName,
+		check.Message+": want a cluster whose spec.backup has a target and jwtAuthRole or tokenSecretRef")}
+}
+
+func notFound(path *field.Path, name, namespace string) *field.Error {
+	return field.Invalid(path, name, "no OpenBaoCluster of this name in namespace "+namespace+
+		": want the name of an existing OpenBaoCluster in the same namespace")
+}
+
+// reason is a baoconfig refusal without its generic prefix.
+func reason(err error) string {
+	var ie *baoconfig.InputError
+	if errors.As(err, &ie) {
+		return ie.Reason
+	}
+	return err.Error()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
