@@ -55,8 +55,8 @@ type OpenBaoClusterStatus struct {
 	// +optional
 	BootstrapReset *BootstrapReset `json:"bootstrapReset,omitempty"`
 	// IdentityConfigured says the operator's own identity is in place in
-	// OpenBao: the JWT auth method at openbao-operator and the upgrade and
-	// backup roles and policies, set up once at initialization.
+	// OpenBao: the JWT auth method at openbao-operator and its roles and
+	// policies, set up at initialization (identityRevision says which).
 	// +optional
 	IdentityConfigured bool `json:"identityConfigured,omitempty"`
 	// FromBackup is what became of spec.bootstrap.fromBackup.

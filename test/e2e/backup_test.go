@@ -25,6 +25,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/identity"
 	"github.com/openbao/operator/test/miniotest"
 )
 
@@ -103,6 +104,11 @@ func TestBackupsOnScheduleAndOnDemandToMinIO(t *testing.T) {
 	first := waitBackup(ctx, t, cl, ns, takeBackup(ctx, t, cl, ns, "on-demand-1"), v1alpha1.BackupSucceeded)
 	entries := checkStoredSnapshot(t, m, first)
 	logf("on-demand backup %s: %d bytes in %s", first.Status.Key, first.Status.Size, first.Status.Duration.Duration)
+	// The backup pod wrote its canary, and the status records it.
+	canary, _ := bao.call(t, http.MethodGet, identity.CanaryPath, nil)["data"].(map[string]any)
+	if err := backup.CanaryMatches(canary, first.Name, first.Status.Canary); err != nil {
+		t.Errorf("the canary of %s: %v", first.Name, err)
+	}
 
 	m.Kill()
 	failed := waitBackup(ctx, t, cl, ns, takeBackup(ctx, t, cl, ns, "store-down"), v1alpha1.BackupFailed)

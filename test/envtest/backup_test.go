@@ -359,10 +359,12 @@ retention: {maxCount: 2}
 	key := backup.ObjectKey(prefix, rig.clock.Now(), "abcdef01")
 	rig.store.Add(key, []byte("snapshot"), rig.clock.Now())
 	rig.clock.Step(7 * time.Second)
-	endJob(t, job, 0, backup.Report{Key: key, Size: 8, SHA256: strings.Repeat("ab", 32), Duration: "6.5s", RaftIndex: 42})
+	const canary = "2025-02-01T08:00:00.123456789Z"
+	endJob(t, job, 0, backup.Report{Key: key, Size: 8, SHA256: strings.Repeat("ab", 32), Duration: "6.5s", RaftIndex: 42, Canary: canary})
 	rig.reconcileBackup("manual-1")
 	b = rig.backup("manual-1")
-	if b.Status.Phase != v1alpha1.BackupSucceeded || b.Status.Key != key || b.Status.Size != 8 || b.Status.Duration.Duration != 6500*time.Millisecond {
+	if b.Status.Phase != v1alpha1.BackupSucceeded || b.Status.Key != key || b.Status.Size != 8 || b.Status.Duration.Duration != 6500*time.Millisecond ||
+		b.Status.Canary != canary {
 		t.Fatalf("status %+v", b.Status)
 	}
 	want := []string{other, backup.ObjectKey(prefix, at("2025-02-01T07:00:00Z"), "00000000"), key}
@@ -412,8 +414,13 @@ func checkFailureAndRecovery(t *testing.T, rig *backupRig, prefix string) {
 		t.Fatal(err)
 	}
 	key := backup.ObjectKey(prefix, rig.clock.Now(), "abcdef02")
-	endJob(t, job, 0, backup.Report{Key: key, Size: 9, SHA256: strings.Repeat("cd", 32), Duration: "5s"})
+	endJob(t, job, 0, backup.Report{Key: key, Size: 9, SHA256: strings.Repeat("cd", 32), Duration: "5s",
+		CanaryError: "writing openbao-operator/canary was refused (HTTP 403)"})
 	rig.reconcileBackup("manual-3")
+	if s := rig.backup("manual-3").Status; s.Phase != v1alpha1.BackupSucceeded || s.Canary != "" ||
+		!strings.Contains(s.Message, "no canary: writing openbao-operator/canary was refused (HTTP 403)") {
+		t.Fatalf("a backup without a canary: %+v", s)
+	}
 	rig.reconcile()
 	if st := rig.get().Status.Backup; st.ConsecutiveFailures != 0 || st.LastBackupKey != key {
 		t.Fatalf("after recovering: %+v", st)
