@@ -8,6 +8,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/identity"
 )
 
 // Reasons a restore does not start, besides backup's (BackupNotConfigured,
@@ -55,6 +56,10 @@ func Preflight(in PreflightInput) Check {
 		return hold(backup.ReasonClusterNotRunning, fmt.Sprintf("the cluster is %s, not Running", orNone(string(c.Status.Phase))))
 	case b.TokenSecretRef == nil && !c.Status.IdentityConfigured:
 		return hold(backup.ReasonIdentityPending, "the operator's OpenBao identity is not set up yet (status.identityConfigured)")
+	case b.TokenSecretRef == nil && identity.RecordedRevision(&c.Status) < restoreRoleRevision:
+		// An identity of an earlier release has no restore role; the
+		// operator adds it when it holds the root token.
+		return hold(v1alpha1.ReasonIdentityOutdated, identity.OutdatedMessage(c, identity.RecordedRevision(&c.Status)))
 	case len(in.RunningBackups) > 0:
 		return hold(backup.ReasonBackupInProgress, "backup "+strings.Join(in.RunningBackups, ", ")+" of this cluster is under way")
 	case len(in.RunningRestores) > 0:
@@ -83,6 +88,10 @@ func Configured(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) Check {
 	}
 	return Check{OK: true}
 }
+
+// restoreRoleRevision is the identity revision that brought the restore
+// role.
+const restoreRoleRevision = 2
 
 func hold(reason, msg string) Check { return Check{Reason: reason, Message: msg} }
 

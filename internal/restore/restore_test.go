@@ -57,7 +57,7 @@ func runningCluster() *v1alpha1.OpenBaoCluster {
 	c := &v1alpha1.OpenBaoCluster{ObjectMeta: metav1.ObjectMeta{Name: "bao", Namespace: "ns"}}
 	c.Spec.Replicas = 3
 	c.Spec.Backup = &v1alpha1.BackupSpec{JWTAuthRole: "backup"}
-	c.Status.Phase, c.Status.IdentityConfigured = v1alpha1.PhaseRunning, true
+	c.Status.Phase, c.Status.IdentityConfigured, c.Status.IdentityRevision = v1alpha1.PhaseRunning, true, 2
 	return c
 }
 
@@ -79,6 +79,9 @@ func TestPreflightHoldsARestoreThatHasNotStarted(t *testing.T) {
 		}, backup.ReasonClusterNotRunning, false},
 		{"a backup under way", func(_ *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) { in.RunningBackups = []string{"b1"} }, backup.ReasonBackupInProgress, false},
 		{"another restore under way", func(_ *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) { in.RunningRestores = []string{"r0"} }, restore.ReasonRestoreInProgress, false},
+		{"an identity of an earlier release without the restore role", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) {
+			c.Status.IdentityRevision = 1
+		}, v1alpha1.ReasonIdentityOutdated, false},
 		{"a bootstrap restore of a cluster without fromBackup", func(_ *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) {
 			in.Restore = bootstrapRestore()
 		}, restore.ReasonNoBootstrapSource, true},

@@ -24,6 +24,7 @@ import (
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/controllers"
 	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/identity"
 	"github.com/openbao/operator/internal/objectstore"
 	"github.com/openbao/operator/internal/objectstore/memstore"
 	"github.com/openbao/operator/internal/podstate"
@@ -65,7 +66,7 @@ func newBackupRig(t *testing.T, ns, backupSpec string, now time.Time) *backupRig
 	if err := k8s.Create(ctx, rig.cluster); err != nil {
 		t.Fatal(err)
 	}
-	rig.cluster.Status.Initialized, rig.cluster.Status.IdentityConfigured = true, true
+	rig.cluster.Status.Initialized, rig.cluster.Status.IdentityConfigured, rig.cluster.Status.IdentityRevision = true, true, identity.Revision
 	if err := k8s.Status().Update(ctx, rig.cluster); err != nil {
 		t.Fatal(err)
 	}
