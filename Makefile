@@ -36,6 +36,19 @@ generate: ## Generate deepcopy code, CRDs and RBAC from the API markers.
 	$(CONTROLLER_GEN) crd rbac:roleName=openbao-operator-manager paths="./..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	go run ./internal/crdgen/cmd/crdgen config/crd/bases/openbao.org_openbaoclusters.yaml
+	@$(MAKE) --no-print-directory chart-sync
+
+# The install chart keeps copies of config/ (helm installs crds/ as they are;
+# templates cannot read outside the chart); helm-charts' tests fail when
+# they drift.
+OPERATOR_CHART := helm-charts/openbao-operator
+.PHONY: chart-sync
+chart-sync: ## Copy the CRDs, the manager role, the webhooks and the admission policies from config/ into the install chart.
+	rm -f $(OPERATOR_CHART)/crds/*.yaml
+	cp config/crd/bases/*.yaml $(OPERATOR_CHART)/crds/
+	cp config/rbac/role.yaml $(OPERATOR_CHART)/files/manager-role.yaml
+	cp config/webhook/manifests.yaml $(OPERATOR_CHART)/files/webhook.yaml
+	cp config/admission/replicas-warning.yaml config/admission/disruption-budget.yaml $(OPERATOR_CHART)/files/admission/
 
 .PHONY: lint
 lint: ## Check formatting (gofmt) and run go vet.
