@@ -146,6 +146,11 @@ bundle: ## Generate bundle/ from config/ with operator-sdk and validate it (oper
 	@# the role asks for the core and events.k8s.io/v1 events.
 	$(BIN)/operator-sdk bundle validate ./bundle --select-optional suite=operatorframework
 
+.PHONY: catalog-validate
+catalog-validate: ## Validate the file-based catalog under olm/catalog with opm (built from its pinned wrapper module).
+	@bash test/tools/build.sh opm
+	$(BIN)/opm validate olm/catalog
+
 .PHONY: images
 images: ## Build the operator, OpenBao, pause and CoreDNS images and import them into a running local node.
 	go run $(LOCALNODE) images
