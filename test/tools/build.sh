@@ -8,8 +8,12 @@
 # A binary is written to a temporary name and renamed into place, so an
 # interrupted build leaves nothing that looks finished.
 #
-# Usage: test/tools/build.sh [TOOL...]     (no arguments: every tool)
+# Usage: test/tools/build.sh [TOOL...]     (no arguments: every default tool)
 #   OPENBAO_OPERATOR_CACHE  cache root (default $HOME/.cache/openbao-operator)
+#
+# The OLM and packaging tools are built only when named (the bundle and OLM
+# targets name them): they cost minutes of a cold build that `make tools`
+# should not pay for a machine that never packages.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -43,6 +47,28 @@ recipes() {
 	echo "controller-gen|controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|v0.23.0|-s -w|"
 	echo "kustomize|kustomize|sigs.k8s.io/kustomize/kustomize/v5|v5.8.2|-s -w|"
 	echo "promtool|promtool|github.com/prometheus/prometheus/cmd/promtool|v0.316.0|-s -w|"
+	# The version stamps are the release Makefile's: `generate bundle` writes
+	# Version into the bundle's builder annotation. containers_image_openpgp:
+	# containers/image's pure-Go signature backend instead of gpgme (cgo).
+	local sdk=github.com/operator-framework/operator-sdk/internal/version
+	echo "operator-sdk|operator-sdk|github.com/operator-framework/operator-sdk/cmd/operator-sdk|v1.42.3|-s -w \
+-X $sdk.Version=v1.42.3 -X $sdk.GitVersion=v1.42.3 -X $sdk.GitCommit=2016cae87253bef07444dd47c463bdbb27c44c48 \
+-X $sdk.KubernetesVersion=v1.33.1 -X $sdk.ImageVersion=v1.42.3|containers_image_openpgp"
+	# OLM v0 and opm share one wrapper module and one set of tags, so that the
+	# second of them finds most packages in Go's build cache. CGO_ENABLED=0
+	# leaves opm's sqlite driver a stub: only the deprecated sqlite index
+	# commands need it, never a file-based catalog (serve, render, validate).
+	local olm=github.com/operator-framework/operator-lifecycle-manager reg=github.com/operator-framework/operator-registry
+	local olm_tags=json1,containers_image_openpgp
+	echo "opm|olm|$reg/cmd/opm|v1.64.0|-s -w -X $reg/cmd/opm/version.opmVersion=v1.64.0 \
+-X $reg/cmd/opm/version.gitCommit=7474e676de1188793bd9d9bbcc45586dc451390f|$olm_tags"
+	echo "grpc_health_probe|olm|github.com/grpc-ecosystem/grpc-health-probe|v0.4.45|-s -w -X main.versionTag=v0.4.45|$olm_tags"
+	# Named olm-* in bin/; the OLM image puts them where OLM's manifests expect
+	# them (/bin/olm, /bin/catalog, ...).
+	for c in operator:cmd/olm catalog-operator:cmd/catalog package-server:cmd/package-server \
+		copy-content:cmd/copy-content cpb:util/cpb; do
+		echo "olm-${c%%:*}|olm|$olm/${c#*:}|v0.41.0|-s -w -X $olm/pkg/version.OLMVersion=v0.41.0|$olm_tags"
+	done
 }
 
 # name | package directory under test/tools | version | binaries to link
@@ -93,6 +119,9 @@ install_npm_one() {
 	done
 }
 
+# Tools built only when named.
+on_demand=" operator-sdk opm grpc_health_probe olm-operator olm-catalog-operator olm-package-server olm-copy-content olm-cpb "
+
 # cache_key prints a short hash of everything that decides the binary's bytes.
 cache_key() {
 	local module=$1 recipe=$2
@@ -137,6 +166,9 @@ main() {
 		name=${line%%|*}
 		rest=${line#*|}
 		if [ $# -gt 0 ] && [[ "$want" != *" $name "* ]]; then
+			continue
+		fi
+		if [ $# -eq 0 ] && [[ "$on_demand" == *" $name "* ]]; then
 			continue
 		fi
 		IFS='|' read -r module pkg version ldflags tags <<<"$rest"

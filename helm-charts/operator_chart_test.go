@@ -1,0 +1,253 @@
+package helmcharts_test
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+
+	"github.com/openbao/operator/test/golden"
+)
+
+// The operator's install chart is read from disk, not embedded: the
+// operator never renders it, only `helm install` and these tests do.
+const (
+	operatorChart = "openbao-operator"
+	namespace     = "openbao-operator-system"
+)
+
+var kubeVersion = chartutil.KubeVersion{Version: "v1.33.0", Major: "1", Minor: "33"}
+
+// operatorChartCases are the values each golden file is rendered from.
+var operatorChartCases = map[string]map[string]any{
+	"defaults": nil,
+	"everything-on": {
+		"image":            map[string]any{"digest": "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
+		"imagePullSecrets": []any{map[string]any{"name": "registry"}},
+		"replicas":         2,
+		"proxy":            map[string]any{"httpProxy": "http://proxy:3128", "httpsProxy": "http://proxy:3128", "noProxy": ".svc,10.0.0.0/8"},
+		"metrics":          map[string]any{"secure": true},
+		"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"},
+			"endpoint": map[string]any{"scheme": "https"}},
+		"nodeSelector": map[string]any{"kubernetes.io/os": "linux"},
+		"commonLabels": map[string]any{"team": "platform"},
+		"extraArgs":    []any{"--zap-log-level=debug"},
+	},
+	"webhook-cert-from-secret": {
+		"webhook": map[string]any{"certManaged": false, "certSecret": "openbao-operator-webhook-tls"},
+	},
+	"no-webhook-no-policies": {
+		"webhook":           map[string]any{"enabled": false},
+		"admissionPolicies": map[string]any{"enabled": false},
+		"leaderElection":    false,
+		"metrics":           map[string]any{"service": map[string]any{"enabled": false}},
+	},
+}
+
+func loadOperatorChart(t *testing.T) *chart.Chart {
+	t.Helper()
+	c, err := loader.LoadDir(operatorChart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// renderOperatorChart renders the templates as `helm template` would, in
+// file order, one document per object.
+func renderOperatorChart(t *testing.T, c *chart.Chart, values map[string]any) []byte {
+	t.Helper()
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = kubeVersion
+	vals, err := chartutil.ToRenderValues(c, values,
+		chartutil.ReleaseOptions{Name: "openbao-operator", Namespace: namespace, IsInstall: true}, caps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := engine.Engine{Strict: true}.Render(c, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out bytes.Buffer
+	for _, name := range names {
+		if filepath.Ext(name) != ".yaml" {
+			continue
+		}
+		for _, doc := range documents(t, files[name]) {
+			out.WriteString("---\n# Source: " + name + "\n")
+			out.Write(doc)
+		}
+	}
+	return out.Bytes()
+}
+
+// documents splits rendered YAML and re-marshals each object, which fails
+// on YAML that does not parse and skips empty documents.
+func documents(t *testing.T, rendered string) [][]byte {
+	t.Helper()
+	var docs [][]byte
+	reader := utilyaml.NewYAMLReader(bufioReader(rendered))
+	for {
+		raw, err := reader.Read()
+		if err != nil {
+			break
+		}
+		var obj map[string]any
+		if err := yaml.Unmarshal(raw, &obj); err != nil {
+			t.Fatalf("rendered YAML does not parse: %v\n%s", err, raw)
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, data)
+	}
+	return docs
+}
+
+func TestOperatorChartGolden(t *testing.T) {
+	c := loadOperatorChart(t)
+	dir := filepath.Join("testdata", operatorChart)
+	set := golden.NewSet(t, dir)
+	for name, values := range operatorChartCases {
+		t.Run(name, func(t *testing.T) {
+			got := renderOperatorChart(t, c, values)
+			strictDecodeBuiltins(t, got)
+			set.Assert(t, filepath.Join(dir, name+".yaml"), got)
+		})
+	}
+}
+
+// strictDecodeBuiltins decodes every object of a built-in kind strictly, so
+// a misspelt or misplaced field fails here rather than at install.
+func strictDecodeBuiltins(t *testing.T, rendered []byte) {
+	t.Helper()
+	decoder := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+	for _, doc := range bytes.Split(rendered, []byte("\n---\n")) {
+		doc = bytes.TrimPrefix(doc, []byte("---\n"))
+		if bytes.Contains(doc, []byte("kind: ServiceMonitor")) {
+			continue // not a built-in kind
+		}
+		if _, _, err := decoder.Decode(doc, nil, nil); err != nil {
+			t.Errorf("strict decode: %v\n%s", err, doc)
+		}
+	}
+}
+
+func TestOperatorChartLint(t *testing.T) {
+	for name, values := range operatorChartCases {
+		t.Run(name, func(t *testing.T) {
+			linter := lint.AllWithKubeVersion(operatorChart, values, namespace, &kubeVersion)
+			for _, m := range linter.Messages {
+				if m.Severity >= support.WarningSev {
+					t.Errorf("helm lint: %s", m)
+				}
+			}
+		})
+	}
+}
+
+// TestOperatorChartMatchesConfig guards the copies the chart keeps of
+// config/: the CRDs (helm installs crds/ as they are), the manager's
+// ClusterRole rules, the webhooks and the admission policies. `make
+// generate` refreshes them; a copy that drifted fails here.
+func TestOperatorChartMatchesConfig(t *testing.T) {
+	copies := map[string]string{
+		"files/manager-role.yaml":                "../config/rbac/role.yaml",
+		"files/webhook.yaml":                     "../config/webhook/manifests.yaml",
+		"files/admission/replicas-warning.yaml":  "../config/admission/replicas-warning.yaml",
+		"files/admission/disruption-budget.yaml": "../config/admission/disruption-budget.yaml",
+	}
+	bases, err := filepath.Glob("../config/crd/bases/*.yaml")
+	if err != nil || len(bases) == 0 {
+		t.Fatalf("no CRDs under config/crd/bases: %v", err)
+	}
+	for _, base := range bases {
+		copies["crds/"+filepath.Base(base)] = base
+	}
+	crds, err := filepath.Glob(filepath.Join(operatorChart, "crds", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range crds {
+		if _, ok := copies["crds/"+filepath.Base(crd)]; !ok {
+			t.Errorf("%s is no CRD of config/crd/bases", crd)
+		}
+	}
+	for inChart, source := range copies {
+		want, err := os.ReadFile(source)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(operatorChart, inChart))
+		if err != nil {
+			t.Errorf("the chart lacks %s: %v (run make generate)", inChart, err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from %s (run make generate)", inChart, source)
+		}
+	}
+}
+
+// TestOperatorChartRendersEveryRule checks that the ClusterRole the chart
+// renders holds every rule of the copied role, so a template that drops
+// rules is caught even when the copy itself is right.
+func TestOperatorChartRendersEveryRule(t *testing.T) {
+	role, err := os.ReadFile("../config/rbac/role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want struct {
+		Rules []any `json:"rules"`
+	}
+	if err := yaml.Unmarshal(role, &want); err != nil {
+		t.Fatal(err)
+	}
+	rendered := renderOperatorChart(t, loadOperatorChart(t), nil)
+	for _, doc := range bytes.Split(rendered, []byte("\n---\n")) {
+		var obj struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+			Rules []any `json:"rules"`
+		}
+		if err := yaml.Unmarshal(bytes.TrimPrefix(doc, []byte("---\n")), &obj); err != nil {
+			t.Fatal(err)
+		}
+		if obj.Kind != "ClusterRole" || obj.Metadata.Name != "openbao-operator-manager" {
+			continue
+		}
+		if len(want.Rules) == 0 || !reflect.DeepEqual(obj.Rules, want.Rules) {
+			t.Fatalf("the chart's manager ClusterRole rules differ from config/rbac/role.yaml's:\n%v\n%v", obj.Rules, want.Rules)
+		}
+		return
+	}
+	t.Fatal("the chart renders no ClusterRole openbao-operator-manager")
+}
+
+func bufioReader(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }
