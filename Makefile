@@ -48,7 +48,7 @@ chart-sync: ## Copy the CRDs, the manager role, the webhooks and the admission p
 	cp config/crd/bases/*.yaml $(OPERATOR_CHART)/crds/
 	cp config/rbac/role.yaml $(OPERATOR_CHART)/files/manager-role.yaml
 	cp config/webhook/manifests.yaml $(OPERATOR_CHART)/files/webhook.yaml
-	cp config/admission/replicas-warning.yaml config/admission/disruption-budget.yaml $(OPERATOR_CHART)/files/admission/
+	cp config/admission/replicas-warning.yaml config/admission/disruption-budget.yaml config/admission/managed-objects.yaml $(OPERATOR_CHART)/files/admission/
 
 .PHONY: lint
 lint: ## Check formatting (gofmt) and run go vet.

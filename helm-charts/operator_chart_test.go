@@ -72,6 +72,11 @@ func loadOperatorChart(t *testing.T) *chart.Chart {
 // file order, one document per object.
 func renderOperatorChart(t *testing.T, c *chart.Chart, values map[string]any) []byte {
 	t.Helper()
+	return renderOperatorChartIn(t, c, values, namespace)
+}
+
+func renderOperatorChartIn(t *testing.T, c *chart.Chart, values map[string]any, namespace string) []byte {
+	t.Helper()
 	caps := chartutil.DefaultCapabilities.Copy()
 	caps.KubeVersion = kubeVersion
 	vals, err := chartutil.ToRenderValues(c, values,
@@ -251,3 +256,13 @@ func TestOperatorChartRendersEveryRule(t *testing.T) {
 }
 
 func bufioReader(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }
+
+// The managed-objects lock lets the operator through by its
+// ServiceAccount's full name: in the release's namespace, wherever that is.
+func TestTheLockNamesTheOperatorInTheReleaseNamespace(t *testing.T) {
+	out := string(renderOperatorChartIn(t, loadOperatorChart(t), map[string]any{}, "vault-ops"))
+	if !strings.Contains(out, "system:serviceaccount:vault-ops:openbao-operator-controller-manager") ||
+		strings.Contains(out, "system:serviceaccount:openbao-operator-system:") {
+		t.Fatal("the managed-objects lock does not name the operator's ServiceAccount in the release namespace")
+	}
+}

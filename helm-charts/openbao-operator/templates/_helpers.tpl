@@ -31,7 +31,9 @@ the chart's test): each document of the file, with the chart's labels added.
 */}}
 {{- define "openbao-operator.fileObjects" -}}
 {{- $root := .root -}}
-{{- range $doc := regexSplit "(?m)^---\\s*$" ($root.Files.Get .file) -1 }}
+{{- $content := $root.Files.Get .file -}}
+{{- if hasKey . "from" }}{{ $content = replace .from .to $content }}{{ end -}}
+{{- range $doc := regexSplit "(?m)^---\\s*$" $content -1 }}
 {{- $obj := fromYaml $doc }}
 {{- if $obj }}
 {{- $meta := $obj.metadata | default dict }}
