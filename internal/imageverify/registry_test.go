@@ -1,0 +1,173 @@
+package imageverify_test
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	intotov1 "github.com/in-toto/attestation/go/v1"
+	cbundle "github.com/sigstore/cosign/v3/pkg/cosign/bundle"
+	"github.com/sigstore/cosign/v3/pkg/oci/mutate"
+	ociremote "github.com/sigstore/cosign/v3/pkg/oci/remote"
+	"github.com/sigstore/cosign/v3/pkg/oci/static"
+	"github.com/sigstore/cosign/v3/pkg/types"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/sign"
+	sigpayload "github.com/sigstore/sigstore/pkg/signature/payload"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// testRegistry is go-containerregistry's registry on loopback, with the
+// referrers API, optional basic auth, and a log of the requests it served.
+type testRegistry struct {
+	host string
+	auth authn.Authenticator // what the test itself pushes with
+	mu   sync.Mutex
+	log  []string
+}
+
+func newRegistry(t *testing.T, user, password string) *testRegistry {
+	t.Helper()
+	r := &testRegistry{auth: authn.Anonymous}
+	inner := registry.New(registry.WithReferrersSupport(true), registry.Logger(discardLogger()))
+	h := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if user != "" {
+			u, p, ok := req.BasicAuth()
+			if !ok || u != user || p != password {
+				w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+		}
+		r.mu.Lock()
+		r.log = append(r.log, req.Method+" "+req.URL.Path)
+		r.mu.Unlock()
+		inner.ServeHTTP(w, req)
+	})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	r.host = strings.TrimPrefix(srv.URL, "http://")
+	if user != "" {
+		r.auth = &authn.Basic{Username: user, Password: password}
+	}
+	return r
+}
+
+// requests returns and clears the request log.
+func (r *testRegistry) requests() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.log
+	r.log = nil
+	return out
+}
+
+func (r *testRegistry) opts() []ociremote.Option {
+	return []ociremote.Option{ociremote.WithRemoteOptions(remote.WithAuth(r.auth))}
+}
+
+// push writes a random image under repo:tag and returns its digest.
+func (r *testRegistry) push(t *testing.T, repo, tag string) name.Digest {
+	t.Helper()
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.NewTag(r.host + "/" + repo + ":" + tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img, remote.WithAuth(r.auth)); err != nil {
+		t.Fatal(err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref.Context().Digest(d.String())
+}
+
+func newKey(t *testing.T) *sign.EphemeralKeypair {
+	t.Helper()
+	kp, err := sign.NewEphemeralKeypair(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kp
+}
+
+func publicPEM(t *testing.T, kp *sign.EphemeralKeypair) string {
+	t.Helper()
+	p, err := kp.GetPublicKeyPem()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// signClassic attaches to target a classic cosign signature (the .sig tag)
+// whose signed claim names claim: target itself, or another digest to
+// forge a copied signature.
+func (r *testRegistry) signClassic(t *testing.T, kp *sign.EphemeralKeypair, target, claim name.Digest) {
+	t.Helper()
+	payload, err := (&sigpayload.Cosign{Image: claim}).MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _, err := kp.SignData(context.Background(), payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := static.NewSignature(payload, base64.StdEncoding.EncodeToString(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	se, err := ociremote.SignedEntity(target, r.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := mutate.AttachSignatureToEntity(se, sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ociremote.WriteSignatures(target.Repository, signed, r.opts()...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// signBundle attaches to target, as an OCI referrer, a Sigstore bundle as
+// `cosign sign` v3 makes it: an in-toto statement naming claim, signed into
+// a DSSE envelope by cosign's bundle signer, without transparency log.
+func (r *testRegistry) signBundle(t *testing.T, kp *sign.EphemeralKeypair, target, claim name.Digest) {
+	t.Helper()
+	alg, hex, _ := strings.Cut(claim.DigestStr(), ":")
+	annotations, _ := structpb.NewStruct(nil)
+	statement := &intotov1.Statement{
+		Type:          intotov1.StatementTypeUri,
+		Subject:       []*intotov1.ResourceDescriptor{{Digest: map[string]string{alg: hex}, Annotations: annotations}},
+		PredicateType: types.CosignSignPredicateType,
+		Predicate:     &structpb.Struct{},
+	}
+	payload, err := protojson.Marshal(statement)
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := &sign.DSSEData{Data: payload, PayloadType: "application/vnd.in-toto+json"}
+	b, err := cbundle.SignData(context.Background(), content, kp, "", nil, nil, &root.SigningConfig{}, nil, cbundle.SignOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ociremote.WriteAttestationNewBundleFormat(target, b, types.CosignSignPredicateType, r.opts()...); err != nil {
+		t.Fatal(err)
+	}
+}
