@@ -21,10 +21,10 @@ type PullSecret struct {
 	DockerConfigJSON, DockerCfg []byte
 }
 
-// Keychain builds the credentials of a cluster's imagePullSecrets, tried
+// NewKeychain builds the credentials of a cluster's imagePullSecrets, tried
 // in order as the kubelet does: the first that holds the registry wins.
 // Errors name the Secret, never its content.
-func Keychain(secrets []PullSecret) (authn.Keychain, error) {
+func NewKeychain(secrets []PullSecret) (authn.Keychain, error) {
 	var chains []authn.Keychain
 	for _, s := range secrets {
 		raw := s.DockerConfigJSON
@@ -32,16 +32,16 @@ func Keychain(secrets []PullSecret) (authn.Keychain, error) {
 			// .dockercfg is the "auths" map on its own.
 			wrapped, err := json.Marshal(map[string]json.RawMessage{"auths": s.DockerCfg})
 			if err != nil {
-				return nil, fmt.Errorf("imagePullSecret %s: .dockercfg is not JSON", s.Name)
+				return nil, fmt.Errorf("%w: imagePullSecret %s: .dockercfg is not JSON", ErrInvalidPolicy, s.Name)
 			}
 			raw = wrapped
 		}
 		if len(raw) == 0 {
-			return nil, fmt.Errorf("imagePullSecret %s holds neither .dockerconfigjson nor .dockercfg", s.Name)
+			return nil, fmt.Errorf("%w: imagePullSecret %s holds neither .dockerconfigjson nor .dockercfg", ErrInvalidPolicy, s.Name)
 		}
 		cf, err := config.LoadFromReader(bytes.NewReader(raw))
 		if err != nil {
-			return nil, fmt.Errorf("imagePullSecret %s is not a docker config", s.Name)
+			return nil, fmt.Errorf("%w: imagePullSecret %s is not a docker config", ErrInvalidPolicy, s.Name)
 		}
 		chains = append(chains, configKeychain{cf})
 	}

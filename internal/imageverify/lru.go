@@ -50,10 +50,3 @@ func (l *lru) add(k cacheKey, f Format) {
 		delete(l.found, oldest.Value.(cacheKey))
 	}
 }
-
-// Len is how many verified keys the cache holds.
-func (l *lru) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.order.Len()
-}

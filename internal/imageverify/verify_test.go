@@ -13,38 +13,39 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/sign"
 
 	"github.com/openbao/operator/internal/imageverify"
+	"github.com/openbao/operator/test/cosigntest"
 )
 
 // Each case pushes a fresh image under its own repository, signs (or
 // forges) what the case says with cosign's library, and verifies with the
 // key.
 func TestVerifyAgainstARegistry(t *testing.T) {
-	reg := newRegistry(t, "", "")
-	key, other := newKey(t), newKey(t)
+	reg := cosigntest.New(t, "", "")
+	key, other := cosigntest.NewKey(t), cosigntest.NewKey(t)
 	cases := map[string]struct {
 		sign       func(t *testing.T, target, elsewhere name.Digest)
 		wantErr    error
 		wantFormat imageverify.Format
 	}{
 		"a classic signature by the key verifies": {
-			sign:       func(t *testing.T, d, _ name.Digest) { reg.signClassic(t, key, d, d) },
+			sign:       func(t *testing.T, d, _ name.Digest) { reg.SignClassic(t, key, d, d) },
 			wantFormat: imageverify.FormatSignature,
 		},
 		"a bundle by the key verifies": {
-			sign:       func(t *testing.T, d, _ name.Digest) { reg.signBundle(t, key, d, d) },
+			sign:       func(t *testing.T, d, _ name.Digest) { reg.SignBundle(t, key, d, d) },
 			wantFormat: imageverify.FormatBundle,
 		},
 		"with both formats the bundle is checked first": {
 			sign: func(t *testing.T, d, _ name.Digest) {
-				reg.signClassic(t, key, d, d)
-				reg.signBundle(t, key, d, d)
+				reg.SignClassic(t, key, d, d)
+				reg.SignBundle(t, key, d, d)
 			},
 			wantFormat: imageverify.FormatBundle,
 		},
 		"a bundle by another key does not hide a good classic signature": {
 			sign: func(t *testing.T, d, _ name.Digest) {
-				reg.signBundle(t, other, d, d)
-				reg.signClassic(t, key, d, d)
+				reg.SignBundle(t, other, d, d)
+				reg.SignClassic(t, key, d, d)
 			},
 			wantFormat: imageverify.FormatSignature,
 		},
@@ -53,19 +54,19 @@ func TestVerifyAgainstARegistry(t *testing.T) {
 			wantErr: imageverify.ErrUnsigned,
 		},
 		"a classic signature by another key is refused": {
-			sign:    func(t *testing.T, d, _ name.Digest) { reg.signClassic(t, other, d, d) },
+			sign:    func(t *testing.T, d, _ name.Digest) { reg.SignClassic(t, other, d, d) },
 			wantErr: imageverify.ErrWrongKey,
 		},
 		"a bundle by another key is refused": {
-			sign:    func(t *testing.T, d, _ name.Digest) { reg.signBundle(t, other, d, d) },
+			sign:    func(t *testing.T, d, _ name.Digest) { reg.SignBundle(t, other, d, d) },
 			wantErr: imageverify.ErrWrongKey,
 		},
 		"a classic signature copied from another digest is refused": {
-			sign:    func(t *testing.T, d, elsewhere name.Digest) { reg.signClassic(t, key, d, elsewhere) },
+			sign:    func(t *testing.T, d, elsewhere name.Digest) { reg.SignClassic(t, key, d, elsewhere) },
 			wantErr: imageverify.ErrTampered,
 		},
 		"a bundle copied from another digest is refused": {
-			sign:    func(t *testing.T, d, elsewhere name.Digest) { reg.signBundle(t, key, d, elsewhere) },
+			sign:    func(t *testing.T, d, elsewhere name.Digest) { reg.SignBundle(t, key, d, elsewhere) },
 			wantErr: imageverify.ErrTampered,
 		},
 	}
@@ -74,12 +75,12 @@ func TestVerifyAgainstARegistry(t *testing.T) {
 		i++
 		t.Run(title, func(t *testing.T) {
 			repo := fmt.Sprintf("openbao/case%d", i)
-			d := reg.push(t, repo, "2.4.0")
-			elsewhere := reg.push(t, repo, "other")
+			d := reg.Push(t, repo, "2.4.0")
+			elsewhere := reg.Push(t, repo, "other")
 			tc.sign(t, d, elsewhere)
 			v := imageverify.NewCosign(0, nil)
 			res, err := v.Verify(context.Background(), imageverify.Request{
-				Image: reg.host + "/" + repo + ":2.4.0", Policy: imageverify.Policy{PublicKey: publicPEM(t, key)},
+				Image: reg.Host + "/" + repo + ":2.4.0", Policy: imageverify.Policy{PublicKey: cosigntest.PublicPEM(t, key)},
 			})
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
@@ -98,22 +99,22 @@ func TestVerifyAgainstARegistry(t *testing.T) {
 }
 
 func TestVerifyRefusesWhatItCannotCheck(t *testing.T) {
-	reg := newRegistry(t, "", "")
-	key := newKey(t)
-	d := reg.push(t, "openbao/openbao", "2.4.0")
-	reg.signClassic(t, key, d, d)
+	reg := cosigntest.New(t, "", "")
+	key := cosigntest.NewKey(t)
+	d := reg.Push(t, "openbao/openbao", "2.4.0")
+	reg.SignClassic(t, key, d, d)
 	down := httptest.NewServer(nil)
 	downHost := strings.TrimPrefix(down.URL, "http://")
 	down.Close()
-	good := imageverify.Policy{PublicKey: publicPEM(t, key)}
+	good := imageverify.Policy{PublicKey: cosigntest.PublicPEM(t, key)}
 	cases := map[string]struct {
 		image   string
 		policy  imageverify.Policy
 		wantErr error
 	}{
-		"a keyless policy":        {reg.host + "/openbao/openbao:2.4.0", imageverify.Policy{Keyless: &imageverify.Identity{Issuer: "https://issuer", Subject: "me"}}, imageverify.ErrKeylessUnsupported},
-		"a key that is no PEM":    {reg.host + "/openbao/openbao:2.4.0", imageverify.Policy{PublicKey: "-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----\n"}, imageverify.ErrInvalidPolicy},
-		"a missing tag":           {reg.host + "/openbao/openbao:9.9.9", good, imageverify.ErrImageNotFound},
+		"a keyless policy":        {reg.Host + "/openbao/openbao:2.4.0", imageverify.Policy{Keyless: &imageverify.Identity{Issuer: "https://issuer", Subject: "me"}}, imageverify.ErrKeylessUnsupported},
+		"a key that is no PEM":    {reg.Host + "/openbao/openbao:2.4.0", imageverify.Policy{PublicKey: "-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----\n"}, imageverify.ErrInvalidPolicy},
+		"a missing tag":           {reg.Host + "/openbao/openbao:9.9.9", good, imageverify.ErrImageNotFound},
 		"a registry that is down": {downHost + "/openbao/openbao:2.4.0", good, imageverify.ErrRegistry},
 	}
 	for title, tc := range cases {
@@ -133,25 +134,25 @@ func TestVerifyRefusesWhatItCannotCheck(t *testing.T) {
 // tag is resolved. Another policy, or a digest pushed out of the bounded
 // cache, is checked again.
 func TestVerifyCachesByDigestAndPolicy(t *testing.T) {
-	reg := newRegistry(t, "", "")
-	key, other := newKey(t), newKey(t)
-	a := reg.push(t, "openbao/a", "2.4.0")
-	b := reg.push(t, "openbao/b", "2.4.0")
+	reg := cosigntest.New(t, "", "")
+	key, other := cosigntest.NewKey(t), cosigntest.NewKey(t)
+	a := reg.Push(t, "openbao/a", "2.4.0")
+	b := reg.Push(t, "openbao/b", "2.4.0")
 	for _, d := range []name.Digest{a, b} {
-		reg.signBundle(t, key, d, d)
-		reg.signClassic(t, other, d, d)
+		reg.SignBundle(t, key, d, d)
+		reg.SignClassic(t, other, d, d)
 	}
 	v := imageverify.NewCosign(1, nil)
 	verify := func(repo string, kp *sign.EphemeralKeypair) (imageverify.Result, []string) {
 		t.Helper()
-		reg.requests()
+		reg.Requests()
 		res, err := v.Verify(context.Background(), imageverify.Request{
-			Image: reg.host + "/" + repo + ":2.4.0", Policy: imageverify.Policy{PublicKey: publicPEM(t, kp)},
+			Image: reg.Host + "/" + repo + ":2.4.0", Policy: imageverify.Policy{PublicKey: cosigntest.PublicPEM(t, kp)},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res, reg.requests()
+		return res, reg.Requests()
 	}
 	if res, _ := verify("openbao/a", key); res.Cached {
 		t.Fatal("the first verification is cached")
@@ -176,15 +177,15 @@ func TestVerifyCachesByDigestAndPolicy(t *testing.T) {
 
 // Registry credentials come from imagePullSecrets, as a kubelet reads them.
 func TestVerifyWithPullSecrets(t *testing.T) {
-	reg := newRegistry(t, "puller", "s3cret")
-	key := newKey(t)
-	d := reg.push(t, "openbao/openbao", "2.4.0")
-	reg.signBundle(t, key, d, d)
+	reg := cosigntest.New(t, "puller", "s3cret")
+	key := cosigntest.NewKey(t)
+	d := reg.Push(t, "openbao/openbao", "2.4.0")
+	reg.SignBundle(t, key, d, d)
 	dockerConfig := func(user, pass string) []byte {
 		auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
-		return []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, reg.host, auth))
+		return []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, reg.Host, auth))
 	}
-	legacy := []byte(fmt.Sprintf(`{%q:{"username":"puller","password":"s3cret"}}`, reg.host))
+	legacy := []byte(fmt.Sprintf(`{%q:{"username":"puller","password":"s3cret"}}`, reg.Host))
 	cases := map[string]struct {
 		secrets []imageverify.PullSecret
 		wantErr error
@@ -200,12 +201,12 @@ func TestVerifyWithPullSecrets(t *testing.T) {
 	}
 	for title, tc := range cases {
 		t.Run(title, func(t *testing.T) {
-			kc, err := imageverify.Keychain(tc.secrets)
+			kc, err := imageverify.NewKeychain(tc.secrets)
 			if err != nil {
 				t.Fatal(err)
 			}
 			res, err := imageverify.NewCosign(0, nil).Verify(context.Background(), imageverify.Request{
-				Image: reg.host + "/openbao/openbao:2.4.0", Policy: imageverify.Policy{PublicKey: publicPEM(t, key)}, Keychain: kc,
+				Image: reg.Host + "/openbao/openbao:2.4.0", Policy: imageverify.Policy{PublicKey: cosigntest.PublicPEM(t, key)}, Keychain: kc,
 			})
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
@@ -226,8 +227,8 @@ func TestKeychainRefusesWhatIsNoDockerConfig(t *testing.T) {
 		"not JSON": {Name: "pull", DockerConfigJSON: []byte("user:s3cret")},
 	} {
 		t.Run(title, func(t *testing.T) {
-			_, err := imageverify.Keychain([]imageverify.PullSecret{s})
-			if err == nil || !strings.Contains(err.Error(), "pull") || strings.Contains(err.Error(), "s3cret") {
+			_, err := imageverify.NewKeychain([]imageverify.PullSecret{s})
+			if !errors.Is(err, imageverify.ErrInvalidPolicy) || !strings.Contains(err.Error(), "pull") || strings.Contains(err.Error(), "s3cret") {
 				t.Errorf("err = %v, want one naming the Secret and not its content", err)
 			}
 		})

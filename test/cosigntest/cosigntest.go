@@ -1,8 +1,15 @@
-package imageverify_test
+// Package cosigntest runs go-containerregistry's registry on loopback and
+// signs images in it with cosign's own library, in both formats: classic
+// signatures under the .sig tag and Sigstore bundles as OCI referrers. A
+// signature may name another digest than the image it is attached to, to
+// forge a copied signature.
+package cosigntest
 
 import (
 	"context"
 	"encoding/base64"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,19 +34,20 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// testRegistry is go-containerregistry's registry on loopback, with the
+// Registry is go-containerregistry's registry on loopback, with the
 // referrers API, optional basic auth, and a log of the requests it served.
-type testRegistry struct {
-	host string
+type Registry struct {
+	Host string
 	auth authn.Authenticator // what the test itself pushes with
 	mu   sync.Mutex
 	log  []string
 }
 
-func newRegistry(t *testing.T, user, password string) *testRegistry {
+// New starts a registry; with a user, it asks every request for basic auth.
+func New(t *testing.T, user, password string) *Registry {
 	t.Helper()
-	r := &testRegistry{auth: authn.Anonymous}
-	inner := registry.New(registry.WithReferrersSupport(true), registry.Logger(discardLogger()))
+	r := &Registry{auth: authn.Anonymous}
+	inner := registry.New(registry.WithReferrersSupport(true), registry.Logger(log.New(io.Discard, "", 0)))
 	h := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if user != "" {
 			u, p, ok := req.BasicAuth()
@@ -56,15 +64,15 @@ func newRegistry(t *testing.T, user, password string) *testRegistry {
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	r.host = strings.TrimPrefix(srv.URL, "http://")
+	r.Host = strings.TrimPrefix(srv.URL, "http://")
 	if user != "" {
 		r.auth = &authn.Basic{Username: user, Password: password}
 	}
 	return r
 }
 
-// requests returns and clears the request log.
-func (r *testRegistry) requests() []string {
+// Requests returns and clears the request log.
+func (r *Registry) Requests() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.log
@@ -72,18 +80,18 @@ func (r *testRegistry) requests() []string {
 	return out
 }
 
-func (r *testRegistry) opts() []ociremote.Option {
+func (r *Registry) opts() []ociremote.Option {
 	return []ociremote.Option{ociremote.WithRemoteOptions(remote.WithAuth(r.auth))}
 }
 
-// push writes a random image under repo:tag and returns its digest.
-func (r *testRegistry) push(t *testing.T, repo, tag string) name.Digest {
+// Push writes a random image under repo:tag and returns its digest.
+func (r *Registry) Push(t *testing.T, repo, tag string) name.Digest {
 	t.Helper()
 	img, err := random.Image(256, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := name.NewTag(r.host + "/" + repo + ":" + tag)
+	ref, err := name.NewTag(r.Host + "/" + repo + ":" + tag)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +105,8 @@ func (r *testRegistry) push(t *testing.T, repo, tag string) name.Digest {
 	return ref.Context().Digest(d.String())
 }
 
-func newKey(t *testing.T) *sign.EphemeralKeypair {
+// NewKey is a new ECDSA P-256 key pair, as cosign generates.
+func NewKey(t *testing.T) *sign.EphemeralKeypair {
 	t.Helper()
 	kp, err := sign.NewEphemeralKeypair(nil)
 	if err != nil {
@@ -106,7 +115,8 @@ func newKey(t *testing.T) *sign.EphemeralKeypair {
 	return kp
 }
 
-func publicPEM(t *testing.T, kp *sign.EphemeralKeypair) string {
+// PublicPEM is the key's public half, PEM.
+func PublicPEM(t *testing.T, kp *sign.EphemeralKeypair) string {
 	t.Helper()
 	p, err := kp.GetPublicKeyPem()
 	if err != nil {
@@ -115,10 +125,10 @@ func publicPEM(t *testing.T, kp *sign.EphemeralKeypair) string {
 	return p
 }
 
-// signClassic attaches to target a classic cosign signature (the .sig tag)
+// SignClassic attaches to target a classic cosign signature (the .sig tag)
 // whose signed claim names claim: target itself, or another digest to
 // forge a copied signature.
-func (r *testRegistry) signClassic(t *testing.T, kp *sign.EphemeralKeypair, target, claim name.Digest) {
+func (r *Registry) SignClassic(t *testing.T, kp *sign.EphemeralKeypair, target, claim name.Digest) {
 	t.Helper()
 	payload, err := (&sigpayload.Cosign{Image: claim}).MarshalJSON()
 	if err != nil {
@@ -145,10 +155,10 @@ func (r *testRegistry) signClassic(t *testing.T, kp *sign.EphemeralKeypair, targ
 	}
 }
 
-// signBundle attaches to target, as an OCI referrer, a Sigstore bundle as
+// SignBundle attaches to target, as an OCI referrer, a Sigstore bundle as
 // `cosign sign` v3 makes it: an in-toto statement naming claim, signed into
 // a DSSE envelope by cosign's bundle signer, without transparency log.
-func (r *testRegistry) signBundle(t *testing.T, kp *sign.EphemeralKeypair, target, claim name.Digest) {
+func (r *Registry) SignBundle(t *testing.T, kp *sign.EphemeralKeypair, target, claim name.Digest) {
 	t.Helper()
 	alg, hex, _ := strings.Cut(claim.DigestStr(), ":")
 	annotations, _ := structpb.NewStruct(nil)
