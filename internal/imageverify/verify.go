@@ -38,15 +38,15 @@ type Identity struct {
 // never has to be compared or shown in full.
 func (p Policy) ID() string {
 	h := sha256.New()
-	fmt := func(parts ...string) {
+	write := func(parts ...string) {
 		for _, s := range parts {
 			h.Write([]byte(s))
 			h.Write([]byte{0})
 		}
 	}
-	fmt("key", strings.TrimSpace(p.PublicKey))
+	write("key", strings.TrimSpace(p.PublicKey))
 	if p.Keyless != nil {
-		fmt("keyless", p.Keyless.Issuer, p.Keyless.Subject, p.Keyless.SubjectRegExp)
+		write("keyless", p.Keyless.Issuer, p.Keyless.Subject, p.Keyless.SubjectRegExp)
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:16]
 }
