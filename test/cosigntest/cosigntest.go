@@ -39,9 +39,13 @@ import (
 type Registry struct {
 	Host string
 	auth authn.Authenticator // what the test itself pushes with
+	srv  *httptest.Server
 	mu   sync.Mutex
 	log  []string
 }
+
+// Close stops the registry, to stand for one that cannot be reached.
+func (r *Registry) Close() { r.srv.Close() }
 
 // New starts a registry; with a user, it asks every request for basic auth.
 func New(t *testing.T, user, password string) *Registry {
@@ -62,9 +66,9 @@ func New(t *testing.T, user, password string) *Registry {
 		r.mu.Unlock()
 		inner.ServeHTTP(w, req)
 	})
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	r.Host = strings.TrimPrefix(srv.URL, "http://")
+	r.srv = httptest.NewServer(h)
+	t.Cleanup(r.srv.Close)
+	r.Host = strings.TrimPrefix(r.srv.URL, "http://")
 	if user != "" {
 		r.auth = &authn.Basic{Username: user, Password: password}
 	}

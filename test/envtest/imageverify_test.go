@@ -18,12 +18,18 @@ import (
 // loopback: 2.4.0 carries a bundle signed by the key, 2.4.1 no signature.
 func imageFixture(t *testing.T) (image, pemKey, digest string) {
 	t.Helper()
-	reg := cosigntest.New(t, "", "")
+	image, pemKey, digest, _ = imageRegistry(t)
+	return image, pemKey, digest
+}
+
+func imageRegistry(t *testing.T) (image, pemKey, digest string, reg *cosigntest.Registry) {
+	t.Helper()
+	reg = cosigntest.New(t, "", "")
 	key := cosigntest.NewKey(t)
 	signed := reg.Push(t, "openbao/openbao", "2.4.0")
 	reg.SignBundle(t, key, signed, signed)
 	reg.Push(t, "openbao/openbao", "2.4.1")
-	return reg.Host + "/openbao/openbao", cosigntest.PublicPEM(t, key), signed.DigestStr()
+	return reg.Host + "/openbao/openbao", cosigntest.PublicPEM(t, key), signed.DigestStr(), reg
 }
 
 func verifiedCluster(t *testing.T, name, image, key, version, policy string) *v1alpha1.OpenBaoCluster {
@@ -155,5 +161,46 @@ func TestImageVerificationWarnProceedsUnpinned(t *testing.T) {
 	})
 	if cond, err := condition(ctx, c, v1alpha1.ConditionDegraded); err == nil && cond.Reason == v1alpha1.ReasonImageVerificationFailed {
 		t.Errorf("Warn made the cluster Degraded: %s", cond.Message)
+	}
+}
+
+// A registry that cannot be reached does not undo a verified digest: it
+// stays pinned, ImageVerified says so, and the cluster is not Degraded.
+func TestImageVerificationKeepsTheDigestWhileTheRegistryIsDown(t *testing.T) {
+	ctx := context.Background()
+	image, key, digest, reg := imageRegistry(t)
+	c := verifiedCluster(t, "image-down", image, key, "2.4.0", "Block")
+	want := image + ":2.4.0@" + digest
+	eventually(t, wait, "the StatefulSet runs the verified digest", func() error {
+		_, got, err := serverImage(ctx, c)
+		if err == nil && got != want {
+			err = fmt.Errorf("image %q, want %q", got, want)
+		}
+		return err
+	})
+	reg.Close()
+	latest := &v1alpha1.OpenBaoCluster{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), latest); err != nil {
+		t.Fatal(err)
+	}
+	latest.Spec.Replicas = 5 // any spec change: the next pass verifies again
+	if err := k8s.Update(ctx, latest); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "ImageVerified=True VerifiedEarlier", func() error {
+		cond, err := condition(ctx, c, v1alpha1.ConditionImageVerified)
+		if err != nil {
+			return err
+		}
+		if cond.Status != "True" || cond.Reason != v1alpha1.ReasonImageVerifiedEarlier {
+			return fmt.Errorf("ImageVerified %s %s: %s", cond.Status, cond.Reason, cond.Message)
+		}
+		return nil
+	})
+	if cond, err := condition(ctx, c, v1alpha1.ConditionDegraded); err != nil || cond.Status != "False" {
+		t.Errorf("Degraded %+v (%v), want False", cond, err)
+	}
+	if _, got, err := serverImage(ctx, c); err != nil || got != want {
+		t.Errorf("image %q (%v), want still %q", got, err, want)
 	}
 }
