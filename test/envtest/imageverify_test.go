@@ -204,3 +204,38 @@ func TestImageVerificationKeepsTheDigestWhileTheRegistryIsDown(t *testing.T) {
 		t.Errorf("image %q (%v), want still %q", got, err, want)
 	}
 }
+
+// Keyless identities pass admission but are refused by the reconciler with
+// a reason that says so; under Block nothing is created.
+func TestImageVerificationRefusesKeyless(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, managedNamespace, `
+metadata: {name: image-keyless}
+spec:
+  version: 2.4.0
+  imageVerification:
+    enabled: true
+    keyless: {issuer: "https://token.actions.githubusercontent.com", subjectRegExp: "^https://github.com/openbao/"}
+`)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), c) })
+	eventually(t, wait, "ImageVerified=False KeylessNotSupported and Degraded", func() error {
+		cond, err := condition(ctx, c, v1alpha1.ConditionImageVerified)
+		if err != nil {
+			return err
+		}
+		if cond.Status != "False" || cond.Reason != v1alpha1.ReasonKeylessNotSupported {
+			return fmt.Errorf("ImageVerified %s %s: %s", cond.Status, cond.Reason, cond.Message)
+		}
+		degraded, err := condition(ctx, c, v1alpha1.ConditionDegraded)
+		if err != nil || degraded.Reason != v1alpha1.ReasonImageVerificationFailed {
+			return fmt.Errorf("Degraded %+v (%v)", degraded, err)
+		}
+		return nil
+	})
+	if _, _, err := serverImage(ctx, c); err == nil {
+		t.Error("a StatefulSet was created for an image that could not be verified")
+	}
+}
