@@ -77,7 +77,9 @@ func (s *ImageVerificationSpec) Warns() bool { return s.FailurePolicy == ImageVe
 
 // ImageVerificationStatus is the last image the operator verified.
 type ImageVerificationStatus struct {
-	// Image is the reference verified, repository:tag.
+	// Image is the spec's image, repository:tag; the reference verified is
+	// the one the servers pull (through the operator-wide registry mirror,
+	// when one is set).
 	Image string `json:"image"`
 	// Digest is the manifest digest the tag resolved to and whose signature
 	// checked out; the pod template names the image by it.
