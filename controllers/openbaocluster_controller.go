@@ -28,6 +28,7 @@ import (
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/apply"
 	"github.com/openbao/operator/internal/children"
+	"github.com/openbao/operator/internal/imageverify"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/podstate"
 	"github.com/openbao/operator/internal/render"
@@ -75,6 +76,9 @@ type OpenBaoClusterReconciler struct {
 	// PreUpgradeSnapshot takes the snapshot spec.upgrade.preUpgradeSnapshot
 	// asks for (an OpenBaoBackup); nil when backups are not available.
 	PreUpgradeSnapshot SnapshotTaker
+	// ImageVerifier checks the image's cosign signature when
+	// spec.imageVerification asks for it.
+	ImageVerifier imageverify.Verifier
 
 	memory memory
 }
@@ -88,6 +92,7 @@ func (r *OpenBaoClusterReconciler) steps() []step {
 		{"pause", r.reconcilePause},
 		{"tls", r.reconcileTLS},
 		{"seal", r.reconcileSealMaterial},
+		{"image", r.reconcileImage},
 		{"data-secrets", r.disownDataSecrets},
 		{"bootstrap", r.reconcileBootstrap},
 		{"identity", r.reconcileIdentity},
@@ -304,6 +309,9 @@ type Options struct {
 	// Issuer reads the service-account issuer; nil leaves the operator's
 	// identity in OpenBao unset.
 	Issuer IssuerSource
+	// ImageVerifier checks image signatures; nil takes cosign against the
+	// registries, with a cache of imageverify.DefaultCacheSize digests.
+	ImageVerifier imageverify.Verifier
 }
 
 // NewReconciler builds the reconciler on the manager's cached client and
@@ -317,11 +325,14 @@ func NewReconciler(mgr ctrl.Manager, o Options) (*OpenBaoClusterReconciler, erro
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+	if o.ImageVerifier == nil {
+		o.ImageVerifier = imageverify.NewCosign(imageverify.DefaultCacheSize, nil)
+	}
 	return &OpenBaoClusterReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Renderer: renderer,
 		Applier:  NewApplier(mgr.GetClient(), mgr.GetClient(), mgr.GetAPIReader()),
 		Operator: o.Operator, Recorder: mgr.GetEventRecorder("openbao-operator"), Clock: o.Clock,
 		ResyncPeriod: o.ResyncPeriod, OpenBao: o.OpenBao, Issuer: o.Issuer,
-		PreUpgradeSnapshot: NewBackupSnapshots(mgr.GetClient()),
+		PreUpgradeSnapshot: NewBackupSnapshots(mgr.GetClient()), ImageVerifier: o.ImageVerifier,
 	}, nil
 }

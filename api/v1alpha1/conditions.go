@@ -27,6 +27,25 @@ const (
 	// older and the operator cannot bring it up to date (no root token);
 	// unset while the identity is not the operator's.
 	ConditionIdentityCurrent = "IdentityCurrent"
+	// ConditionImageVerified (image step) is True when the image's cosign
+	// signature checked out and its digest is pinned; unset while
+	// spec.imageVerification is off.
+	ConditionImageVerified = "ImageVerified"
+)
+
+// Reasons of ImageVerified, and ImageVerificationFailed of Degraded.
+const (
+	ReasonImageVerified           = "Verified"
+	ReasonImageVerificationFailed = "ImageVerificationFailed"
+	// ReasonImageVerifiedEarlier: the registry could not be reached, and
+	// the digest verified last for the same image and key stays pinned.
+	ReasonImageVerifiedEarlier     = "VerifiedEarlier"
+	ReasonKeylessNotSupported      = "KeylessNotSupported"
+	ReasonImageUnsigned            = "Unsigned"
+	ReasonImageSignatureInvalid    = "SignatureInvalid"
+	ReasonImageRegistryUnreachable = "RegistryUnreachable"
+	ReasonImageNotFound            = "ImageNotFound"
+	ReasonImageInvalidPolicy       = "InvalidPolicy"
 )
 
 // Reasons of IdentityCurrent.

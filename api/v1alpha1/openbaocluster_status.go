@@ -75,6 +75,10 @@ type OpenBaoClusterStatus struct {
 	// Upgrade is the progress of a rollout under way.
 	// +optional
 	Upgrade *UpgradeStatus `json:"upgrade,omitempty"`
+	// ImageVerification is the image last verified under
+	// spec.imageVerification, and the digest the pod template pins.
+	// +optional
+	ImageVerification *ImageVerificationStatus `json:"imageVerification,omitempty"`
 	// Backup is what the cluster's backups came to.
 	// +optional
 	Backup *BackupStatus `json:"backup,omitempty"`

@@ -165,6 +165,12 @@ type OpenBaoClusterSpec struct {
 	// +kubebuilder:validation:Enum=Retain;DeletePVCs;DeleteAll
 	// +optional
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// ImageVerification checks the OpenBao image's cosign signature before
+	// the StatefulSet is created or changed, and pins the verified digest.
+	// Registry credentials come from spec.values.imagePullSecrets.
+	// +optional
+	ImageVerification *ImageVerificationSpec `json:"imageVerification,omitempty"`
 }
 
 // DeletionPolicy is what happens to a cluster's data when it is deleted.

@@ -29,11 +29,17 @@ type Input struct {
 	Issuer *identity.Issuer
 }
 
-// Image is an image reference: repository and tag.
+// Image is an image reference: repository and tag, and the digest
+// verified for that tag, which the pod template then pins.
 type Image struct {
 	Repository string
 	Tag        string
+	// Digest is sha256:<hex>, or empty while the image is not verified.
+	Digest string
 }
+
+// String is repository:tag, as the spec asks for it.
+func (i Image) String() string { return i.Repository + ":" + i.Tag }
 
 // DefaultImage is the OpenBao image repository when the spec names none.
 const DefaultImage = "quay.io/openbao/openbao"
@@ -41,9 +47,13 @@ const DefaultImage = "quay.io/openbao/openbao"
 // InputFor derives the pass's decisions from status: one replica until the
 // cluster is initialized, so that exactly one node can bootstrap it, then
 // the spec's; the partition of a rollout under way, else locked at the
-// replica count; the spec's image.
+// replica count; the spec's image, pinned to the digest the image step
+// verified for it.
 func InputFor(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) Input {
 	in := Input{Cluster: c, Initialized: status.Initialized, Replicas: 1, Image: specImage(c)}
+	if v := status.ImageVerification; c.Spec.ImageVerification.Verifies() && v != nil && v.Image == in.Image.String() {
+		in.Image.Digest = v.Digest
+	}
 	if status.Initialized {
 		in.Replicas = c.Spec.Replicas
 	}
@@ -59,6 +69,9 @@ func (in Input) WithReplicas(replicas int32, rollout *v1alpha1.UpgradeStatus) In
 	}
 	return in
 }
+
+// SpecImage is the image the spec asks for, repository:tag.
+func SpecImage(c *v1alpha1.OpenBaoCluster) Image { return specImage(c) }
 
 func specImage(c *v1alpha1.OpenBaoCluster) Image {
 	repo := c.Spec.Image

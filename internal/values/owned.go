@@ -100,7 +100,7 @@ func childNames(c *v1alpha1.OpenBaoCluster) map[string]any {
 }
 
 func imageValues(img Image) map[string]any {
-	return map[string]any{"repository": img.Repository, "tag": img.Tag, "pullPolicy": "IfNotPresent"}
+	return map[string]any{"repository": img.Repository, "tag": img.Tag, "digest": img.Digest, "pullPolicy": "IfNotPresent"}
 }
 
 // tlsValues name the Secret the chart mounts at ACMECAFile's directory,

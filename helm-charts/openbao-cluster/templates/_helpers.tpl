@@ -25,7 +25,9 @@ openbao.org/cluster: {{ .Values.cluster.name }}
 {{ toYaml .Values.cluster.selectorLabels }}
 {{- end }}
 
-{{/* The image reference, with the registry host replaced when imageRegistry is set. */}}
+{{/* The image reference, with the registry host replaced when imageRegistry is
+     set, and pinned to the verified digest when there is one (the tag stays
+     for people; the runtime pulls by the digest). */}}
 {{- define "openbao.image" -}}
 {{- $repo := .Values.image.repository -}}
 {{- if .Values.imageRegistry -}}
@@ -35,7 +37,7 @@ openbao.org/cluster: {{ .Values.cluster.name }}
 {{- end -}}
 {{- $repo = printf "%s/%s" .Values.imageRegistry $repo -}}
 {{- end -}}
-{{ $repo }}:{{ .Values.image.tag }}
+{{ $repo }}:{{ .Values.image.tag }}{{ with .Values.image.digest }}@{{ . }}{{ end }}
 {{- end }}
 
 {{/* With ACME, the operator, the servers' joins, the probes and the backup
