@@ -47,7 +47,7 @@ func backupClient(t testing.TB) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cl
+	return webhookRetrying{cl}
 }
 
 // bridgeGateway is the host's address on the pod bridge (the first of the

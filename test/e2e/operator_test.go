@@ -45,7 +45,7 @@ func installOperator(t testing.TB) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cl
+	return webhookRetrying{cl}
 }
 
 // breakGlassClient acts as an administrator in the group that the lock of

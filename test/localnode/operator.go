@@ -66,9 +66,35 @@ func InstallOperator(ctx context.Context, c Config, logf Logf) (OperatorTimings,
 	if err := WaitDeploymentReady(ctx, cl, key, 3*time.Minute); err != nil {
 		return t, err
 	}
+	if err := waitWebhookServing(ctx, cl, time.Minute); err != nil {
+		return t, err
+	}
 	t.Ready = time.Since(phase)
-	logf("operator Ready %s after apply", t.Ready.Round(time.Millisecond))
+	logf("operator Ready and its webhook serving %s after apply", t.Ready.Round(time.Millisecond))
 	return t, nil
+}
+
+// waitWebhookServing waits until the API server reaches the operator's
+// admission webhook (failure policy Fail): a Ready pod is in the webhook
+// Service's endpoints only once kube-proxy has programmed them, and until
+// then every OpenBaoCluster write is refused. A dry-run create asks.
+func waitWebhookServing(ctx context.Context, cl client.Client, timeout time.Duration) error {
+	probe := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "openbao.org/v1alpha1", "kind": "OpenBaoCluster",
+		"metadata": map[string]any{"name": "webhook-probe", "namespace": OperatorNamespace},
+		"spec":     map[string]any{"version": "2.4.0"},
+	}}
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cl.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the operator's admission webhook does not answer after %s: %w", timeout, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // RenderKustomize runs ./bin/kustomize build on a directory.
