@@ -31,6 +31,8 @@ func (r *OpenBaoClusterReconciler) reconcileFromBackup(ctx context.Context, p *p
 		rs := &v1alpha1.OpenBaoRestore{}
 		err := r.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: c.FromBackupRestoreName()}, rs)
 		switch {
+		case err == nil && !metav1.IsControlledBy(rs, c):
+			o.RestoreOfAnother = true
 		case err == nil:
 			o.Restore = rs
 		case !apierrors.IsNotFound(err):

@@ -28,6 +28,10 @@ type BootstrapObserved struct {
 	// Restore is the cluster's <cluster>-from-backup OpenBaoRestore; nil
 	// when it does not exist (or the cache has not seen it yet).
 	Restore *v1alpha1.OpenBaoRestore
+	// RestoreOfAnother says the restore of that name belongs to an earlier
+	// cluster of this name (a drill's previous copy), which the garbage
+	// collector has not removed yet: its outcome is not this cluster's.
+	RestoreOfAnother bool
 	Now     metav1.Time
 }
 
@@ -73,6 +77,10 @@ func DecideBootstrap(o BootstrapObserved) BootstrapDecision {
 	case s.CompletedAt != nil:
 		d.Value, d.Reason = true, ReasonRestoredFromBackup
 		d.Message = fmt.Sprintf("formed from snapshot %s (sha256 %s) by OpenBaoRestore %s", s.Key, s.SHA256, name)
+		return d
+	case o.RestoreOfAnother:
+		d.Reason = ReasonBootstrapRestoreCreated
+		d.Message = "OpenBaoRestore " + name + " of an earlier cluster of this name is still there; waiting for it to go"
 		return d
 	case o.Restore == nil:
 		// Created the first time, or again after a failed one was deleted;

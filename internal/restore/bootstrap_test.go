@@ -42,6 +42,7 @@ func TestABootstrapRestoreFollowsItsRestore(t *testing.T) {
 		initialized bool
 		status      *v1alpha1.FromBackupStatus
 		restore     *v1alpha1.OpenBaoRestore
+		another     bool
 		want        restore.BootstrapDecision
 		completed   bool
 	}{
@@ -81,13 +82,16 @@ func TestABootstrapRestoreFollowsItsRestore(t *testing.T) {
 				return r
 			}(),
 			want: restore.BootstrapDecision{Reason: restore.ReasonBootstrapRestoreFailed, Degraded: true, Message: "unsealKeySecretRef must name the source"}},
+		{name: "the restore of an earlier cluster of this name is waited out, not taken", cluster: bootstrapCluster("", false), initialized: true,
+			status: &v1alpha1.FromBackupStatus{Restore: "bao-from-backup"}, restore: restoreIn(v1alpha1.RestoreSucceeded, "", true), another: true,
+			want: restore.BootstrapDecision{Reason: restore.ReasonBootstrapRestoreCreated}},
 		{name: "a deleted failed restore is created again", cluster: bootstrapCluster("", false), initialized: true,
 			status: &v1alpha1.FromBackupStatus{Restore: "bao-from-backup", Failed: "SealMismatch"},
 			want:   restore.BootstrapDecision{CreateRestore: true, Reason: restore.ReasonBootstrapRestoreCreated}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := restore.DecideBootstrap(restore.BootstrapObserved{Cluster: tc.cluster, Initialized: tc.initialized,
-				Status: tc.status, Restore: tc.restore, Now: metav1.Now()})
+				Status: tc.status, Restore: tc.restore, RestoreOfAnother: tc.another, Now: metav1.Now()})
 			if d.CreateRestore != tc.want.CreateRestore || d.VoidRootToken != tc.want.VoidRootToken || d.BindIdentity != tc.want.BindIdentity ||
 				d.Value != tc.want.Value || d.Reason != tc.want.Reason || d.Degraded != tc.want.Degraded {
 				t.Fatalf("got %+v, want %+v", d, tc.want)

@@ -163,7 +163,7 @@ func setVerify(ctx context.Context, t *testing.T, cl client.Client, ns string, o
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(c.DeepCopy())
-	c.Spec.Backup.Verify = &v1alpha1.BackupVerify{Enabled: on}
+	c.Spec.Backup.Verify = &v1alpha1.BackupVerify{Enabled: on, Timeout: &metav1.Duration{Duration: 5 * time.Minute}}
 	if err := cl.Patch(ctx, c, patch); err != nil {
 		t.Fatal(err)
 	}
