@@ -80,7 +80,9 @@ test-envtest: ## envtest tier: the real kube-apiserver and etcd from bin/.
 .PHONY: test-openbao
 test-openbao: ## OpenBao tier: the real bao 2.4.0 binary on loopback.
 	@echo "=== tier: openbao"
-	$(GO_TEST) -timeout 20m ./test/openbao/...
+	@# -parallel 8: the tests run their own bao processes and mostly wait on
+	@# them (elections, sys/init); together they use a fraction of the cores.
+	$(GO_TEST) -timeout 20m -parallel 8 ./test/openbao/...
 
 # The local node: a real single-node Kubernetes under $(LOCALNODE_DIR)
 # (override with OPENBAO_LOCALNODE_DIR), run by `go run $(LOCALNODE)`.
