@@ -58,7 +58,12 @@ lint: ## Check formatting (gofmt) and run go vet.
 
 .PHONY: test
 test: tools ## Run every test tier: unit, envtest, OpenBao, e2e.
-	@$(MAKE) --no-print-directory test-unit test-monitoring test-envtest test-openbao test-e2e
+	@$(MAKE) --no-print-directory test-unit test-monitoring
+	@# envtest and OpenBao share nothing (each its own apiserver, bao
+	@# processes and free ports) and mostly wait: together they take about
+	@# as long as the slower alone. -Otarget keeps each tier's output whole.
+	@$(MAKE) --no-print-directory -j2 -Otarget test-envtest test-openbao
+	@$(MAKE) --no-print-directory test-e2e
 
 .PHONY: test-unit
 test-unit: ## Unit tests: pure packages, golden files, fuzz seeds.
