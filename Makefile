@@ -58,7 +58,12 @@ lint: ## Check formatting (gofmt) and run go vet.
 
 .PHONY: test
 test: tools ## Run every test tier: unit, envtest, OpenBao, e2e.
-	@$(MAKE) --no-print-directory test-unit test-monitoring test-envtest test-openbao test-e2e
+	@$(MAKE) --no-print-directory test-unit test-monitoring
+	@# envtest and OpenBao share nothing (each its own apiserver, bao
+	@# processes and free ports) and mostly wait: together they take about
+	@# as long as the slower alone. -Otarget keeps each tier's output whole.
+	@$(MAKE) --no-print-directory -j2 -Otarget test-envtest test-openbao
+	@$(MAKE) --no-print-directory test-e2e
 
 .PHONY: test-unit
 test-unit: ## Unit tests: pure packages, golden files, fuzz seeds.
@@ -80,7 +85,9 @@ test-envtest: ## envtest tier: the real kube-apiserver and etcd from bin/.
 .PHONY: test-openbao
 test-openbao: ## OpenBao tier: the real bao 2.4.0 binary on loopback.
 	@echo "=== tier: openbao"
-	$(GO_TEST) -timeout 20m ./test/openbao/...
+	@# -parallel 8: the tests run their own bao processes and mostly wait on
+	@# them (elections, sys/init); together they use a fraction of the cores.
+	$(GO_TEST) -timeout 20m -parallel 8 ./test/openbao/...
 
 # The local node: a real single-node Kubernetes under $(LOCALNODE_DIR)
 # (override with OPENBAO_LOCALNODE_DIR), run by `go run $(LOCALNODE)`.
@@ -94,8 +101,10 @@ test-e2e: ## e2e tier: a real single-node Kubernetes with the operator installed
 	@# -v shows the node's timings (up, Ready, images, teardown) in CI logs.
 	$(GO_TEST) ./test/images/... ./test/localnode/...
 	@# Tests that call t.Parallel wait on the node, not on the 2 cores:
-	@# -parallel lets them all run at once (the default is GOMAXPROCS).
-	@rc=0; $(GO_TEST) -v -parallel 5 -timeout 20m ./test/e2e/... || rc=$$?; \
+	@# -parallel 8 (the default is GOMAXPROCS): Go starts them in no set
+	@# order, and with 8 slots the longest (backup) rarely waits for one,
+	@# while not every cluster forms at once.
+	@rc=0; $(GO_TEST) -v -parallel 8 -timeout 20m ./test/e2e/... || rc=$$?; \
 	go run $(LOCALNODE) down -owner e2e; exit $$rc
 
 .PHONY: bench-bootstrap

@@ -30,6 +30,7 @@ const acmeDomain = "bao.example.com"
 // domain.
 func TestACMEClusterFormsAgainstPebble(t *testing.T) {
 	cl := installOperator(t)
+	t.Parallel()
 	ctx := context.Background()
 	ns := createNamespace(ctx, t, cl, "e2e-acme")
 	acme := pebbletest.StartOn(t, bridgeGateway(t))

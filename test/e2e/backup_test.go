@@ -82,6 +82,7 @@ func startBridgeMinIO(t testing.TB) *miniotest.Server {
 // credential, a token or a byte of a snapshot.
 func TestBackupsOnScheduleAndOnDemandToMinIO(t *testing.T) {
 	installOperator(t)
+	t.Parallel()
 	cl := backupClient(t)
 	ctx := context.Background()
 	start := time.Now()

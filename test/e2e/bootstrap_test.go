@@ -20,6 +20,7 @@ import (
 // the service-registration labels, scales out, and never holds a token.
 func TestSelfInitClusterFormsWithoutARootToken(t *testing.T) {
 	cl := installOperator(t)
+	t.Parallel()
 	ctx := context.Background()
 	ns := createNamespace(ctx, t, cl, "e2e-selfinit")
 	createClusterWith(ctx, t, cl, ns, "bao", map[string]any{
@@ -98,6 +99,10 @@ func TestOperatorKilledDuringBootstrapStillInitializesOnce(t *testing.T) {
 // succeeds and its token reaches no one, the same state a kill inside the
 // call leaves. The operator must reset pod-0 once; with the policy gone the
 // second initialization stores its token and the cluster forms.
+//
+// It stays serial although it kills nothing: it counts the sys/init calls
+// exactly, and beside the parallel tests it once saw three, a call after
+// the reset having failed without initializing and been retried.
 func TestARootTokenThatCannotBeStoredIsHealedOnce(t *testing.T) {
 	cl := installOperator(t)
 	ctx := context.Background()
@@ -152,6 +157,7 @@ func waitFormed(ctx context.Context, t *testing.T, cl client.Client, ns, port st
 // killManager deletes the manager pod at once, as a node crash would, and
 // says when; the Deployment starts another, which takes the leader lease
 // once it expires. The killed manager's log is kept to its last line.
+// Tests that call it must not call t.Parallel (see the package comment).
 func killManager(ctx context.Context, t *testing.T, cl client.Client) (killed time.Time) {
 	t.Helper()
 	pod := managerPod(ctx, t, cl)

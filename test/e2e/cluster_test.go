@@ -30,6 +30,7 @@ const replicas = 3
 // no secret of the namespace may appear in a log, an event or a status.
 func TestClusterFormsServesTLSAndRotatesWithoutRestart(t *testing.T) {
 	cl := installOperator(t)
+	t.Parallel()
 	ctx := context.Background()
 	ns := createNamespace(ctx, t, cl, "e2e-cluster")
 	start := time.Now()

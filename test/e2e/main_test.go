@@ -5,6 +5,12 @@
 // The run records the host facts before the node comes up and fails when
 // they differ after it is torn down. A node that is already up (`make
 // demo`) is reused and left running.
+//
+// A test that kills the operator (killManager) stays serial, as does one
+// that counts the operator's calls to OpenBao exactly; every other test
+// calls t.Parallel. Go runs all serial tests before the first parallel one
+// starts, so no kill lands while a parallel test needs the one manager pod,
+// its log (audit lines), its metrics or a bootstrap it would cut.
 package e2e_test
 
 import (

@@ -27,6 +27,7 @@ const metricsReaderRole = "openbao-operator-metrics-reader"
 // metrics-reader ClusterRole the operator's series.
 func TestOperatorMetricsAreServedOnlyToAllowedScrapers(t *testing.T) {
 	cl := installOperator(t)
+	t.Parallel()
 	ctx := context.Background()
 	for name, tc := range map[string]struct {
 		token string

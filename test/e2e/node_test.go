@@ -22,6 +22,7 @@ import (
 
 func TestClusterDNSResolvesTheKubernetesService(t *testing.T) {
 	requireNode(t)
+	t.Parallel()
 	// The host reaches the kube-dns ClusterIP through kube-proxy's rules.
 	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		var d net.Dialer
@@ -40,6 +41,7 @@ func TestClusterDNSResolvesTheKubernetesService(t *testing.T) {
 
 func TestDefaultStorageClassBindsAClaim(t *testing.T) {
 	requireNode(t)
+	t.Parallel()
 	cl, err := node.Client()
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +68,7 @@ func TestDefaultStorageClassBindsAClaim(t *testing.T) {
 
 func TestOpenBaoImageRunsUnderRestrictedPodSecurity(t *testing.T) {
 	installOperator(t) // imports the OpenBao image
+	t.Parallel()
 	built, err := localnode.BuildImages(node, localnode.ImageOpenBao)
 	if err != nil {
 		t.Fatal(err)

@@ -69,6 +69,7 @@ func breakGlassClient(t testing.TB) client.Client {
 
 func TestOperatorRunsReadyAsNonRootUnderRestrictedPodSecurity(t *testing.T) {
 	cl := installOperator(t)
+	t.Parallel()
 	ctx := context.Background()
 
 	var ns corev1.Namespace
@@ -98,6 +99,7 @@ func TestOperatorRunsReadyAsNonRootUnderRestrictedPodSecurity(t *testing.T) {
 
 func TestRestrictedNamespaceRejectsARootPod(t *testing.T) {
 	cl := installOperator(t)
+	t.Parallel()
 	root := int64(0)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "root-probe", Namespace: localnode.OperatorNamespace},

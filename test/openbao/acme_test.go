@@ -35,6 +35,7 @@ const acmeDomain = "bao.example.com"
 // listener, and three voters form. A client then verifies each server's
 // API listener against Pebble's root.
 func TestACMEClusterFormsAgainstARealACMEServer(t *testing.T) {
+	t.Parallel()
 	acme := pebbletest.Start(t)
 	c := &v1alpha1.OpenBaoCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "bao", Namespace: "test"},

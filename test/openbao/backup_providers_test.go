@@ -30,6 +30,7 @@ import (
 // no secret is in the report, and retention through the same store keeps
 // the newest.
 func TestExecutorStreamsARealSnapshotIntoGCSAndAzure(t *testing.T) {
+	t.Parallel()
 	bao := baotest.Start(t, baotest.Options{})
 	root := initNode(t, bao, nil)
 	c, iss := testCluster(), newIssuer(t)

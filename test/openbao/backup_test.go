@@ -84,6 +84,7 @@ func runExecutor(t *testing.T, cfg backup.ExecutorConfig) backup.Report {
 // cluster's prefix; a JWT for another cluster is refused; retention then
 // keeps exactly what it should.
 func TestExecutorStreamsARealSnapshotIntoMinIO(t *testing.T) {
+	t.Parallel()
 	bao := baotest.Start(t, baotest.Options{})
 	m := miniotest.Start(t)
 	root := initNode(t, bao, nil)

@@ -52,6 +52,7 @@ func runChecker(t *testing.T, groups ...string) (string, bool) {
 }
 
 func TestEveryGoldenConfigPassesOpenBaosOwnChecks(t *testing.T) {
+	t.Parallel()
 	dir := goldenDir(t)
 	files, err := filepath.Glob(filepath.Join(dir, "*.hcl"))
 	if err != nil || len(files) == 0 {
@@ -73,6 +74,7 @@ func TestEveryGoldenConfigPassesOpenBaosOwnChecks(t *testing.T) {
 }
 
 func TestConfigCheckerRejectsWhatOpenBaoWouldRefuse(t *testing.T) {
+	t.Parallel()
 	base := readGolden(t, "static-bootstrap.hcl")
 	acme := readGolden(t, "acme.hcl")
 	tests := map[string]string{
@@ -156,6 +158,7 @@ func startGoldenWith(t *testing.T, certs testCerts, key []byte, nodeID, config s
 }
 
 func TestStaticSealGoldenConfigServesHealthOverTLS(t *testing.T) {
+	t.Parallel()
 	bao := startGolden(t, loopbackConfig(t, readGolden(t, "static-bootstrap.hcl")))
 
 	if status, body := call(t, bao, http.MethodGet, "/v1/sys/health", ""); status != http.StatusNotImplemented {
@@ -171,6 +174,7 @@ func TestStaticSealGoldenConfigServesHealthOverTLS(t *testing.T) {
 }
 
 func TestSelfInitGoldenFileInitializesPodZeroOnFirstStart(t *testing.T) {
+	t.Parallel()
 	config := loopbackConfig(t, readGolden(t, "static-bootstrap.hcl")) + "\n" + readGolden(t, "selfinit.hcl")
 	bao := startGolden(t, config, "BAO_ADMIN_PASSWORD=correct horse")
 
@@ -190,6 +194,7 @@ func TestSelfInitGoldenFileInitializesPodZeroOnFirstStart(t *testing.T) {
 }
 
 func TestBootstrapGoldenConfigLetsAJoinerJoinPodZero(t *testing.T) {
+	t.Parallel()
 	golden := readGolden(t, "static-bootstrap.hcl")
 	certs := newTestCerts(t)
 	leader := startGoldenWith(t, certs, nil, "node-0", loopbackConfig(t, golden))

@@ -72,6 +72,7 @@ func formCluster(t testing.TB, timers baoconfig.Timers, autopilot *openbao.Autop
 }
 
 func TestStandardInitFormsThreeVotersAfterAutopilotPromotion(t *testing.T) {
+	t.Parallel()
 	want := autopilot.For(3, autopilot.Overrides{}, autopilot.PhaseBootstrap)
 	f := formCluster(t, baoconfig.Timers{}, &want)
 	t.Logf("operator timers: sys/init %s, Initialize %s, joiners to 3 voters %s, pod-0 start to 3 voters %s",
@@ -125,6 +126,7 @@ func TestStandardInitFormsThreeVotersAfterAutopilotPromotion(t *testing.T) {
 }
 
 func TestOpenBaoRefusesWhatValidateAutopilotRejects(t *testing.T) {
+	t.Parallel()
 	certs := newTestCerts(t)
 	node := startNode(t, certs, newUnsealKey(t), "node-0", nodeConfig{})
 	c := baoClient(t, node, certs.CA, openbao.Token{})

@@ -31,6 +31,7 @@ func backupLogin(t *testing.T, bao *baotest.Server, iss *issuer, role string) op
 // the backup role writes and reads openbao-operator/canary; another path
 // of the mount, the mount list and the mount itself are refused.
 func TestTheBackupRoleMayWriteAndReadTheCanaryAndNothingElse(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	bao := baotest.Start(t, baotest.Options{})
 	root := initNode(t, bao, nil)
@@ -103,6 +104,7 @@ func applyRevision1(t *testing.T, w openbao.Client, iss identity.Issuer) {
 // stored token) adds the restore role and the canary, and the next backup
 // writes one.
 func TestApplyOverARevision1IdentityAddsTheRestoreRoleAndTheCanary(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newRevision1Fixture(t)
 	if _, _, err := baoClient(t, f.bao, nil, openbao.Token{}).Login(ctx, identity.Mount, identity.RestoreRole,
@@ -136,6 +138,7 @@ func TestApplyOverARevision1IdentityAddsTheRestoreRoleAndTheCanary(t *testing.T)
 // no mount serves it (someone disabled it): 404, and the backup goes on.
 // Apply refuses to take a path that holds KV version 2.
 func TestABackupWithoutTheCanaryMountSaysSo(t *testing.T) {
+	t.Parallel()
 	f := newRevision1Fixture(t)
 	if err := identity.Apply(context.Background(), baoClient(t, f.bao, nil, f.root), testCluster(), f.iss.identity(t)); err != nil {
 		t.Fatal(err)
@@ -190,6 +193,7 @@ func newRevision1Fixture(t *testing.T) revision1Fixture {
 // canary, the canary changes afterwards, and the restored snapshot holds
 // exactly the value the backup reported.
 func TestTheSnapshotHoldsTheCanaryItsBackupRecorded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newRestoreFixture(t)
 	b := runExecutor(t, f.backupCfg)

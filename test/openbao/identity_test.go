@@ -76,6 +76,7 @@ func testCluster() *v1alpha1.OpenBaoCluster {
 // sys/init, then logs in with service-account tokens as the operator and
 // a backup Job would.
 func TestTheOperatorsIdentityAllowsWhatRolloutsAndBackupsNeedAndNothingElse(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := formCluster(t, baoconfig.Timers{}, nil)
 	root := baoClient(t, f.nodes[0], f.certs.CA, f.token)
@@ -151,6 +152,7 @@ func containsSecret(err error, secret string) bool {
 // the controller reads it, step the leader down and see another lead,
 // remove a peer.
 func TestRolloutPrimitivesWithTheUpgradeRole(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := formCluster(t, baoconfig.Timers{}, nil)
 	root := baoClient(t, f.nodes[0], f.certs.CA, f.token)

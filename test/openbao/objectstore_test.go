@@ -48,6 +48,7 @@ func incompleteUploads(t *testing.T, m *miniotest.Server) int {
 // fails (the snapshot check, a canceled context) leaves neither an object
 // nor parts; refusals are classified.
 func TestS3StoreAgainstMinIO(t *testing.T) {
+	t.Parallel()
 	m := miniotest.Start(t)
 	ctx := context.Background()
 	for _, concurrency := range []int{1, 2} {
@@ -122,6 +123,7 @@ func (e *errAfter) Read([]byte) (int, error) { return 0, e.err }
 // replaced after Stat is not read under the old version (If-Match on its
 // ETag fails with ErrVersionChanged); the version as it is reads fine.
 func TestOpenVersionReadsOnlyTheVersionStatReturned(t *testing.T) {
+	t.Parallel()
 	m := miniotest.Start(t)
 	store := s3Store(t, m)
 	ctx := context.Background()

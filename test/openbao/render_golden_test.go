@@ -14,6 +14,7 @@ import (
 // CR (internal/render's golden files), against OpenBao's own loader; with
 // self-init, the self-init file is loaded beside it, as pod-0 does.
 func TestEveryRenderedClusterConfigPassesOpenBaosOwnChecks(t *testing.T) {
+	t.Parallel()
 	root, err := testbin.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

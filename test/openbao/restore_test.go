@@ -97,6 +97,7 @@ func newRestoreFixture(t *testing.T) restoreFixture {
 // written before the snapshot are back, the ones after are gone. The
 // backup role's token may not restore.
 func TestRestoreBringsBackTheSnapshotsDataThroughTheSealCheckedEndpoint(t *testing.T) {
+	t.Parallel()
 	f := newRestoreFixture(t)
 	kvWrite(t, f.bao, f.root, "before", "one")
 	writeData(t, f.bao, f.root, 8, 256<<10)
@@ -149,6 +150,7 @@ func TestRestoreBringsBackTheSnapshotsDataThroughTheSealCheckedEndpoint(t *testi
 // refuses it at the seal-checked endpoint, the report says SealMismatch,
 // and the data is unchanged.
 func TestRestoreRefusesAnotherClustersSnapshotAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	f := newRestoreFixture(t)
 	other := baotest.Start(t, baotest.Options{NodeID: "other-0"})
 	otherRoot := initNode(t, other, nil)
@@ -178,6 +180,7 @@ func TestRestoreRefusesAnotherClustersSnapshotAndChangesNothing(t *testing.T) {
 // by the first read, with the restore role's token never used (the
 // server's data is unchanged and OpenBao saw no restore request).
 func TestRestoreRefusesABadObjectBeforePostingAnything(t *testing.T) {
+	t.Parallel()
 	f := newRestoreFixture(t)
 	kvWrite(t, f.bao, f.root, "before", "one")
 	b := runExecutor(t, f.backupCfg)

@@ -55,6 +55,7 @@ func login(t *testing.T, s *baotest.Server, user, password string) openbao.Token
 }
 
 func TestSelfInitWithTheAutopilotRequestFormsThreeVoters(t *testing.T) {
+	t.Parallel()
 	const password = "reader password"
 	request, err := autopilot.SelfInitRequest(3, autopilot.Overrides{})
 	if err != nil {
@@ -195,6 +196,7 @@ path "transit/decrypt/autounseal" { capabilities = ["update"] }`
 }
 
 func TestTransitSealInitializesAndAutoUnsealsAfterRestart(t *testing.T) {
+	t.Parallel()
 	transit, transitCerts, sealToken := transitServer(t)
 	certs := newTestCerts(t)
 	seal := baoconfig.Seal{Type: baoconfig.SealTransit, Options: map[string]string{

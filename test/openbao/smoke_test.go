@@ -1,5 +1,10 @@
 // Package openbao_test is the OpenBao tier: tests against the real bao 2.4.0
 // binary on loopback.
+//
+// Every test but the store conformance suite (see there) runs in
+// parallel: each starts its own bao processes, object stores and ACME
+// server in its own directories on free ports, and mostly waits on them
+// (Raft elections, sys/init), not on the CPU.
 package openbao_test
 
 import (
@@ -14,6 +19,7 @@ import (
 )
 
 func TestHealthBeforeAndAfterInitWithStaticSeal(t *testing.T) {
+	t.Parallel()
 	bao := baotest.Start(t, baotest.Options{})
 
 	status, body := request(t, http.MethodGet, bao.Addr+"/v1/sys/health", "")

@@ -19,6 +19,11 @@ import (
 // a few parts long.
 const conformancePart = 5 << 20
 
+// The conformance tests stay serial, unlike the rest of the tier: the suite
+// measures Put's memory as this process's heap growth, which another test
+// running beside it would inflate. Go runs every serial test before the
+// first parallel one starts.
+
 func TestStoreConformanceS3OnMinIO(t *testing.T) {
 	m := miniotest.Start(t)
 	storetest.Run(t, storetest.Target{

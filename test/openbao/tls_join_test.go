@@ -49,6 +49,7 @@ seal "static" {
 // from the new CA. That is the state a peer may be in during the
 // propagation delay, and bao must honour every CA in the file.
 func TestPeerWithOverlapBundleJoinsLeaderOnNewCA(t *testing.T) {
+	t.Parallel()
 	spec := pki.Spec{ClusterName: "bao", Namespace: "test", HeadlessService: "bao-internal",
 		ClientService: "bao", Replicas: 2, RotationPeriod: time.Hour, BundlePropagation: time.Minute}
 	// bao checks certificates against the real clock, so the simulated

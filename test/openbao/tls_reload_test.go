@@ -87,6 +87,7 @@ func (r *rotation) cert() []byte { return r.obs.Server.CertPEM }
 // keeps its PID, and a client that trusts only the published CA bundle
 // handshakes at every step.
 func TestCertificateRotationReloadsWithoutRestart(t *testing.T) {
+	t.Parallel()
 	r := &rotation{t: t, dir: t.TempDir(), now: time.Now().UTC().Truncate(time.Second),
 		spec: pki.Spec{ClusterName: "bao", Namespace: "test", HeadlessService: "bao-internal",
 			ClientService: "bao", Replicas: 3, RotationPeriod: time.Hour, BundlePropagation: time.Minute}}
@@ -263,6 +264,7 @@ func childOf(t *testing.T, pid int) int {
 // TestWrapperExitsWithBaosExitCode: bao refusing its configuration exits
 // with some code; under the wrapper the container must exit with the same.
 func TestWrapperExitsWithBaosExitCode(t *testing.T) {
+	t.Parallel()
 	bao, err := testbin.Path("bao")
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 // newline (which ValidateUnsealKey rejects) stop bao at the seal
 // configuration.
 func TestOpenBaoRefusesTheKeysValidateUnsealKeyRejects(t *testing.T) {
+	t.Parallel()
 	good := newUnsealKey(t)
 	bad := append(append([]byte{}, good...), '\n')
 	if err := sealkey.Validate(bad); err == nil {
