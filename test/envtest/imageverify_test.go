@@ -171,12 +171,25 @@ func TestImageVerificationKeepsTheDigestWhileTheRegistryIsDown(t *testing.T) {
 	image, key, digest, reg := imageRegistry(t)
 	c := verifiedCluster(t, "image-down", image, key, "2.4.0", "Block")
 	want := image + ":2.4.0@" + digest
-	eventually(t, wait, "the StatefulSet runs the verified digest", func() error {
+	// The StatefulSet is applied before the pass writes its status: wait
+	// for the recorded digest too, or the registry goes down before the
+	// operator remembers what it verified.
+	eventually(t, wait, "the StatefulSet runs the verified digest, and the status records it", func() error {
 		_, got, err := serverImage(ctx, c)
 		if err == nil && got != want {
 			err = fmt.Errorf("image %q, want %q", got, want)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		latest := &v1alpha1.OpenBaoCluster{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), latest); err != nil {
+			return err
+		}
+		if v := latest.Status.ImageVerification; v == nil || v.Digest != digest {
+			return fmt.Errorf("status.imageVerification %+v", v)
+		}
+		return nil
 	})
 	reg.Close()
 	latest := &v1alpha1.OpenBaoCluster{}
