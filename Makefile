@@ -30,12 +30,13 @@ tools: ## Build the pinned tool binaries and install Azurite from npm (cached ou
 	@bash test/tools/build.sh
 
 .PHONY: generate
-generate: ## Generate deepcopy code, CRDs and RBAC from the API markers.
+generate: ## Generate deepcopy code, CRDs and RBAC from the API markers (and the tenancy install's roles from them).
 	@bash test/tools/build.sh controller-gen
 	$(CONTROLLER_GEN) object paths="./api/..."
 	$(CONTROLLER_GEN) crd rbac:roleName=openbao-operator-manager paths="./..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	go run ./internal/crdgen/cmd/crdgen config/crd/bases/openbao.org_openbaoclusters.yaml
+	go run ./internal/tenancy/cmd/rbacgen config/rbac/role.yaml config/tenancy
 	@$(MAKE) --no-print-directory chart-sync
 
 # The install chart keeps copies of config/ (helm installs crds/ as they are;

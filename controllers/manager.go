@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/openbao/operator/internal/bootstrap"
@@ -25,6 +26,23 @@ type ManagerSettings struct {
 	// server; it runs only once webhooks are registered (SetupWebhooks).
 	WebhookPort    int
 	WebhookCertDir string
+	// WatchNamespaces, when set, are the only namespaces the manager's
+	// cache serves (a namespaced install).
+	WatchNamespaces []string
+	// NewCache, when set, builds the manager's cache (a tenancy install's
+	// nscache); it gets CacheOptions.
+	NewCache cache.NewCacheFunc
+}
+
+func cacheOptions(namespaces []string) cache.Options {
+	opts := CacheOptions()
+	if len(namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
 }
 
 // ManagerOptions builds the manager's options as the operator runs them.
@@ -42,7 +60,8 @@ func ManagerOptions(s ManagerSettings) ctrl.Options {
 		// the lease over at once instead of making a successor wait for
 		// its expiry.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         CacheOptions(),
+		Cache:                         cacheOptions(s.WatchNamespaces),
+		NewCache:                      s.NewCache,
 		WebhookServer:                 webhook.NewServer(webhook.Options{Port: s.WebhookPort, CertDir: s.WebhookCertDir}),
 		// A pass inside sys/init finishes storing the token before the
 		// manager exits; the Deployment's terminationGracePeriodSeconds

@@ -39,6 +39,8 @@ type OpenBaoBackupReconciler struct {
 	OperatorImage string
 	// NewStore opens the backup target for retention; nil is open.Store.
 	NewStore func(context.Context, objectstore.Config) (objectstore.Store, error)
+	// Scope names the namespaces the controller holds rights in; nil: all.
+	Scope Scope
 
 	mu sync.Mutex
 	// started remembers, per cluster, the backup this process started
@@ -73,6 +75,10 @@ func (r *OpenBaoBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if b.Status.Phase.Done() || !b.DeletionTimestamp.IsZero() {
 		r.forgetStarted(b)
 		return ctrl.Result{}, nil
+	}
+	if managed, _, err := manages(ctx, r.Scope, b.Namespace); err != nil || !managed {
+		// The cluster's status says why; the backup waits for its namespace.
+		return ctrl.Result{RequeueAfter: outOfScopeRetry}, err
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("cluster", b.Spec.ClusterName))
 	c := &v1alpha1.OpenBaoCluster{}

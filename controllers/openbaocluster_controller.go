@@ -79,6 +79,8 @@ type OpenBaoClusterReconciler struct {
 	// ImageVerifier checks the image's cosign signature when
 	// spec.imageVerification asks for it.
 	ImageVerifier imageverify.Verifier
+	// Scope names the namespaces the controller holds rights in; nil: all.
+	Scope Scope
 
 	memory memory
 }
@@ -124,6 +126,12 @@ func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	cluster, err := r.readCluster(ctx, req.NamespacedName)
 	if cluster == nil || err != nil {
 		return ctrl.Result{}, err
+	}
+	if managed, why, err := manages(ctx, r.Scope, cluster.Namespace); err != nil || !managed {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.outOfScope(ctx, cluster, why)
 	}
 	if !cluster.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, cluster)
@@ -264,6 +272,9 @@ func (r *OpenBaoClusterReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurr
 	for _, k := range children.Watched(children.ByClusterName) {
 		b = b.Watches(k.New(), handler.EnqueueRequestsFromMapFunc(byClusterName))
 	}
+	if _, ok := r.Scope.(TenantScope); ok {
+		b = b.Watches(&v1alpha1.OpenBaoTenant{}, handler.EnqueueRequestsFromMapFunc(clustersOfTenant(r.Client)))
+	}
 	return b.WithOptions(controllerOptions(maxConcurrent)).Complete(r)
 }
 
@@ -312,6 +323,8 @@ type Options struct {
 	// ImageVerifier checks image signatures; nil takes cosign against the
 	// registries, with a cache of imageverify.DefaultCacheSize digests.
 	ImageVerifier imageverify.Verifier
+	// Scope names the namespaces the controller holds rights in; nil: all.
+	Scope Scope
 }
 
 // NewReconciler builds the reconciler on the manager's cached client and
@@ -334,5 +347,6 @@ func NewReconciler(mgr ctrl.Manager, o Options) (*OpenBaoClusterReconciler, erro
 		Operator: o.Operator, Recorder: mgr.GetEventRecorder("openbao-operator"), Clock: o.Clock,
 		ResyncPeriod: o.ResyncPeriod, OpenBao: o.OpenBao, Issuer: o.Issuer,
 		PreUpgradeSnapshot: NewBackupSnapshots(mgr.GetClient()), ImageVerifier: o.ImageVerifier,
+		Scope: o.Scope,
 	}, nil
 }

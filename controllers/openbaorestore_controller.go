@@ -45,6 +45,8 @@ type OpenBaoRestoreReconciler struct {
 	// set.
 	OperatorImage string
 	Servers       ServerObserver
+	// Scope names the namespaces the controller holds rights in; nil: all.
+	Scope Scope
 
 	mu sync.Mutex
 	// started remembers, per cluster, the restore this process started,
@@ -62,6 +64,10 @@ func (r *OpenBaoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if rs.Status.Phase.Done() || !rs.DeletionTimestamp.IsZero() {
 		r.forget(rs)
 		return ctrl.Result{}, nil
+	}
+	if managed, _, err := manages(ctx, r.Scope, rs.Namespace); err != nil || !managed {
+		// The cluster's status says why; the restore waits for its namespace.
+		return ctrl.Result{RequeueAfter: outOfScopeRetry}, err
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("cluster", rs.Spec.ClusterName))
 	o, err := r.observe(ctx, rs)

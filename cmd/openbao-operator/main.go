@@ -2,7 +2,8 @@
 // as `openbao-operator render -f cluster.yaml` it prints the objects the
 // operator would apply for an OpenBaoCluster, and as `openbao-operator
 // backup ...` and `openbao-operator restore ...` it is the executor of a
-// backup or restore Job.
+// backup or restore Job; as `openbao-operator provisioner` it is the
+// OpenBaoTenant provisioner.
 package main
 
 import (
@@ -29,6 +30,8 @@ func main() {
 		err = runBackup(os.Args[2:], os.Stderr)
 	case len(os.Args) > 1 && os.Args[1] == "restore":
 		err = runRestore(os.Args[2:], os.Stderr)
+	case len(os.Args) > 1 && os.Args[1] == "provisioner":
+		err = runProvisioner(os.Args[2:])
 	default:
 		err = runManager(os.Args[1:])
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,11 @@ type managerFlags struct {
 	namespace      string
 	image          string
 	webhook        webhookFlags
+	// tenancy: the namespaces are those OpenBaoTenants provisioned, and
+	// the informers follow them; watchNamespaces: these, fixed at start.
+	// Neither: every namespace (a cluster-wide install).
+	tenancy         bool
+	watchNamespaces string
 }
 
 // webhookFlags configure the admission webhook and its certificate.
@@ -54,6 +60,10 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	fs.StringVar(&f.watchesFile, "watches-file", "", "watches.yaml to use instead of the embedded one")
 	fs.StringVar(&f.namespace, "operator-namespace", os.Getenv("OPERATOR_NAMESPACE"), "namespace the operator runs in (its pods may reach OpenBao's API port)")
 	fs.StringVar(&f.image, "operator-image", os.Getenv("OPERATOR_IMAGE"), "the operator's image, whose bao-wrapper OpenBao pods run (default: read from the operator's own pod, POD_NAME)")
+	fs.BoolVar(&f.tenancy, "tenancy", false,
+		"manage clusters only in the namespaces OpenBaoTenants provisioned (the least-privilege install: the controller holds no cluster-wide rights on workloads or Secrets)")
+	fs.StringVar(&f.watchNamespaces, "watch-namespace", os.Getenv("WATCH_NAMESPACE"),
+		"comma-separated namespaces to manage clusters in, fixed at start (OLM's OwnNamespace and SingleNamespace modes); empty: all")
 	fs.IntVar(&f.webhook.port, "webhook-port", 9443, "port of the admission webhook's HTTPS server; 0 runs no webhook")
 	fs.StringVar(&f.webhook.certDir, "webhook-cert-dir", filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs"),
 		"directory of the webhook's tls.crt and tls.key")
@@ -69,12 +79,24 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	return f, zapOpts, fs.Parse(args)
 }
 
+// watchNamespace returns --watch-namespace's namespaces; nil for all.
+func (f managerFlags) watchNamespace() []string {
+	var out []string
+	for _, ns := range strings.Split(f.watchNamespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
 // managerSettings are the flags' settings of the manager.
 func (f managerFlags) managerSettings() controllers.ManagerSettings {
 	return controllers.ManagerSettings{
 		Scheme: newScheme(), MetricsAddr: f.metricsAddr, MetricsPlainHTTP: !f.metricsSecure,
 		ProbeAddr: f.probeAddr, LeaderElection: f.leaderElection, Namespace: f.namespace,
 		WebhookPort: f.webhook.port, WebhookCertDir: f.webhook.certDir,
+		WatchNamespaces: f.watchNamespace(),
 	}
 }
 
@@ -82,6 +104,9 @@ func runManager(args []string) error {
 	f, zapOpts, err := parseManagerFlags(args)
 	if err != nil {
 		return err
+	}
+	if f.tenancy && f.watchNamespace() != nil {
+		return fmt.Errorf("--tenancy and --watch-namespace exclude each other: tenants decide the namespaces, or the flag does")
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	settings, err := loadWatches(f.watchesFile)
