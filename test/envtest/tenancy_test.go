@@ -1,0 +1,386 @@
+package envtest_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/controllers"
+	"github.com/openbao/operator/internal/tenancy"
+	"github.com/openbao/operator/test/testbin"
+)
+
+const (
+	operatorNamespace = "openbao-operator-system"
+	provisionerUser   = "system:serviceaccount:" + operatorNamespace + ":" + tenancy.ProvisionerServiceAccount
+	controllerUser    = "system:serviceaccount:" + operatorNamespace + ":" + tenancy.ControllerServiceAccount
+)
+
+// serviceAccountGroups are the groups the API server gives a ServiceAccount.
+func serviceAccountGroups(namespace string) []string {
+	return []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
+}
+
+// asServiceAccount is a client that acts as user with exactly the rights
+// RBAC gives a ServiceAccount of the operator: no system:masters.
+func asServiceAccount(t testing.TB, user string) (*rest.Config, client.Client) {
+	t.Helper()
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: serviceAccountGroups(operatorNamespace)}
+	cl, err := client.New(c, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, cl
+}
+
+// installTenancy creates what config/tenancy installs for the two
+// identities: the generated ClusterRoles, their bindings, the controller's
+// Role in its own namespace, and the policy on the provisioner's
+// RoleBindings. Cluster-wide objects stay for the suite's life: they bind
+// only the operator's ServiceAccounts, which no other test acts as.
+func installTenancy(t *testing.T) {
+	t.Helper()
+	ensureNamespace(t, operatorNamespace)
+	root, _ := testbin.RepoRoot()
+	for _, file := range []string{"tenant_role.yaml", "controller_role.yaml", "provisioner_role.yaml", "role_bindings.yaml", "tenant-bindings-policy.yaml"} {
+		data, err := os.ReadFile(filepath.Join(root, "config", "tenancy", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, obj := range decodeAll(t, data) {
+			if err := k8s.Create(context.Background(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatalf("create %s %s: %v", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+			}
+		}
+	}
+}
+
+// decodeAll decodes the objects of a multi-document file.
+func decodeAll(t *testing.T, data []byte) []client.Object {
+	t.Helper()
+	var out []client.Object
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); err != nil {
+			if err != io.EOF {
+				t.Fatal(err)
+			}
+			return out
+		}
+		if len(obj.Object) > 0 {
+			out = append(out, obj)
+		}
+	}
+}
+
+func ensureNamespace(t testing.TB, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := k8s.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// startProvisioner runs the OpenBaoTenant reconciler in a manager of its
+// own, as the provisioner's ServiceAccount: whatever it does, its rights
+// allow.
+func startProvisioner(t *testing.T) {
+	t.Helper()
+	pcfg, _ := asServiceAccount(t, provisionerUser)
+	mgr, err := ctrl.NewManager(pcfg, ctrl.Options{
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&rbacv1.RoleBinding{}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &controllers.OpenBaoTenantReconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("provisioner"), OperatorNamespace: operatorNamespace,
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("provisioner stopped: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// tenantStatus reads a tenant's status of one namespace.
+func tenantStatus(ctx context.Context, name, namespace string) (v1alpha1.TenantNamespaceStatus, error) {
+	t := &v1alpha1.OpenBaoTenant{}
+	if err := k8s.Get(ctx, client.ObjectKey{Name: name}, t); err != nil {
+		return v1alpha1.TenantNamespaceStatus{}, err
+	}
+	for _, s := range t.Status.Namespaces {
+		if s.Name == namespace {
+			return s, nil
+		}
+	}
+	return v1alpha1.TenantNamespaceStatus{}, fmt.Errorf("namespace %s not in the status (%+v)", namespace, t.Status.Namespaces)
+}
+
+func wantTenantStatus(t *testing.T, tenant, namespace, reason string) {
+	t.Helper()
+	eventually(t, 30*time.Second, tenant+" reports "+namespace+" "+reason, func() error {
+		s, err := tenantStatus(context.Background(), tenant, namespace)
+		if err != nil {
+			return err
+		}
+		if s.Reason != reason || s.Provisioned != (reason == v1alpha1.ReasonProvisioned) {
+			return fmt.Errorf("status %+v", s)
+		}
+		return nil
+	})
+}
+
+func tenantBinding(ctx context.Context, namespace string) (*rbacv1.RoleBinding, error) {
+	b := &rbacv1.RoleBinding{}
+	err := k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: tenancy.TenantRoleName}, b)
+	return b, err
+}
+
+// TestProvisionerBindsTheTenantRoleAndNothingElse runs the provisioner as
+// itself: a tenant provisions its namespaces (one missing until it is
+// created, the operator's own refused), the two identities' rights are
+// checked by SubjectAccessReview in provisioned and other namespaces and
+// at cluster scope, the provisioner cannot write any other RoleBinding nor
+// anyone else the tenant's, and dropping a namespace or the tenant takes
+// the rights away.
+func TestProvisionerBindsTheTenantRoleAndNothingElse(t *testing.T) {
+	ctx := context.Background()
+	installTenancy(t)
+	for _, ns := range []string{"tenancy-a", "tenancy-b", "tenancy-out"} {
+		ensureNamespace(t, ns)
+	}
+	startProvisioner(t)
+	tenant := &v1alpha1.OpenBaoTenant{
+		ObjectMeta: metav1.ObjectMeta{Name: "team-a"},
+		Spec:       v1alpha1.OpenBaoTenantSpec{Namespaces: []string{"tenancy-a", "tenancy-b", "tenancy-later", operatorNamespace}},
+	}
+	if err := k8s.Create(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+	wantTenantStatus(t, "team-a", "tenancy-a", v1alpha1.ReasonProvisioned)
+	wantTenantStatus(t, "team-a", "tenancy-b", v1alpha1.ReasonProvisioned)
+	wantTenantStatus(t, "team-a", "tenancy-later", v1alpha1.ReasonNamespaceNotFound)
+	wantTenantStatus(t, "team-a", operatorNamespace, v1alpha1.ReasonNamespaceRefused)
+	ensureNamespace(t, "tenancy-later")
+	eventually(t, controllers.TenantRetry+20*time.Second, "a namespace created after its tenant provisioned", func() error {
+		_, err := tenantBinding(ctx, "tenancy-later")
+		return err
+	})
+
+	checkAccessTable(t)
+	checkProvisionerCannotWidenBindings(t)
+
+	// A namespace dropped from the spec: Deprovisioning first, then the
+	// binding goes, and the controller's rights with it.
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "team-a"}, tenant); err != nil {
+		t.Fatal(err)
+	}
+	tenant.Spec.Namespaces = []string{"tenancy-a", "tenancy-later"}
+	if err := k8s.Update(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+	wantTenantStatus(t, "team-a", "tenancy-b", v1alpha1.ReasonDeprovisioning)
+	eventually(t, 30*time.Second, "the dropped namespace's binding removed", func() error {
+		if _, err := tenantBinding(ctx, "tenancy-b"); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("binding still there (%v)", err)
+		}
+		if _, err := tenantStatus(ctx, "team-a", "tenancy-b"); err == nil {
+			return fmt.Errorf("still in the status")
+		}
+		return nil
+	})
+	if accessAllowed(t, controllerUser, "tenancy-b", "get", "", "secrets", "") {
+		t.Error("the controller may still read Secrets in a namespace dropped from its tenant")
+	}
+
+	// The tenant deleted: every binding it made goes, then the tenant.
+	if err := k8s.Delete(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the deleted tenant's bindings removed and the tenant gone", func() error {
+		for _, ns := range []string{"tenancy-a", "tenancy-later"} {
+			if _, err := tenantBinding(ctx, ns); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("binding in %s still there (%v)", ns, err)
+			}
+		}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: "team-a"}, &v1alpha1.OpenBaoTenant{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("tenant still there (%v)", err)
+		}
+		return nil
+	})
+}
+
+// accessRow is one SubjectAccessReview and the answer it must get.
+type accessRow struct {
+	who, verb, group, resource, name string
+	allowed                          map[string]bool // by namespace; "" is cluster scope
+}
+
+// checkAccessTable asks the API server, for each identity, verbs ×
+// resources × (provisioned namespace, namespace of no tenant, cluster
+// scope), prints the answers as a table and fails on any unexpected one.
+func checkAccessTable(t *testing.T) {
+	t.Helper()
+	namespaces := []string{"tenancy-a", "tenancy-out", ""}
+	yes := func(ns ...string) map[string]bool {
+		m := map[string]bool{}
+		for _, n := range ns {
+			m[n] = true
+		}
+		return m
+	}
+	rows := []accessRow{
+		{who: "controller", verb: "get", resource: "secrets", allowed: yes("tenancy-a")},
+		{who: "controller", verb: "list", resource: "secrets", allowed: yes("tenancy-a")},
+		{who: "controller", verb: "create", resource: "secrets", allowed: yes("tenancy-a")},
+		{who: "controller", verb: "delete", resource: "pods", allowed: yes("tenancy-a")},
+		{who: "controller", verb: "create", group: "apps", resource: "statefulsets", allowed: yes("tenancy-a")},
+		{who: "controller", verb: "create", group: "rbac.authorization.k8s.io", resource: "rolebindings", allowed: yes("tenancy-a")},
+		{who: "controller", verb: "create", group: "batch", resource: "jobs", allowed: yes("tenancy-a")},
+		{who: "controller", verb: "delete", resource: "persistentvolumeclaims", allowed: yes("tenancy-a")},
+		{who: "controller", verb: "create", resource: "serviceaccounts/token", allowed: yes("tenancy-a")},
+		{who: "controller", verb: "watch", group: "openbao.org", resource: "openbaoclusters", allowed: yes(namespaces...)},
+		{who: "controller", verb: "update", group: "openbao.org", resource: "openbaoclusters/status", allowed: yes(namespaces...)},
+		{who: "controller", verb: "watch", group: "openbao.org", resource: "openbaotenants", allowed: yes(namespaces...)},
+		{who: "controller", verb: "update", group: "openbao.org", resource: "openbaotenants", allowed: yes()},
+		{who: "controller", verb: "list", resource: "namespaces", allowed: yes()},
+		{who: "controller", verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "cluster-admin", allowed: yes()},
+		{who: "provisioner", verb: "get", resource: "secrets", allowed: yes()},
+		{who: "provisioner", verb: "list", resource: "pods", allowed: yes()},
+		{who: "provisioner", verb: "create", group: "apps", resource: "statefulsets", allowed: yes()},
+		{who: "provisioner", verb: "list", resource: "namespaces", allowed: yes()},
+		{who: "provisioner", verb: "get", resource: "namespaces", allowed: yes()},
+		{who: "provisioner", verb: "list", group: "rbac.authorization.k8s.io", resource: "rolebindings", allowed: yes()},
+		{who: "provisioner", verb: "create", group: "rbac.authorization.k8s.io", resource: "rolebindings", allowed: yes(namespaces...)},
+		{who: "provisioner", verb: "delete", group: "rbac.authorization.k8s.io", resource: "rolebindings", name: tenancy.TenantRoleName, allowed: yes(namespaces...)},
+		{who: "provisioner", verb: "delete", group: "rbac.authorization.k8s.io", resource: "rolebindings", name: "someone-elses", allowed: yes()},
+		{who: "provisioner", verb: "create", group: "rbac.authorization.k8s.io", resource: "roles", allowed: yes()},
+		{who: "provisioner", verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: tenancy.TenantRoleName, allowed: yes(namespaces...)},
+		{who: "provisioner", verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "cluster-admin", allowed: yes()},
+		{who: "provisioner", verb: "escalate", group: "rbac.authorization.k8s.io", resource: "clusterroles", allowed: yes()},
+		{who: "provisioner", verb: "update", group: "openbao.org", resource: "openbaotenants/status", allowed: yes(namespaces...)},
+		{who: "provisioner", verb: "get", group: "openbao.org", resource: "openbaoclusters", allowed: yes()},
+	}
+	users := map[string]string{"controller": controllerUser, "provisioner": provisionerUser}
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-12s %-8s %-62s %-11s %-11s %-11s\n", "identity", "verb", "resource", "tenancy-a", "tenancy-out", "cluster")
+	for _, row := range rows {
+		resource := strings.TrimPrefix(row.group+"/"+row.resource, "/")
+		if row.name != "" {
+			resource += " " + row.name
+		}
+		fmt.Fprintf(&table, "%-12s %-8s %-62s", row.who, row.verb, resource)
+		for _, ns := range namespaces {
+			got := accessAllowed(t, users[row.who], ns, row.verb, row.group, row.resource, row.name)
+			mark := map[bool]string{true: "allowed", false: "denied"}[got]
+			if got != row.allowed[ns] {
+				mark += " (!)"
+				t.Errorf("%s %s %s in %q: allowed=%v, want %v", row.who, row.verb, resource, ns, got, row.allowed[ns])
+			}
+			fmt.Fprintf(&table, " %-11s", mark)
+		}
+		table.WriteString("\n")
+	}
+	t.Logf("SubjectAccessReview of the two identities:\n%s", table.String())
+}
+
+// accessAllowed asks the API server whether user may verb the resource.
+func accessAllowed(t testing.TB, user, namespace, verb, group, resource, name string) bool {
+	t.Helper()
+	res, sub, _ := strings.Cut(resource, "/")
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user, Groups: serviceAccountGroups(operatorNamespace),
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: namespace, Verb: verb, Group: group, Resource: res, Subresource: sub, Name: name,
+		},
+	}}
+	if err := k8s.Create(context.Background(), sar); err != nil {
+		t.Fatal(err)
+	}
+	return sar.Status.Allowed
+}
+
+// checkProvisionerCannotWidenBindings: what RBAC lets the provisioner
+// create, the policy narrows to the tenant binding; RBAC's escalation
+// check refuses a binding of a role it does not hold; and nobody else
+// changes the tenant binding, short of the break-glass group.
+func checkProvisionerCannotWidenBindings(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	_, provisioner := asServiceAccount(t, provisionerUser)
+	binding := func(name, role string, subject rbacv1.Subject) *rbacv1.RoleBinding {
+		return &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenancy-out"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{subject},
+		}
+	}
+	controllerSA := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: tenancy.ControllerServiceAccount, Namespace: operatorNamespace}
+	itself := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: tenancy.ProvisionerServiceAccount, Namespace: operatorNamespace}
+	refusals := map[string]struct {
+		obj  *rbacv1.RoleBinding
+		want string
+	}{
+		"the tenant role under another name": {binding("sneaky", tenancy.TenantRoleName, controllerSA), "may only write the RoleBinding openbao-operator-tenant"},
+		"the tenant role to itself":          {binding(tenancy.TenantRoleName, tenancy.TenantRoleName, itself), "may only write the RoleBinding openbao-operator-tenant"},
+		"cluster-admin to the controller":    {binding(tenancy.TenantRoleName, "cluster-admin", controllerSA), "attempting to grant RBAC permissions not currently held"},
+	}
+	// The API server loads a new policy asynchronously.
+	waitUntil(t, 30*time.Second, "the tenant-bindings policy in force", func() bool {
+		err := provisioner.Create(ctx, binding("probe", tenancy.TenantRoleName, controllerSA))
+		if err == nil {
+			_ = k8s.Delete(ctx, binding("probe", tenancy.TenantRoleName, controllerSA))
+		}
+		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err)
+	})
+	for name, tc := range refusals {
+		err := provisioner.Create(ctx, tc.obj)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("provisioner creates %s: got %v, want a refusal containing %q", name, err, tc.want)
+			_ = k8s.Delete(ctx, tc.obj)
+		}
+	}
+	existing, err := tenantBinding(ctx, "tenancy-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	existing.Subjects = append(existing.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, Name: "mallory"})
+	if err := as(t, "alice").Update(ctx, existing.DeepCopy()); err == nil || !strings.Contains(err.Error(), "is the provisioner's") {
+		t.Errorf("an admin widens the tenant binding by hand: got %v, want refused", err)
+	}
+	if err := as(t, "bob", breakGlassGroup).Delete(ctx, existing.DeepCopy()); err != nil {
+		t.Errorf("break-glass deletes the tenant binding: %v", err)
+	}
+	// The provisioner puts it back at its next pass (a resync, or the
+	// tenant's next change); the test's next step changes the tenant.
+}
