@@ -48,6 +48,7 @@ var operatorChartCases = map[string]map[string]any{
 		"commonLabels": map[string]any{"team": "platform"},
 		"extraArgs":    []any{"--zap-log-level=debug"},
 	},
+	"tenancy": {"tenancy": map[string]any{"enabled": true}},
 	"webhook-cert-from-secret": {
 		"webhook": map[string]any{"certManaged": false, "certSecret": "openbao-operator-webhook-tls"},
 	},
@@ -181,10 +182,14 @@ func TestOperatorChartLint(t *testing.T) {
 // generate` refreshes them; a copy that drifted fails here.
 func TestOperatorChartMatchesConfig(t *testing.T) {
 	copies := map[string]string{
-		"files/manager-role.yaml":                "../config/rbac/role.yaml",
-		"files/webhook.yaml":                     "../config/webhook/manifests.yaml",
-		"files/admission/replicas-warning.yaml":  "../config/admission/replicas-warning.yaml",
-		"files/admission/disruption-budget.yaml": "../config/admission/disruption-budget.yaml",
+		"files/manager-role.yaml":                   "../config/rbac/role.yaml",
+		"files/webhook.yaml":                        "../config/webhook/manifests.yaml",
+		"files/admission/replicas-warning.yaml":     "../config/admission/replicas-warning.yaml",
+		"files/admission/disruption-budget.yaml":    "../config/admission/disruption-budget.yaml",
+		"files/tenancy/tenant_role.yaml":            "../config/tenancy/tenant_role.yaml",
+		"files/tenancy/controller_role.yaml":        "../config/tenancy/controller_role.yaml",
+		"files/tenancy/provisioner_role.yaml":       "../config/tenancy/provisioner_role.yaml",
+		"files/tenancy/tenant-bindings-policy.yaml": "../config/tenancy/tenant-bindings-policy.yaml",
 	}
 	bases, err := filepath.Glob("../config/crd/bases/*.yaml")
 	if err != nil || len(bases) == 0 {
