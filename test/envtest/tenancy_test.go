@@ -18,14 +18,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/controllers"
 	"github.com/openbao/operator/internal/tenancy"
+	"github.com/openbao/operator/internal/values"
 	"github.com/openbao/operator/test/testbin"
 )
 
@@ -166,20 +169,26 @@ func tenantBinding(ctx context.Context, namespace string) (*rbacv1.RoleBinding, 
 	return b, err
 }
 
-// TestProvisionerBindsTheTenantRoleAndNothingElse runs the provisioner as
-// itself: a tenant provisions its namespaces (one missing until it is
+// TestTenancy runs the least-privilege install's two identities as
+// themselves, each with the rights config/tenancy gives it and no more.
+func TestTenancy(t *testing.T) {
+	installTenancy(t)
+	startProvisioner(t)
+	t.Run("the provisioner binds the tenant role and nothing else", testProvisionerBindsTheTenantRoleAndNothingElse)
+	t.Run("the controller follows tenants without a restart", testControllerFollowsTenants)
+}
+
+// testProvisionerBindsTheTenantRoleAndNothingElse: a tenant provisions its namespaces (one missing until it is
 // created, the operator's own refused), the two identities' rights are
 // checked by SubjectAccessReview in provisioned and other namespaces and
 // at cluster scope, the provisioner cannot write any other RoleBinding nor
 // anyone else the tenant's, and dropping a namespace or the tenant takes
 // the rights away.
-func TestProvisionerBindsTheTenantRoleAndNothingElse(t *testing.T) {
+func testProvisionerBindsTheTenantRoleAndNothingElse(t *testing.T) {
 	ctx := context.Background()
-	installTenancy(t)
 	for _, ns := range []string{"tenancy-a", "tenancy-b", "tenancy-out"} {
 		ensureNamespace(t, ns)
 	}
-	startProvisioner(t)
 	tenant := &v1alpha1.OpenBaoTenant{
 		ObjectMeta: metav1.ObjectMeta{Name: "team-a"},
 		Spec:       v1alpha1.OpenBaoTenantSpec{Namespaces: []string{"tenancy-a", "tenancy-b", "tenancy-later", operatorNamespace}},
@@ -383,4 +392,100 @@ func checkProvisionerCannotWidenBindings(t *testing.T) {
 	}
 	// The provisioner puts it back at its next pass (a resync, or the
 	// tenant's next change); the test's next step changes the tenant.
+}
+
+// tenancyTestLabel marks the clusters of the tenancy test: its controller
+// caches only those, so it does not report on the other tests' clusters.
+const tenancyTestLabel = "openbao.org/tenancy-test"
+
+// startTenancyController runs the OpenBaoCluster reconciler as the
+// controller's ServiceAccount, with the tenancy install's cache and scope.
+func startTenancyController(t *testing.T) {
+	t.Helper()
+	ccfg, _ := asServiceAccount(t, controllerUser)
+	newCache, scope := controllers.NewTenancy()
+	opts := controllers.ManagerOptions(controllers.ManagerSettings{Scheme: scheme, MetricsAddr: "0", NewCache: newCache})
+	opts.Cache.ByObject[&v1alpha1.OpenBaoCluster{}] = cache.ByObject{Label: labels.SelectorFromSet(labels.Set{tenancyTestLabel: "true"})}
+	mgr, err := ctrl.NewManager(ccfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope.Reader = mgr.GetClient()
+	r, err := controllers.NewReconciler(mgr, controllers.Options{
+		Operator: values.Operator{Namespace: operatorNamespace}, ResyncPeriod: 10 * time.Minute, Scope: scope,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetupWithManager(mgr, 2); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("controller stopped: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// testControllerFollowsTenants: a cluster in a namespace no tenant holds is
+// told so on its status; once a tenant provisions the namespace the same
+// controller, as itself, renders the cluster there (a Role among its
+// children, which RBAC lets it create only while it holds those rights
+// there); and when the tenant goes, the cluster is told again.
+func testControllerFollowsTenants(t *testing.T) {
+	ctx := context.Background()
+	ensureNamespace(t, "tenancy-ctl")
+	startTenancyController(t)
+	c := newCluster(t, "tenancy-ctl", `
+metadata: {name: tenanted, labels: {openbao.org/tenancy-test: "true"}}
+spec: {version: 2.4.0, replicas: 3}
+`)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	wantNotProvisioned := func(what string) {
+		t.Helper()
+		eventually(t, 30*time.Second, what, func() error {
+			got, err := condition(ctx, c, v1alpha1.ConditionDegraded)
+			if err != nil {
+				return err
+			}
+			if got.Status != metav1.ConditionTrue || got.Reason != v1alpha1.ReasonNamespaceNotProvisioned ||
+				!strings.Contains(got.Message, "tenancy-ctl") {
+				return fmt.Errorf("Degraded %s %s: %s", got.Status, got.Reason, got.Message)
+			}
+			return nil
+		})
+	}
+	wantNotProvisioned("a cluster outside every tenant reported")
+	if n, err := childrenAnyCluster(ctx, "tenancy-ctl"); err != nil || n != 0 {
+		t.Fatalf("children in a namespace no tenant provisioned: %d (%v)", n, err)
+	}
+
+	tenant := &v1alpha1.OpenBaoTenant{ObjectMeta: metav1.ObjectMeta{Name: "team-ctl"},
+		Spec: v1alpha1.OpenBaoTenantSpec{Namespaces: []string{"tenancy-ctl"}}}
+	if err := k8s.Create(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the cluster rendered once its namespace is provisioned", func() error {
+		got, err := childrenOf(ctx, "tenancy-ctl", c.Name)
+		if err != nil {
+			return err
+		}
+		for _, name := range []string{"StatefulSet/tenanted", "Role/tenanted-service-registration"} {
+			if _, ok := got[name]; !ok {
+				return fmt.Errorf("%s missing; have %d children", name, len(got))
+			}
+		}
+		return k8s.Get(ctx, client.ObjectKey{Namespace: "tenancy-ctl", Name: c.UnsealKeySecretName()}, &corev1.Secret{})
+	})
+
+	if err := k8s.Delete(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+	wantNotProvisioned("the cluster reported again once its tenant is gone")
 }
