@@ -272,7 +272,7 @@ func (r *OpenBaoClusterReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurr
 	for _, k := range children.Watched(children.ByClusterName) {
 		b = b.Watches(k.New(), handler.EnqueueRequestsFromMapFunc(byClusterName))
 	}
-	if _, ok := r.Scope.(TenantScope); ok {
+	if _, ok := r.Scope.(*TenantScope); ok {
 		b = b.Watches(&v1alpha1.OpenBaoTenant{}, handler.EnqueueRequestsFromMapFunc(clustersOfTenant(r.Client)))
 	}
 	return b.WithOptions(controllerOptions(maxConcurrent)).Complete(r)

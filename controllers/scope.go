@@ -6,13 +6,17 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/nscache"
 	"github.com/openbao/operator/internal/tenancy"
 )
 
@@ -44,7 +48,25 @@ type TenantScope struct {
 	Cache  NamespaceSetter
 }
 
-func (s TenantScope) Manages(ctx context.Context, namespace string) (bool, string, error) {
+// NewTenancy returns the manager's cache constructor of a tenancy install
+// and the scope that drives it: the operator's own kinds cluster-wide,
+// every other namespaced kind only from the namespaces tenants provisioned.
+// Set the scope's Reader to the manager's client.
+func NewTenancy() (cache.NewCacheFunc, *TenantScope) {
+	s := &TenantScope{}
+	return func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+		c, err := nscache.New(cfg, opts, func(gvk schema.GroupVersionKind) bool {
+			return gvk.Group == v1alpha1.GroupVersion.Group
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.Cache = c
+		return c, nil
+	}, s
+}
+
+func (s *TenantScope) Manages(ctx context.Context, namespace string) (bool, string, error) {
 	tenants := &v1alpha1.OpenBaoTenantList{}
 	if err := s.Reader.List(ctx, tenants); err != nil {
 		return false, "", fmt.Errorf("list OpenBaoTenants: %w", err)

@@ -126,11 +126,21 @@ func runManager(args []string) error {
 			return err
 		}
 	}
-	mgr, err := ctrl.NewManager(cfg, controllers.ManagerOptions(f.managerSettings()))
+	managerSettings := f.managerSettings()
+	var scope *controllers.TenantScope
+	if f.tenancy {
+		managerSettings.NewCache, scope = controllers.NewTenancy()
+	}
+	mgr, err := ctrl.NewManager(cfg, controllers.ManagerOptions(managerSettings))
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	if err := setUpReconcilers(mgr, cfg, f, settings, openshift); err != nil {
+	var s controllers.Scope
+	if scope != nil {
+		scope.Reader = mgr.GetClient()
+		s = scope
+	}
+	if err := setUpReconcilers(mgr, cfg, f, settings, openshift, s); err != nil {
 		return err
 	}
 	if err := setUpWebhook(mgr, f); err != nil {
@@ -193,7 +203,7 @@ func ownImage(cfg *rest.Config, namespace, podName string) (string, error) {
 
 // setUpReconcilers registers the OpenBaoCluster, OpenBaoBackup and
 // OpenBaoRestore reconcilers with the manager.
-func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settings watches.Settings, openshift bool) error {
+func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settings watches.Settings, openshift bool, scope controllers.Scope) error {
 	issuer, err := controllers.NewIssuerSource(cfg, clock.RealClock{})
 	if err != nil {
 		return err
@@ -202,7 +212,7 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 		Operator: values.Operator{
 			Namespace: f.namespace, Image: f.image, OpenShift: openshift, OverrideValues: settings.OverrideValues,
 		},
-		ResyncPeriod: settings.ReconcilePeriod, OpenBao: openbao.New, Issuer: issuer,
+		ResyncPeriod: settings.ReconcilePeriod, OpenBao: openbao.New, Issuer: issuer, Scope: scope,
 	})
 	if err != nil {
 		return err
@@ -212,14 +222,14 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 	}
 	backups := &controllers.OpenBaoBackupReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openbao-operator"),
-		Clock: clock.RealClock{}, OperatorImage: f.image,
+		Clock: clock.RealClock{}, OperatorImage: f.image, Scope: scope,
 	}
 	if err := backups.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up OpenBaoBackup controller: %w", err)
 	}
 	restores := &controllers.OpenBaoRestoreReconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("openbao-operator"),
-		Clock: clock.RealClock{}, OperatorImage: f.image, Servers: reconciler,
+		Clock: clock.RealClock{}, OperatorImage: f.image, Servers: reconciler, Scope: scope,
 	}
 	if err := restores.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up OpenBaoRestore controller: %w", err)

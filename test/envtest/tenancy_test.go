@@ -17,9 +17,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/labels"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -406,6 +407,8 @@ func startTenancyController(t *testing.T) {
 	newCache, scope := controllers.NewTenancy()
 	opts := controllers.ManagerOptions(controllers.ManagerSettings{Scheme: scheme, MetricsAddr: "0", NewCache: newCache})
 	opts.Cache.ByObject[&v1alpha1.OpenBaoCluster{}] = cache.ByObject{Label: labels.SelectorFromSet(labels.Set{tenancyTestLabel: "true"})}
+	// The suite's manager runs a controller of the same name.
+	opts.Controller.SkipNameValidation = ptr.To(true)
 	mgr, err := ctrl.NewManager(ccfg, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -481,7 +484,17 @@ spec: {version: 2.4.0, replicas: 3}
 				return fmt.Errorf("%s missing; have %d children", name, len(got))
 			}
 		}
-		return k8s.Get(ctx, client.ObjectKey{Namespace: "tenancy-ctl", Name: c.UnsealKeySecretName()}, &corev1.Secret{})
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: "tenancy-ctl", Name: c.UnsealKeySecretName()}, &corev1.Secret{}); err != nil {
+			return err
+		}
+		got2, err := condition(ctx, c, v1alpha1.ConditionDegraded)
+		if err != nil {
+			return err
+		}
+		if got2.Reason == v1alpha1.ReasonNamespaceNotProvisioned {
+			return fmt.Errorf("still reported outside every tenant")
+		}
+		return nil
 	})
 
 	if err := k8s.Delete(ctx, tenant); err != nil {
