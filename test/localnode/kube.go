@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -132,4 +133,40 @@ func deploymentReady(d *appsv1.Deployment) (bool, string, error) {
 	ok := s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want &&
 		s.AvailableReplicas == want && s.Replicas == want
 	return ok, why, nil
+}
+
+// managerSelector selects the operator's manager pods (the chart's
+// selector labels, the same as config/manager's).
+var managerSelector = client.MatchingLabels{"app.kubernetes.io/name": "openbao-operator", "control-plane": "controller-manager"}
+
+// podProblems says why the selected pods are not Ready, from their
+// container states, so that a wait that timed out names the cause (an image
+// that cannot be pulled, a manager that exits) instead of only a count.
+func podProblems(ctx context.Context, cl client.Client, namespace string, selector client.MatchingLabels) string {
+	var pods corev1.PodList
+	if err := cl.List(ctx, &pods, client.InNamespace(namespace), selector); err != nil {
+		return "cannot list them: " + err.Error()
+	}
+	if len(pods.Items) == 0 {
+		return "none"
+	}
+	var out []string
+	for _, p := range pods.Items {
+		out = append(out, p.Name+" "+string(p.Status.Phase)+containerProblems(p.Status.InitContainerStatuses)+
+			containerProblems(p.Status.ContainerStatuses))
+	}
+	return strings.Join(out, "; ")
+}
+
+func containerProblems(statuses []corev1.ContainerStatus) string {
+	var b strings.Builder
+	for _, s := range statuses {
+		if w := s.State.Waiting; w != nil {
+			fmt.Fprintf(&b, ", %s waiting: %s %s", s.Name, w.Reason, w.Message)
+		}
+		if last := s.LastTerminationState.Terminated; last != nil {
+			fmt.Fprintf(&b, ", %s exited %d (%s) %d times", s.Name, last.ExitCode, last.Reason, s.RestartCount)
+		}
+	}
+	return b.String()
 }
