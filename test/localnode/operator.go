@@ -14,6 +14,9 @@ const (
 	OperatorNamespace  = "openbao-operator-system"
 	OperatorDeployment = "openbao-operator-controller-manager"
 	ManagerContainer   = "manager"
+	// managerSteady is how long the manager must run without a restart
+	// before the install counts as done.
+	managerSteady = 5 * time.Second
 )
 
 // OperatorTimings are the phases of InstallOperator.
@@ -57,12 +60,19 @@ func InstallOperator(ctx context.Context, c Config, logf Logf) (OperatorTimings,
 		return t, err
 	}
 	t.Helm = time.Since(phase)
+	// A manager that exits soon after start passes the first two waits in
+	// the moment it is up: the third asks that it stays up. Any wait's
+	// failure names the pods' states.
 	key := client.ObjectKey{Namespace: OperatorNamespace, Name: OperatorDeployment}
-	if err := WaitDeploymentReady(ctx, cl, key, 3*time.Minute); err != nil {
-		return t, fmt.Errorf("%w; manager pods: %s", err, podProblems(ctx, cl, OperatorNamespace, managerSelector))
+	err = WaitDeploymentReady(ctx, cl, key, 3*time.Minute)
+	if err == nil {
+		err = waitWebhookServing(ctx, cl, time.Minute)
 	}
-	if err := waitWebhookServing(ctx, cl, time.Minute); err != nil {
-		return t, err
+	if err == nil {
+		err = waitPodsSteady(ctx, cl, OperatorNamespace, managerSelector, managerSteady, time.Minute)
+	}
+	if err != nil {
+		return t, fmt.Errorf("%w; manager pods: %s", err, podProblems(ctx, cl, OperatorNamespace, managerSelector))
 	}
 	t.Ready = time.Since(phase)
 	logf("operator installed by helm in %s, Ready and its webhook serving %s after helm started",
