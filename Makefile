@@ -96,7 +96,7 @@ test-openbao: ## OpenBao tier: the real bao 2.4.0 binary on loopback.
 LOCALNODE := ./test/localnode/cmd/localnode
 
 .PHONY: test-e2e
-test-e2e: ## e2e tier: a real single-node Kubernetes with the operator installed from config/ (root).
+test-e2e: ## e2e tier: a real single-node Kubernetes with the operator installed from its Helm chart (root).
 	@echo "=== tier: e2e"
 	@# The tier tears its node down itself; the extra `down` cleans up after a
 	@# run that was killed (for example by the test timeout).

@@ -1,6 +1,7 @@
 // Package e2e_test is the end-to-end tier: a real single-node Kubernetes
 // started by test/localnode once per run and shared by every test; the
-// operator runs in it from its own image, installed from config/.
+// operator runs in it from its own image, installed from the install chart
+// (helm-charts/openbao-operator) as a helm release.
 //
 // The run records the host facts before the node comes up and fails when
 // they differ after it is torn down. A node that is already up (`make

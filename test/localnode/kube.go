@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -132,4 +134,82 @@ func deploymentReady(d *appsv1.Deployment) (bool, string, error) {
 	ok := s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want &&
 		s.AvailableReplicas == want && s.Replicas == want
 	return ok, why, nil
+}
+
+// managerSelector selects the operator's manager pods (the chart's
+// selector labels, the same as config/manager's).
+var managerSelector = client.MatchingLabels{"app.kubernetes.io/name": "openbao-operator", "control-plane": "controller-manager"}
+
+// podProblems says why the selected pods are not Ready, from their
+// container states, so that a wait that timed out names the cause (an image
+// that cannot be pulled, a manager that exits) instead of only a count.
+func podProblems(ctx context.Context, cl client.Client, namespace string, selector client.MatchingLabels) string {
+	var pods corev1.PodList
+	if err := cl.List(ctx, &pods, client.InNamespace(namespace), selector); err != nil {
+		return "cannot list them: " + err.Error()
+	}
+	if len(pods.Items) == 0 {
+		return "none"
+	}
+	var out []string
+	for _, p := range pods.Items {
+		out = append(out, p.Name+" "+string(p.Status.Phase)+containerProblems(p.Status.InitContainerStatuses)+
+			containerProblems(p.Status.ContainerStatuses))
+	}
+	return strings.Join(out, "; ")
+}
+
+func containerProblems(statuses []corev1.ContainerStatus) string {
+	var b strings.Builder
+	for _, s := range statuses {
+		if w := s.State.Waiting; w != nil {
+			fmt.Fprintf(&b, ", %s waiting: %s %s", s.Name, w.Reason, w.Message)
+		}
+		if last := s.LastTerminationState.Terminated; last != nil {
+			fmt.Fprintf(&b, ", %s exited %d (%s) %d times", s.Name, last.ExitCode, last.Reason, s.RestartCount)
+		}
+	}
+	return b.String()
+}
+
+// waitPodsSteady waits until the selected pods are Ready and every
+// container of theirs has run for steady without a restart: a manager that
+// exits a second after start is Ready, and even answers its webhook, for a
+// moment.
+func waitPodsSteady(ctx context.Context, cl client.Client, namespace string, selector client.MatchingLabels, steady, timeout time.Duration) error {
+	what := fmt.Sprintf("pods %s in %s running steadily", labels.SelectorFromSet(labels.Set(selector)), namespace)
+	return poll(ctx, timeout, what, func(ctx context.Context) (bool, string, error) {
+		var pods corev1.PodList
+		if err := cl.List(ctx, &pods, client.InNamespace(namespace), selector); err != nil {
+			return false, err.Error(), nil
+		}
+		live := 0
+		for i := range pods.Items {
+			if pods.Items[i].DeletionTimestamp != nil {
+				continue
+			}
+			live++
+			if ok, why := podSteady(&pods.Items[i], time.Now(), steady); !ok {
+				return false, why, nil
+			}
+		}
+		return live > 0, fmt.Sprintf("%d pods", live), nil
+	})
+}
+
+// podSteady is the pure decision of waitPodsSteady for one pod.
+func podSteady(p *corev1.Pod, now time.Time, steady time.Duration) (bool, string) {
+	for _, s := range p.Status.ContainerStatuses {
+		run := s.State.Running
+		if run == nil || !s.Ready {
+			return false, fmt.Sprintf("%s/%s not running and ready", p.Name, s.Name)
+		}
+		if ran := now.Sub(run.StartedAt.Time); ran < steady {
+			return false, fmt.Sprintf("%s/%s running for %s only", p.Name, s.Name, ran.Round(time.Millisecond))
+		}
+	}
+	if len(p.Status.ContainerStatuses) == 0 {
+		return false, p.Name + " has no container status"
+	}
+	return true, ""
 }

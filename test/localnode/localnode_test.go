@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestIptablesCleanupDeletesOnlyNewOwnedRulesAndChains(t *testing.T) {
@@ -95,32 +93,6 @@ func TestDefaultRouteInterface(t *testing.T) {
 	routes := "Iface\tDestination\tGateway\nlo\t0000007F\t00000000\neth0\t00000000\t010200C0\n"
 	if got := defaultRouteInterface(bufio.NewScanner(strings.NewReader(routes))); got != "eth0" {
 		t.Errorf("defaultRouteInterface = %q, want eth0", got)
-	}
-}
-
-func TestSetContainerImageReplacesOnlyTheNamedContainer(t *testing.T) {
-	objs, err := DecodeManifests([]byte(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: op}
-spec:
-  template:
-    spec:
-      containers:
-      - {name: sidecar, image: a}
-      - {name: manager, image: controller:latest}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := setContainerImage(objs, "op", "manager", "localhost/op:1"); err != nil {
-		t.Fatal(err)
-	}
-	containers, _, _ := unstructured.NestedSlice(objs[0].Object, "spec", "template", "spec", "containers")
-	if containers[0].(map[string]any)["image"] != "a" || containers[1].(map[string]any)["image"] != "localhost/op:1" {
-		t.Errorf("containers after setContainerImage: %v", containers)
-	}
-	if err := setContainerImage(objs, "other", "manager", "x"); err == nil {
-		t.Error("setContainerImage on a missing deployment succeeded, want an error")
 	}
 }
 

@@ -3,30 +3,34 @@ package localnode
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Names of the operator's installation (config/default).
+// Names of the operator's installation (the install chart, as config/default).
 const (
 	OperatorNamespace  = "openbao-operator-system"
 	OperatorDeployment = "openbao-operator-controller-manager"
 	ManagerContainer   = "manager"
+	// managerSteady is how long the manager must run without a restart
+	// before the install counts as done.
+	managerSteady = 5 * time.Second
 )
 
 // OperatorTimings are the phases of InstallOperator.
 type OperatorTimings struct {
-	Build, Import, Ready time.Duration
+	Build, Import time.Duration
+	Helm          time.Duration // helm install or upgrade (CRDs established, objects created)
+	Ready         time.Duration // from the start of helm to the manager Ready and its webhook answering
 }
 
 // InstallOperator builds the operator image (and the OpenBao image the
-// operator's clusters run), imports them, renders config/default with
-// kustomize, points the manager at the fresh image and applies it all, then
-// waits for the manager Deployment to be available.
+// operator's clusters run), imports them, installs the install chart
+// (helm-charts/openbao-operator) as a helm release with the manager on the
+// fresh image, then waits for the manager Deployment to be available and its
+// webhook to answer.
 func InstallOperator(ctx context.Context, c Config, logf Logf) (OperatorTimings, error) {
 	var t OperatorTimings
 	if _, up, err := Status(c); err != nil {
@@ -47,30 +51,32 @@ func InstallOperator(ctx context.Context, c Config, logf Logf) (OperatorTimings,
 	t.Import = time.Since(phase)
 	logf("images %s and %s built in %s, imported in %s", built[ImageOperator].Ref, built[ImageOpenBao].Ref,
 		t.Build.Round(time.Millisecond), t.Import.Round(time.Millisecond))
-	objs, err := RenderKustomize(c, filepath.Join(c.RepoRoot, "config", "default"))
-	if err != nil {
-		return t, err
-	}
-	if err := setContainerImage(objs, OperatorDeployment, ManagerContainer, built[ImageOperator].Ref); err != nil {
-		return t, err
-	}
 	cl, err := c.Client()
 	if err != nil {
 		return t, err
 	}
 	phase = time.Now()
-	if err := Apply(ctx, cl, objs); err != nil {
+	if err := installChart(ctx, c, cl, built[ImageOperator].Ref, logf); err != nil {
 		return t, err
 	}
+	t.Helm = time.Since(phase)
+	// A manager that exits soon after start passes the first two waits in
+	// the moment it is up: the third asks that it stays up. Any wait's
+	// failure names the pods' states.
 	key := client.ObjectKey{Namespace: OperatorNamespace, Name: OperatorDeployment}
-	if err := WaitDeploymentReady(ctx, cl, key, 3*time.Minute); err != nil {
-		return t, err
+	err = WaitDeploymentReady(ctx, cl, key, 3*time.Minute)
+	if err == nil {
+		err = waitWebhookServing(ctx, cl, time.Minute)
 	}
-	if err := waitWebhookServing(ctx, cl, time.Minute); err != nil {
-		return t, err
+	if err == nil {
+		err = waitPodsSteady(ctx, cl, OperatorNamespace, managerSelector, managerSteady, time.Minute)
+	}
+	if err != nil {
+		return t, fmt.Errorf("%w; manager pods: %s", err, podProblems(ctx, cl, OperatorNamespace, managerSelector))
 	}
 	t.Ready = time.Since(phase)
-	logf("operator Ready and its webhook serving %s after apply", t.Ready.Round(time.Millisecond))
+	logf("operator installed by helm in %s, Ready and its webhook serving %s after helm started",
+		t.Helm.Round(time.Millisecond), t.Ready.Round(time.Millisecond))
 	return t, nil
 }
 
@@ -95,39 +101,4 @@ func waitWebhookServing(ctx context.Context, cl client.Client, timeout time.Dura
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-}
-
-// RenderKustomize runs ./bin/kustomize build on a directory.
-func RenderKustomize(c Config, dir string) ([]*unstructured.Unstructured, error) {
-	out, err := exec.Command(c.bin("kustomize"), "build", dir).Output()
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			return nil, fmt.Errorf("kustomize build %s: %w\n%s", dir, err, ee.Stderr)
-		}
-		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
-	}
-	return DecodeManifests(out)
-}
-
-// setContainerImage points one container of one Deployment at an image.
-func setContainerImage(objs []*unstructured.Unstructured, deployment, container, image string) error {
-	for _, u := range objs {
-		if u.GetKind() != "Deployment" || u.GetName() != deployment {
-			continue
-		}
-		containers, _, err := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
-		if err != nil {
-			return fmt.Errorf("read containers of %s: %w", deployment, err)
-		}
-		for i, raw := range containers {
-			ctr, ok := raw.(map[string]any)
-			if ok && ctr["name"] == container {
-				ctr["image"] = image
-				containers[i] = ctr
-				return unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
-			}
-		}
-		return fmt.Errorf("deployment %s has no container %s", deployment, container)
-	}
-	return fmt.Errorf("no deployment %s in the rendered manifests", deployment)
 }
