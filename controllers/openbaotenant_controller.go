@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -18,7 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/openbao/operator/api/v1alpha1"
@@ -117,9 +120,12 @@ func (r *OpenBaoTenantReconciler) provision(ctx context.Context, t *v1alpha1.Ope
 		return tenancy.Outcome(ns, false, v1alpha1.ReasonNamespaceRefused, why)
 	}
 	err := r.bind(ctx, ns, tenancy.OwnerReference(t))
+	var terminating namespaceTerminating
 	switch {
 	case err == nil:
 		return tenancy.Outcome(ns, true, v1alpha1.ReasonProvisioned, "")
+	case errors.As(err, &terminating):
+		return tenancy.Outcome(ns, terminating.clusters > 0, v1alpha1.ReasonNamespaceTerminating, terminating.Error())
 	case apierrors.IsNotFound(err):
 		return tenancy.Outcome(ns, false, v1alpha1.ReasonNamespaceNotFound,
 			fmt.Sprintf("namespace %s does not exist; it is provisioned once it does", ns))
@@ -139,6 +145,9 @@ func (r *OpenBaoTenantReconciler) bind(ctx context.Context, ns string, owner met
 	if err != nil {
 		return fmt.Errorf("read RoleBinding %s/%s: %w", ns, tenancy.TenantRoleName, err)
 	}
+	if !existing.DeletionTimestamp.IsZero() {
+		return r.letGoWhenClustersAreGone(ctx, existing)
+	}
 	if !tenancy.RoleRefMatches(existing) {
 		// roleRef is immutable: a binding of another role under our name
 		// is replaced.
@@ -153,6 +162,35 @@ func (r *OpenBaoTenantReconciler) bind(ctx context.Context, ns string, owner met
 	return nil
 }
 
+// namespaceTerminating: the tenant binding is being deleted with its
+// namespace; it stays while clusters remain there.
+type namespaceTerminating struct{ clusters int }
+
+func (e namespaceTerminating) Error() string {
+	if e.clusters == 0 {
+		return "the namespace is being deleted"
+	}
+	return fmt.Sprintf("the namespace is being deleted: the controller keeps its rights there until its %d OpenBaoClusters are gone", e.clusters)
+}
+
+// letGoWhenClustersAreGone releases the binding of a namespace being
+// deleted once no OpenBaoCluster is left in it.
+func (r *OpenBaoTenantReconciler) letGoWhenClustersAreGone(ctx context.Context, b *rbacv1.RoleBinding) error {
+	clusters := &v1alpha1.OpenBaoClusterList{}
+	if err := r.Client.List(ctx, clusters, client.InNamespace(b.Namespace)); err != nil {
+		return fmt.Errorf("list the OpenBaoClusters of %s: %w", b.Namespace, err)
+	}
+	if n := len(clusters.Items); n > 0 {
+		return namespaceTerminating{clusters: n}
+	}
+	if controllerutil.RemoveFinalizer(b, v1alpha1.BindingFinalizer) {
+		if err := r.Client.Update(ctx, b); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("release RoleBinding %s/%s: %w", b.Namespace, b.Name, err)
+		}
+	}
+	return namespaceTerminating{}
+}
+
 // release removes the tenant from the owners of the binding in ns, and the
 // binding when no other tenant owns it.
 func (r *OpenBaoTenantReconciler) release(ctx context.Context, t *v1alpha1.OpenBaoTenant, ns string) error {
@@ -165,11 +203,14 @@ func (r *OpenBaoTenantReconciler) release(ctx context.Context, t *v1alpha1.OpenB
 		return fmt.Errorf("read RoleBinding %s/%s: %w", ns, tenancy.TenantRoleName, err)
 	}
 	next, stillOwned := tenancy.Released(existing, string(t.UID))
-	if stillOwned {
-		err = r.Client.Update(ctx, next)
-	} else {
-		err = client.IgnoreNotFound(r.Client.Delete(ctx, existing))
+	if !stillOwned {
+		controllerutil.RemoveFinalizer(next, v1alpha1.BindingFinalizer)
 	}
+	err = r.Client.Update(ctx, next)
+	if err == nil && !stillOwned {
+		err = r.Client.Delete(ctx, next)
+	}
+	err = client.IgnoreNotFound(err)
 	if err != nil {
 		return fmt.Errorf("release RoleBinding %s/%s: %w", ns, tenancy.TenantRoleName, err)
 	}
@@ -216,6 +257,9 @@ func tenantRequeue(spec []string, outcomes []v1alpha1.TenantNamespaceStatus) tim
 		if o.Reason == v1alpha1.ReasonDeprovisioning {
 			return DeprovisionGrace
 		}
+		if o.Reason == v1alpha1.ReasonNamespaceTerminating {
+			return TenantRetry
+		}
 		if !o.Provisioned && slices.Contains(spec, o.Name) && o.Reason != v1alpha1.ReasonNamespaceRefused {
 			return TenantRetry
 		}
@@ -223,15 +267,34 @@ func tenantRequeue(spec []string, outcomes []v1alpha1.TenantNamespaceStatus) tim
 	return TenantResync
 }
 
-// SetupWithManager watches OpenBaoTenants only: the provisioner may not
-// watch namespaces or RoleBindings. Its own status writes do not bring a
-// tenant back, so that a Deprovisioning namespace keeps its binding for
+// SetupWithManager watches OpenBaoTenants, and OpenBaoClusters, whose
+// deletion may free a binding held for them; the provisioner may not watch
+// namespaces or RoleBindings. Its own status writes do not bring a tenant
+// back, so that a Deprovisioning namespace keeps its binding for
 // DeprovisionGrace.
 func (r *OpenBaoTenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("openbaotenant").
 		For(&v1alpha1.OpenBaoTenant{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, deletionStarted{}))).
+		Watches(&v1alpha1.OpenBaoCluster{}, handler.EnqueueRequestsFromMapFunc(r.tenantsOfCluster),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(ctrlevent.UpdateEvent) bool { return false }})).
 		Complete(r)
+}
+
+// tenantsOfCluster maps a cluster to the tenants that name its namespace.
+func (r *OpenBaoTenantReconciler) tenantsOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
+	tenants := &v1alpha1.OpenBaoTenantList{}
+	if err := r.Client.List(ctx, tenants); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list OpenBaoTenants")
+		return nil
+	}
+	var out []reconcile.Request
+	for _, t := range tenants.Items {
+		if slices.Contains(t.Spec.Namespaces, obj.GetNamespace()) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: t.Name}})
+		}
+	}
+	return out
 }
 
 // deletionStarted lets through the update that marks an object deleted.

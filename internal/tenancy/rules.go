@@ -100,7 +100,8 @@ func appendRule(rules []rbacv1.PolicyRule, from rbacv1.PolicyRule, group string,
 	return append(rules, r)
 }
 
-// ProvisionerRules are the provisioner's rights: tenants, and RoleBindings
+// ProvisionerRules are the provisioner's rights: tenants, the clusters'
+// names (not their children), and RoleBindings
 // of the tenant role, which it may bind without holding its rights (the
 // bind verb, restricted to that one ClusterRole). RBAC cannot restrict
 // create by name: the ValidatingAdmissionPolicy
@@ -113,6 +114,9 @@ func ProvisionerRules() []rbacv1.PolicyRule {
 		rule(group, []string{"openbaotenants"}, "get", "list", "watch", "update", "patch"),
 		rule(group, []string{"openbaotenants/status"}, "get", "update", "patch"),
 		rule(group, []string{"openbaotenants/finalizers"}, "update"),
+		// A tenant binding outlives the clusters of a namespace being
+		// deleted, for their deletion policies.
+		rule(group, []string{"openbaoclusters"}, "get", "list", "watch"),
 		rule(rbacv1.GroupName, []string{"rolebindings"}, "create"),
 		named(rule(rbacv1.GroupName, []string{"rolebindings"}, "get", "update", "patch", "delete"), TenantRoleName),
 		named(rule(rbacv1.GroupName, []string{"clusterroles"}, "bind"), TenantRoleName),

@@ -299,7 +299,8 @@ func checkAccessTable(t *testing.T) {
 		{who: "provisioner", verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "cluster-admin", allowed: yes()},
 		{who: "provisioner", verb: "escalate", group: "rbac.authorization.k8s.io", resource: "clusterroles", allowed: yes()},
 		{who: "provisioner", verb: "update", group: "openbao.org", resource: "openbaotenants/status", allowed: yes(namespaces...)},
-		{who: "provisioner", verb: "get", group: "openbao.org", resource: "openbaoclusters", allowed: yes()},
+		{who: "provisioner", verb: "watch", group: "openbao.org", resource: "openbaoclusters", allowed: yes(namespaces...)},
+		{who: "provisioner", verb: "update", group: "openbao.org", resource: "openbaoclusters", allowed: yes()},
 	}
 	users := map[string]string{"controller": controllerUser, "provisioner": provisionerUser}
 	var table strings.Builder
