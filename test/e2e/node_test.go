@@ -143,8 +143,9 @@ func restrictedPod(ns, name, image string, command ...string) *corev1.Pod {
 	}
 }
 
-// createNamespace creates a namespace that enforces the restricted level
-// and deletes it when the test ends, unless it is gone already (a benchmark
+// createNamespace creates a namespace that enforces the restricted level,
+// hands it to the operator (an OpenBaoTenant), and deletes both when the
+// test ends, unless it is gone already (a benchmark
 // deletes its namespaces as it goes). The name is generated: on a reused
 // node the namespace of a previous run may still be terminating.
 func createNamespace(ctx context.Context, t testing.TB, cl client.Client, prefix string) string {
@@ -156,7 +157,15 @@ func createNamespace(ctx context.Context, t testing.TB, cl client.Client, prefix
 	if err := cl.Create(ctx, ns); err != nil {
 		t.Fatalf("create namespace %s*: %v", prefix, err)
 	}
-	t.Cleanup(func() { deleteNamespace(context.Background(), t, cl, ns.Name) })
+	t.Cleanup(func() {
+		deleteNamespace(context.Background(), t, cl, ns.Name)
+		if err := localnode.Unprovision(context.Background(), cl, ns.Name); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := localnode.Provision(ctx, cl, ns.Name); err != nil {
+		t.Fatal(err)
+	}
 	return ns.Name
 }
 

@@ -76,6 +76,9 @@ func installChart(ctx context.Context, c Config, cl client.Client, image string,
 	if err != nil {
 		return err
 	}
+	// The least-privilege install: every test namespace is handed to the
+	// operator by an OpenBaoTenant (Provision).
+	vals["tenancy"] = map[string]any{"enabled": true}
 	cfg, err := helmConfig(c)
 	if err != nil {
 		return err

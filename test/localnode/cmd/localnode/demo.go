@@ -62,6 +62,9 @@ func applySample(ctx context.Context, c localnode.Config) (string, error) {
 	if err := cl.Create(ctx, ns); client.IgnoreAlreadyExists(err) != nil {
 		return "", err
 	}
+	if err := localnode.Provision(ctx, cl, demoNamespace); err != nil {
+		return "", err
+	}
 	data, err := os.ReadFile(filepath.Join(c.RepoRoot, demoSample))
 	if err != nil {
 		return "", err
