@@ -32,7 +32,7 @@ type BootstrapObserved struct {
 	// cluster of this name (a drill's previous copy), which the garbage
 	// collector has not removed yet: its outcome is not this cluster's.
 	RestoreOfAnother bool
-	Now     metav1.Time
+	Now              metav1.Time
 }
 
 // BootstrapDecision is what the step does.
