@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/openbao/operator/controllers"
@@ -24,5 +25,39 @@ func TestMetricsAreServedOverAuthenticatedHTTPSUnlessToldOtherwise(t *testing.T)
 			t.Errorf("%s: secure serving %t, authentication filter %t, address %q; want %t, %t, %q",
 				name, m.SecureServing, m.FilterProvider != nil, m.BindAddress, tc.secure, tc.secure, tc.addr)
 		}
+	}
+}
+
+// --watch-namespace (WATCH_NAMESPACE, as OLM sets it) limits the cache to
+// its namespaces; empty serves all.
+func TestWatchNamespaceLimitsTheCache(t *testing.T) {
+	t.Setenv("WATCH_NAMESPACE", "")
+	for name, tc := range map[string]struct {
+		args []string
+		want []string
+	}{
+		"all by default": {nil, nil},
+		"a list":         {[]string{"--watch-namespace=team-a, team-b,"}, []string{"team-a", "team-b"}},
+	} {
+		f, _, err := parseManagerFlags(tc.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := controllers.ManagerOptions(f.managerSettings()).Cache.DefaultNamespaces
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: cache namespaces %v, want %v", name, got, tc.want)
+		}
+		for _, ns := range tc.want {
+			if _, ok := got[ns]; !ok {
+				t.Errorf("%s: cache namespaces %v lack %s", name, got, ns)
+			}
+		}
+	}
+}
+
+func TestTenancyAndWatchNamespaceExcludeEachOther(t *testing.T) {
+	err := runManager([]string{"--tenancy", "--watch-namespace=a"})
+	if err == nil || !strings.Contains(err.Error(), "exclude each other") {
+		t.Errorf("runManager(--tenancy --watch-namespace=a) = %v, want a refusal", err)
 	}
 }
