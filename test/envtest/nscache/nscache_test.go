@@ -320,3 +320,32 @@ func configMapWatches(t *testing.T) int {
 	}
 	return total
 }
+
+// An index registered at start (as a manager's FieldIndexer does) serves
+// namespaces added later.
+func TestIndexFieldReachesLaterNamespaces(t *testing.T) {
+	later := namespace(t, "later")
+	c := startCache(t, cfg, cache.Options{}, nil)
+	ctx := context.Background()
+	err := c.IndexField(ctx, &corev1.ConfigMap{}, "data.owner", func(obj client.Object) []string {
+		return []string{obj.(*corev1.ConfigMap).Data["owner"]}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetNamespaces([]string{later})
+	mine := configMap(later, "mine", nil)
+	mine.Data = map[string]string{"owner": "me"}
+	create(t, mine)
+	create(t, configMap(later, "theirs", nil))
+	eventually(t, 30*time.Second, "a list by the index in the later namespace", func() error {
+		list := &corev1.ConfigMapList{}
+		if err := c.List(ctx, list, client.MatchingFields{"data.owner": "me"}); err != nil {
+			return err
+		}
+		if got := names(list); !slices.Equal(got, []string{later + "/mine"}) {
+			return fmt.Errorf("listed %q", got)
+		}
+		return nil
+	})
+}
