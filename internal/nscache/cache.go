@@ -66,7 +66,6 @@ type member struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	launched chan struct{} // closed when the cache's Start is called
-	done     chan struct{} // closed when the cache's Start returned
 	// informers holds this namespace's informer of each fanned-out kind;
 	// guarded by Cache.mu.
 	informers map[kindKey]cache.Informer
@@ -189,8 +188,7 @@ func (c *Cache) newMember(ns string) (*member, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &member{
 		ns: ns, cache: nc, ctx: ctx, cancel: cancel,
-		launched: make(chan struct{}), done: make(chan struct{}),
-		informers: map[kindKey]cache.Informer{},
+		launched: make(chan struct{}), informers: map[kindKey]cache.Informer{},
 	}, nil
 }
 
@@ -234,16 +232,12 @@ func (c *Cache) removeLocked(ns string) {
 	for _, f := range c.fanouts {
 		f.detachLocked(ns)
 	}
-	if c.startCtx == nil {
-		close(m.done) // never started
-	}
 }
 
 // launchLocked runs a namespace's cache until the namespace is removed or
 // Start's context ends.
 func (c *Cache) launchLocked(m *member) {
 	if c.stopping {
-		close(m.done)
 		return
 	}
 	close(m.launched)
@@ -251,7 +245,6 @@ func (c *Cache) launchLocked(m *member) {
 	stop := context.AfterFunc(m.ctx, cancel)
 	logger := c.log
 	c.running.Go(func() {
-		defer close(m.done)
 		defer stop()
 		defer cancel()
 		if err := m.cache.Start(runCtx); err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -154,7 +157,15 @@ func TestRemovedNamespaceIsForgotten(t *testing.T) {
 	events.wait(t, gone+"/x")
 	wantList(t, c, []string{gone + "/x"})
 
+	watches := configMapWatches(t)
 	c.SetNamespaces([]string{kept})
+	// Its cache stops, watch included: its rights are about to go.
+	eventually(t, 10*time.Second, "the removed namespace's watch to end", func() error {
+		if n := configMapWatches(t); n != watches-1 {
+			return fmt.Errorf("%d ConfigMap watches in a namespace, want %d", n, watches-1)
+		}
+		return nil
+	})
 	if got := c.Namespaces(); !slices.Equal(got, []string{kept}) {
 		t.Fatalf("Namespaces() = %q, want [%s]", got, kept)
 	}
@@ -284,4 +295,57 @@ func TestSetNamespacesRacesReads(t *testing.T) {
 	if fmt.Sprint(c.Namespaces()) != fmt.Sprint([]string{a, b}) {
 		t.Fatalf("Namespaces() = %q", c.Namespaces())
 	}
+}
+
+// configMapWatches returns how many watches on ConfigMaps in one namespace
+// the API server is serving, from its own metrics.
+func configMapWatches(t *testing.T) int {
+	t.Helper()
+	body, err := kubernetes.NewForConfigOrDie(cfg).RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("read the API server's metrics: %v", err)
+	}
+	total := 0
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "apiserver_longrunning_requests{") ||
+			!strings.Contains(line, `resource="configmaps"`) || !strings.Contains(line, `scope="namespace"`) ||
+			!strings.Contains(line, `verb="WATCH"`) {
+			continue
+		}
+		n, err := strconv.Atoi(line[strings.LastIndex(line, " ")+1:])
+		if err != nil {
+			t.Fatalf("parse %q: %v", line, err)
+		}
+		total += n
+	}
+	return total
+}
+
+// An index registered at start (as a manager's FieldIndexer does) serves
+// namespaces added later.
+func TestIndexFieldReachesLaterNamespaces(t *testing.T) {
+	later := namespace(t, "later")
+	c := startCache(t, cfg, cache.Options{}, nil)
+	ctx := context.Background()
+	err := c.IndexField(ctx, &corev1.ConfigMap{}, "data.owner", func(obj client.Object) []string {
+		return []string{obj.(*corev1.ConfigMap).Data["owner"]}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetNamespaces([]string{later})
+	mine := configMap(later, "mine", nil)
+	mine.Data = map[string]string{"owner": "me"}
+	create(t, mine)
+	create(t, configMap(later, "theirs", nil))
+	eventually(t, 30*time.Second, "a list by the index in the later namespace", func() error {
+		list := &corev1.ConfigMapList{}
+		if err := c.List(ctx, list, client.MatchingFields{"data.owner": "me"}); err != nil {
+			return err
+		}
+		if got := names(list); !slices.Equal(got, []string{later + "/mine"}) {
+			return fmt.Errorf("listed %q", got)
+		}
+		return nil
+	})
 }

@@ -3,6 +3,7 @@ package nscache_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -40,7 +41,10 @@ func TestServesWithRightsInOneNamespaceOnly(t *testing.T) {
 		UserName: serviceaccount.MakeUsername(home, sa.Name),
 		Groups:   serviceaccount.MakeGroupNames(home),
 	}
-	ctx := context.Background()
+	// Reads wait for their informer to sync, which never happens without
+	// the rights: bound them.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 
 	// The identity really is confined: elsewhere, and cluster-wide, it is refused.
 	direct, err := client.New(asOperator, client.Options{Scheme: scheme})
