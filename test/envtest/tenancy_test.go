@@ -125,12 +125,18 @@ func startProvisioner(t *testing.T) {
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
+	runUntilCleanup(t, mgr, "provisioner")
+}
+
+// runUntilCleanup runs a manager of the test until the test ends.
+func runUntilCleanup(t *testing.T, mgr ctrl.Manager, name string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("provisioner stopped: %v", err)
+			t.Errorf("%s stopped: %v", name, err)
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -424,15 +430,7 @@ func startTenancyController(t *testing.T) {
 	if err := r.SetupWithManager(mgr, 2); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("controller stopped: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	runUntilCleanup(t, mgr, "controller")
 }
 
 // testControllerFollowsTenants: a cluster in a namespace no tenant holds is
