@@ -134,7 +134,7 @@ func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return r.outOfScope(ctx, cluster, why)
 	}
 	if !cluster.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, cluster)
+		return r.finalizeOrLetGo(ctx, cluster)
 	}
 	if err := r.ensureFinalizer(ctx, cluster); err != nil {
 		return ctrl.Result{}, err

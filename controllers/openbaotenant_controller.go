@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -120,12 +119,12 @@ func (r *OpenBaoTenantReconciler) provision(ctx context.Context, t *v1alpha1.Ope
 		return tenancy.Outcome(ns, false, v1alpha1.ReasonNamespaceRefused, why)
 	}
 	err := r.bind(ctx, ns, tenancy.OwnerReference(t))
-	var terminating namespaceTerminating
 	switch {
 	case err == nil:
 		return tenancy.Outcome(ns, true, v1alpha1.ReasonProvisioned, "")
-	case errors.As(err, &terminating):
-		return tenancy.Outcome(ns, terminating.clusters > 0, v1alpha1.ReasonNamespaceTerminating, terminating.Error())
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		return tenancy.Outcome(ns, false, v1alpha1.ReasonNamespaceTerminating,
+			fmt.Sprintf("namespace %s is being deleted", ns))
 	case apierrors.IsNotFound(err):
 		return tenancy.Outcome(ns, false, v1alpha1.ReasonNamespaceNotFound,
 			fmt.Sprintf("namespace %s does not exist; it is provisioned once it does", ns))
@@ -145,9 +144,6 @@ func (r *OpenBaoTenantReconciler) bind(ctx context.Context, ns string, owner met
 	if err != nil {
 		return fmt.Errorf("read RoleBinding %s/%s: %w", ns, tenancy.TenantRoleName, err)
 	}
-	if !existing.DeletionTimestamp.IsZero() {
-		return r.letGoWhenClustersAreGone(ctx, existing)
-	}
 	if !tenancy.RoleRefMatches(existing) {
 		// roleRef is immutable: a binding of another role under our name
 		// is replaced.
@@ -162,35 +158,6 @@ func (r *OpenBaoTenantReconciler) bind(ctx context.Context, ns string, owner met
 	return nil
 }
 
-// namespaceTerminating: the tenant binding is being deleted with its
-// namespace; it stays while clusters remain there.
-type namespaceTerminating struct{ clusters int }
-
-func (e namespaceTerminating) Error() string {
-	if e.clusters == 0 {
-		return "the namespace is being deleted"
-	}
-	return fmt.Sprintf("the namespace is being deleted: the controller keeps its rights there until its %d OpenBaoClusters are gone", e.clusters)
-}
-
-// letGoWhenClustersAreGone releases the binding of a namespace being
-// deleted once no OpenBaoCluster is left in it.
-func (r *OpenBaoTenantReconciler) letGoWhenClustersAreGone(ctx context.Context, b *rbacv1.RoleBinding) error {
-	clusters := &v1alpha1.OpenBaoClusterList{}
-	if err := r.Client.List(ctx, clusters, client.InNamespace(b.Namespace)); err != nil {
-		return fmt.Errorf("list the OpenBaoClusters of %s: %w", b.Namespace, err)
-	}
-	if n := len(clusters.Items); n > 0 {
-		return namespaceTerminating{clusters: n}
-	}
-	if controllerutil.RemoveFinalizer(b, v1alpha1.BindingFinalizer) {
-		if err := r.Client.Update(ctx, b); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("release RoleBinding %s/%s: %w", b.Namespace, b.Name, err)
-		}
-	}
-	return namespaceTerminating{}
-}
-
 // release removes the tenant from the owners of the binding in ns, and the
 // binding when no other tenant owns it.
 func (r *OpenBaoTenantReconciler) release(ctx context.Context, t *v1alpha1.OpenBaoTenant, ns string) error {
@@ -203,14 +170,11 @@ func (r *OpenBaoTenantReconciler) release(ctx context.Context, t *v1alpha1.OpenB
 		return fmt.Errorf("read RoleBinding %s/%s: %w", ns, tenancy.TenantRoleName, err)
 	}
 	next, stillOwned := tenancy.Released(existing, string(t.UID))
-	if !stillOwned {
-		controllerutil.RemoveFinalizer(next, v1alpha1.BindingFinalizer)
+	if stillOwned {
+		err = r.Client.Update(ctx, next)
+	} else {
+		err = client.IgnoreNotFound(r.Client.Delete(ctx, existing))
 	}
-	err = r.Client.Update(ctx, next)
-	if err == nil && !stillOwned {
-		err = r.Client.Delete(ctx, next)
-	}
-	err = client.IgnoreNotFound(err)
 	if err != nil {
 		return fmt.Errorf("release RoleBinding %s/%s: %w", ns, tenancy.TenantRoleName, err)
 	}
@@ -267,9 +231,10 @@ func tenantRequeue(spec []string, outcomes []v1alpha1.TenantNamespaceStatus) tim
 	return TenantResync
 }
 
-// SetupWithManager watches OpenBaoTenants, and OpenBaoClusters, whose
-// deletion may free a binding held for them; the provisioner may not watch
-// namespaces or RoleBindings. Its own status writes do not bring a tenant
+// SetupWithManager watches OpenBaoTenants, and the creation and deletion
+// of OpenBaoClusters, which say sooner than the resync that a namespace
+// came or is going; the provisioner may not watch namespaces or
+// RoleBindings. Its own status writes do not bring a tenant
 // back, so that a Deprovisioning namespace keeps its binding for
 // DeprovisionGrace.
 func (r *OpenBaoTenantReconciler) SetupWithManager(mgr ctrl.Manager) error {

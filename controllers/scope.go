@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -102,6 +103,18 @@ func (r *OpenBaoClusterReconciler) outOfScope(ctx context.Context, c *v1alpha1.O
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, nil
+}
+
+// finalizeOrLetGo carries out the deletion policy. With a scope, a cluster
+// whose namespace took the operator's rights away during its deletion (the
+// namespace itself is being deleted, which deletes its content anyway, or
+// its tenant went) is let go as one out of scope.
+func (r *OpenBaoClusterReconciler) finalizeOrLetGo(ctx context.Context, c *v1alpha1.OpenBaoCluster) (reconcile.Result, error) {
+	res, err := r.finalize(ctx, c)
+	if r.Scope != nil && apierrors.IsForbidden(err) {
+		return r.outOfScope(ctx, c, fmt.Sprintf("the operator lost its rights in namespace %s while deleting the cluster", c.Namespace))
+	}
+	return res, err
 }
 
 // manages asks the scope, if any, whether the cluster's namespace is the

@@ -106,15 +106,8 @@ const (
 // TenantFinalizer holds a tenant until its RoleBindings are released.
 const TenantFinalizer = "openbao.org/tenant-rolebindings"
 
-// BindingFinalizer holds a tenant RoleBinding, in a namespace being
-// deleted, until the OpenBaoClusters there are gone: the controller needs
-// its rights to carry out their deletion policies, and the namespace
-// controller deletes the binding beside them.
-const BindingFinalizer = "openbao.org/clusters-gone"
-
 // ReasonNamespaceTerminating (tenant namespace status): the namespace is
-// being deleted; the controller keeps its rights there until its clusters
-// are gone.
+// being deleted, and nothing can be provisioned in it.
 const ReasonNamespaceTerminating = "NamespaceTerminating"
 
 // ReasonNamespaceNotProvisioned (Degraded of an OpenBaoCluster): the

@@ -30,7 +30,6 @@ func Binding(namespace, operatorNamespace string, owners ...metav1.OwnerReferenc
 				v1alpha1.LabelManagedBy: ManagedByValue, "app.kubernetes.io/name": "openbao-operator",
 			},
 			OwnerReferences: owners,
-			Finalizers:      []string{v1alpha1.BindingFinalizer},
 		},
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: TenantRoleName},
 		Subjects: []rbacv1.Subject{{
@@ -64,9 +63,6 @@ func Reconciled(existing *rbacv1.RoleBinding, operatorNamespace string, tenant m
 		out.Labels[k] = v
 	}
 	out.Subjects = want.Subjects
-	if !slices.Contains(out.Finalizers, v1alpha1.BindingFinalizer) {
-		out.Finalizers = append(out.Finalizers, v1alpha1.BindingFinalizer)
-	}
 	if !slices.ContainsFunc(out.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == tenant.UID }) {
 		out.OwnerReferences = append(out.OwnerReferences, tenant)
 	}

@@ -114,8 +114,7 @@ func ProvisionerRules() []rbacv1.PolicyRule {
 		rule(group, []string{"openbaotenants"}, "get", "list", "watch", "update", "patch"),
 		rule(group, []string{"openbaotenants/status"}, "get", "update", "patch"),
 		rule(group, []string{"openbaotenants/finalizers"}, "update"),
-		// A tenant binding outlives the clusters of a namespace being
-		// deleted, for their deletion policies.
+		// Cluster events bring a tenant back sooner than its resync.
 		rule(group, []string{"openbaoclusters"}, "get", "list", "watch"),
 		rule(rbacv1.GroupName, []string{"rolebindings"}, "create"),
 		named(rule(rbacv1.GroupName, []string{"rolebindings"}, "get", "update", "patch", "delete"), TenantRoleName),

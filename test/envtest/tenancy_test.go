@@ -355,9 +355,13 @@ func checkProvisionerCannotWidenBindings(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	_, provisioner := asServiceAccount(t, provisionerUser)
-	binding := func(name, role string, subject rbacv1.Subject) *rbacv1.RoleBinding {
+	binding := func(name, role string, subject rbacv1.Subject, namespace ...string) *rbacv1.RoleBinding {
+		ns := "tenancy-out"
+		if len(namespace) > 0 {
+			ns = namespace[0]
+		}
 		return &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenancy-out"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 			Subjects:   []rbacv1.Subject{subject},
 		}
@@ -386,6 +390,16 @@ func checkProvisionerCannotWidenBindings(t *testing.T) {
 			t.Errorf("provisioner creates %s: got %v, want a refusal containing %q", name, err, tc.want)
 			_ = k8s.Delete(ctx, tc.obj)
 		}
+	}
+	// The namespace controller empties a namespace being deleted with
+	// delete-collection requests, which carry no name.
+	ensureNamespace(t, "tenancy-emptied")
+	if err := k8s.Create(ctx, binding("someone-elses", "view", rbacv1.Subject{Kind: rbacv1.UserKind, Name: "carol"}, "tenancy-emptied")); err != nil {
+		t.Fatal(err)
+	}
+	if err := as(t, "system:serviceaccount:kube-system:namespace-controller").DeleteAllOf(ctx, &rbacv1.RoleBinding{},
+		client.InNamespace("tenancy-emptied")); err != nil {
+		t.Errorf("the namespace controller empties a namespace of its RoleBindings: %v", err)
 	}
 	existing, err := tenantBinding(ctx, "tenancy-a")
 	if err != nil {
