@@ -15,6 +15,7 @@ require (
 	github.com/minio/minio-go/v7 v7.4.1
 	github.com/openbao/openbao/api/v2 v2.7.1
 	github.com/operator-framework/api v0.45.0
+	github.com/operator-framework/operator-lib v0.19.0
 	github.com/prometheus/client_golang v1.24.0
 	github.com/prometheus/client_model v0.6.2
 	github.com/prometheus/common v0.70.0

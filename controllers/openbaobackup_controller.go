@@ -41,6 +41,8 @@ type OpenBaoBackupReconciler struct {
 	NewStore func(context.Context, objectstore.Config) (objectstore.Store, error)
 	// Scope names the namespaces the controller holds rights in; nil: all.
 	Scope Scope
+	// ProxyEnv is passed to the executor (operator-lib's proxy variables).
+	ProxyEnv []corev1.EnvVar
 
 	mu sync.Mutex
 	// started remembers, per cluster, the backup this process started
@@ -131,7 +133,7 @@ func (r *OpenBaoBackupReconciler) start(ctx context.Context, b *v1alpha1.OpenBao
 }
 
 func (r *OpenBaoBackupReconciler) createJob(ctx context.Context, b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster) (ctrl.Result, error) {
-	job := backup.JobFor(backup.JobInput{Cluster: c, Backup: b, Name: b.Status.JobName, OperatorImage: r.OperatorImage})
+	job := backup.JobFor(backup.JobInput{Cluster: c, Backup: b, Name: b.Status.JobName, OperatorImage: r.OperatorImage, Env: r.ProxyEnv})
 	err := r.Client.Create(ctx, job)
 	if apierrors.IsAlreadyExists(err) {
 		return ctrl.Result{RequeueAfter: reportRetry}, nil // the cache has not seen it yet

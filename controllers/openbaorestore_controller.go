@@ -47,6 +47,8 @@ type OpenBaoRestoreReconciler struct {
 	Servers       ServerObserver
 	// Scope names the namespaces the controller holds rights in; nil: all.
 	Scope Scope
+	// ProxyEnv is passed to the executor (operator-lib's proxy variables).
+	ProxyEnv []corev1.EnvVar
 
 	mu sync.Mutex
 	// started remembers, per cluster, the restore this process started,
@@ -180,7 +182,7 @@ func (r *OpenBaoRestoreReconciler) observeServers(ctx context.Context, c *v1alph
 }
 
 func (r *OpenBaoRestoreReconciler) createJob(ctx context.Context, rs *v1alpha1.OpenBaoRestore, c *v1alpha1.OpenBaoCluster) error {
-	job := restore.JobFor(c, rs, r.OperatorImage)
+	job := restore.JobFor(c, rs, r.OperatorImage, r.ProxyEnv)
 	err := r.Client.Create(ctx, job)
 	if apierrors.IsAlreadyExists(err) {
 		return nil // the cache has not seen it yet

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/operator-framework/operator-lib/proxy"
 	"go.uber.org/zap/zapcore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
@@ -222,14 +223,14 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 	}
 	backups := &controllers.OpenBaoBackupReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openbao-operator"),
-		Clock: clock.RealClock{}, OperatorImage: f.image, Scope: scope,
+		Clock: clock.RealClock{}, OperatorImage: f.image, Scope: scope, ProxyEnv: proxy.ReadProxyVarsFromEnv(),
 	}
 	if err := backups.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up OpenBaoBackup controller: %w", err)
 	}
 	restores := &controllers.OpenBaoRestoreReconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("openbao-operator"),
-		Clock: clock.RealClock{}, OperatorImage: f.image, Servers: reconciler, Scope: scope,
+		Clock: clock.RealClock{}, OperatorImage: f.image, Servers: reconciler, Scope: scope, ProxyEnv: proxy.ReadProxyVarsFromEnv(),
 	}
 	if err := restores.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up OpenBaoRestore controller: %w", err)

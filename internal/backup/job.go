@@ -54,6 +54,10 @@ type JobInput struct {
 	Name string
 	// OperatorImage runs the executor unless spec.backup.executorImage is set.
 	OperatorImage string
+	// Env is the operator's proxy environment (HTTP_PROXY and the like, as
+	// OLM or the chart set them), which the executor needs to reach the
+	// object store from behind the same proxy.
+	Env []corev1.EnvVar
 }
 
 // TokenKey is the key of tokenSecretRef's Secret.
@@ -96,7 +100,7 @@ func JobFor(in JobInput) *batchv1.Job {
 	return ExecutorJob(ExecutorJobInput{
 		Cluster: in.Cluster, Name: in.Name, Owner: in.Backup.ControllerReference(),
 		Labels: JobLabels(in.Cluster, in.Backup), Args: ExecutorConfigFor(in.Cluster, in.Backup.Name).Args(),
-		OperatorImage: in.OperatorImage,
+		OperatorImage: in.OperatorImage, Env: in.Env,
 	})
 }
 
@@ -110,6 +114,7 @@ type ExecutorJobInput struct {
 	// Args are the executor's command line (its subcommand and flags).
 	Args          []string
 	OperatorImage string
+	Env           []corev1.EnvVar
 }
 
 // ExecutorJob builds a Job of the executor, as JobFor describes.
@@ -160,6 +165,7 @@ func podSpec(in ExecutorJobInput, volumes []corev1.Volume, mounts []corev1.Volum
 			ImagePullPolicy: corev1.PullIfNotPresent,
 			Command:         []string{"/manager"},
 			Args:            in.Args,
+			Env:             in.Env,
 			Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(executorMemLimit)},

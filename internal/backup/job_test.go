@@ -2,6 +2,7 @@ package backup_test
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,18 @@ func TestJobNameIsAValidLabelForTheLongestCluster(t *testing.T) {
 	c := backupCluster(func(c *v1alpha1.OpenBaoCluster) { c.Name = strings.Repeat("x", 40) })
 	if errs := validation.IsDNS1123Label(c.BackupJobName(time.Now())); len(errs) > 0 {
 		t.Error(errs)
+	}
+}
+
+// The operator's proxy environment reaches the executor, which talks to the
+// object store from behind the same proxy.
+func TestJobCarriesTheProxyEnvironment(t *testing.T) {
+	c := backupCluster()
+	b := &v1alpha1.OpenBaoBackup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}, Spec: v1alpha1.OpenBaoBackupSpec{ClusterName: c.Name}}
+	env := []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}, {Name: "https_proxy", Value: "http://proxy:3128"}}
+	job := backup.JobFor(backup.JobInput{Cluster: c, Backup: b, Name: "j", OperatorImage: "op:1", Env: env})
+	got := job.Spec.Template.Spec.Containers[0].Env
+	if !reflect.DeepEqual(got, env) {
+		t.Errorf("executor env %v, want %v", got, env)
 	}
 }

@@ -2,6 +2,7 @@ package restore
 
 import (
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
@@ -20,9 +21,9 @@ func JobLabels(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) map[strin
 // JobFor builds the Job of one restore: the backup Job's pod (backup
 // service account, restricted pod security, nothing writable, the same
 // mounts and deadline) running `openbao-operator restore`.
-func JobFor(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore, operatorImage string) *batchv1.Job {
+func JobFor(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore, operatorImage string, env []corev1.EnvVar) *batchv1.Job {
 	return backup.ExecutorJob(backup.ExecutorJobInput{
 		Cluster: ViewFor(c, r), Name: r.Status.JobName, Owner: r.ControllerReference(), Labels: JobLabels(c, r),
-		Args: ExecutorConfigFor(c, r).Args(), OperatorImage: operatorImage,
+		Args: ExecutorConfigFor(c, r).Args(), OperatorImage: operatorImage, Env: env,
 	})
 }

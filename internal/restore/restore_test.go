@@ -214,7 +214,7 @@ func TestTheJobRunsTheRestoreSubcommandUnderTheBackupIdentity(t *testing.T) {
 	c.Spec.Backup.Target = v1alpha1.BackupTarget{Endpoint: "https://s3.example.com", Bucket: "b"}
 	r := newRestore(restoring())
 	r.Spec.ExpectedSHA256, r.Spec.Force = strings.Repeat("a", 64), true
-	job := restore.JobFor(c, r, "operator:1")
+	job := restore.JobFor(c, r, "operator:1", nil)
 	pod := job.Spec.Template.Spec
 	args := strings.Join(pod.Containers[0].Args, " ")
 	for _, want := range []string{"restore ", "--latest=true", "--force=true", "--jwt-role=restore", "--expected-sha256=" + r.Spec.ExpectedSHA256} {
@@ -264,7 +264,7 @@ func TestABootstrapRestoreReadsTheSourcesStore(t *testing.T) {
 	if args := strings.Join(restore.ExecutorConfigFor(c, bootstrapRestore()).Args(), " "); strings.Contains(args, "--source-cluster") {
 		t.Errorf("a restore of the cluster's own snapshot names a source: %q", args)
 	}
-	job := restore.JobFor(c, bootstrapRestore(), "operator:dev")
+	job := restore.JobFor(c, bootstrapRestore(), "operator:dev", nil)
 	for _, v := range job.Spec.Template.Spec.Volumes {
 		if v.Secret != nil && v.Secret.SecretName == "backup-token" {
 			t.Errorf("the Job mounts spec.backup's token Secret")
