@@ -68,17 +68,39 @@ func NewTenancy() (cache.NewCacheFunc, *TenantScope) {
 }
 
 func (s *TenantScope) Manages(ctx context.Context, namespace string) (bool, string, error) {
-	tenants := &v1alpha1.OpenBaoTenantList{}
-	if err := s.Reader.List(ctx, tenants); err != nil {
-		return false, "", fmt.Errorf("list OpenBaoTenants: %w", err)
+	provisioned, err := s.follow(ctx)
+	if err != nil {
+		return false, "", err
 	}
-	provisioned := tenancy.Provisioned(tenants.Items)
-	s.Cache.SetNamespaces(provisioned)
 	if slices.Contains(provisioned, namespace) {
 		return true, "", nil
 	}
 	return false, fmt.Sprintf("no OpenBaoTenant has provisioned namespace %s, so the operator holds no rights in it: "+
 		"a platform admin adds it to an OpenBaoTenant's spec.namespaces", namespace), nil
+}
+
+// follow sets the cache's namespaces to the provisioned ones and returns
+// them.
+func (s *TenantScope) follow(ctx context.Context) ([]string, error) {
+	tenants := &v1alpha1.OpenBaoTenantList{}
+	if err := s.Reader.List(ctx, tenants); err != nil {
+		return nil, fmt.Errorf("list OpenBaoTenants: %w", err)
+	}
+	provisioned := tenancy.Provisioned(tenants.Items)
+	s.Cache.SetNamespaces(provisioned)
+	return provisioned, nil
+}
+
+// Reconcile follows a tenant's change even where no cluster runs, so that
+// the informers of a namespace stop before its binding goes.
+func (s *TenantScope) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	_, err := s.follow(ctx)
+	return reconcile.Result{}, err
+}
+
+// SetupWithManager runs Reconcile on every change of an OpenBaoTenant.
+func (s *TenantScope) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("tenantscope").For(&v1alpha1.OpenBaoTenant{}).Complete(s)
 }
 
 // outOfScope reports on the cluster's status that the operator does not

@@ -139,6 +139,9 @@ func runManager(args []string) error {
 	var s controllers.Scope
 	if scope != nil {
 		scope.Reader = mgr.GetClient()
+		if err := scope.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up the tenant scope: %w", err)
+		}
 		s = scope
 	}
 	if err := setUpReconcilers(mgr, cfg, f, settings, openshift, s); err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/controllers"
+	"github.com/openbao/operator/internal/nscache"
 	"github.com/openbao/operator/internal/tenancy"
 	"github.com/openbao/operator/internal/values"
 	"github.com/openbao/operator/test/testbin"
@@ -422,7 +424,7 @@ const tenancyTestLabel = "openbao.org/tenancy-test"
 
 // startTenancyController runs the OpenBaoCluster reconciler as the
 // controller's ServiceAccount, with the tenancy install's cache and scope.
-func startTenancyController(t *testing.T) {
+func startTenancyController(t *testing.T) *controllers.TenantScope {
 	t.Helper()
 	ccfg, _ := asServiceAccount(t, controllerUser)
 	newCache, scope := controllers.NewTenancy()
@@ -435,6 +437,9 @@ func startTenancyController(t *testing.T) {
 		t.Fatal(err)
 	}
 	scope.Reader = mgr.GetClient()
+	if err := scope.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
 	r, err := controllers.NewReconciler(mgr, controllers.Options{
 		Operator: values.Operator{Namespace: operatorNamespace}, ResyncPeriod: 10 * time.Minute, Scope: scope,
 	})
@@ -445,6 +450,7 @@ func startTenancyController(t *testing.T) {
 		t.Fatal(err)
 	}
 	runUntilCleanup(t, mgr, "controller")
+	return scope
 }
 
 // testControllerFollowsTenants: a cluster in a namespace no tenant holds is
@@ -455,7 +461,7 @@ func startTenancyController(t *testing.T) {
 func testControllerFollowsTenants(t *testing.T) {
 	ctx := context.Background()
 	ensureNamespace(t, "tenancy-ctl")
-	startTenancyController(t)
+	scope := startTenancyController(t)
 	c := newCluster(t, "tenancy-ctl", `
 metadata: {name: tenanted, labels: {openbao.org/tenancy-test: "true"}}
 spec: {version: 2.4.0, replicas: 3}
@@ -514,4 +520,19 @@ spec: {version: 2.4.0, replicas: 3}
 		t.Fatal(err)
 	}
 	wantNotProvisioned("the cluster reported again once its tenant is gone")
+
+	// A namespace with no cluster in it is followed too: served while its
+	// tenant provisions it, dropped before its binding goes.
+	ensureNamespace(t, "tenancy-empty")
+	empty := &v1alpha1.OpenBaoTenant{ObjectMeta: metav1.ObjectMeta{Name: "team-empty"},
+		Spec: v1alpha1.OpenBaoTenantSpec{Namespaces: []string{"tenancy-empty"}}}
+	if err := k8s.Create(ctx, empty); err != nil {
+		t.Fatal(err)
+	}
+	served := func() bool { return slices.Contains(scope.Cache.(*nscache.Cache).Namespaces(), "tenancy-empty") }
+	waitUntil(t, 30*time.Second, "a provisioned namespace without clusters served", served)
+	if err := k8s.Delete(ctx, empty); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "the namespace no longer served once its tenant goes", func() bool { return !served() })
 }
