@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -225,5 +226,25 @@ func TestVerifyKeylessCachesByIdentityAndRoot(t *testing.T) {
 	}
 	if a, b := (imageverify.Policy{Keyless: &good}).ID(), (imageverify.Policy{Keyless: &otherRoot}).ID(); a == b {
 		t.Errorf("the policy ID %s does not change with the trusted root", a)
+	}
+}
+
+// Sigstore's public-good trusted root (trusted_root.json of its TUF
+// repository, as sigstore-go v1.2.2 ships it) is a usable policy: an image
+// signed on another Sigstore is refused for its signer, not for the root.
+func TestVerifyKeylessWithThePublicGoodRoot(t *testing.T) {
+	publicGood, err := os.ReadFile("testdata/trusted-root-public-good.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := cosigntest.New(t, "", "")
+	d := reg.Push(t, "openbao/openbao", "2.4.0")
+	reg.SignKeyless(t, cosigntest.NewSigstore(t), issuer, workflow, d, d)
+	id := imageverify.Identity{Issuer: issuer, Subject: workflow, TrustedRoot: publicGood, TrustedRootSource: "public good"}
+	_, err = imageverify.NewCosign(0, nil).Verify(context.Background(), imageverify.Request{
+		Image: reg.Host + "/openbao/openbao:2.4.0", Policy: imageverify.Policy{Keyless: &id},
+	})
+	if !errors.Is(err, imageverify.ErrWrongIdentity) {
+		t.Fatalf("err = %v, want %v", err, imageverify.ErrWrongIdentity)
 	}
 }
