@@ -75,7 +75,7 @@ var errTrustedRootMissing = fmt.Errorf("%w: the keyless trusted root is missing"
 // imagePolicy is the spec's key, or its keyless identity with the trusted
 // root read from its ConfigMap. The ConfigMap is the user's and carries no
 // operator label, so it is read through the uncached reader, on every
-// pass: a root replaced in place is verified against at once.
+// pass: a root replaced in place is used from the next pass on.
 func (r *OpenBaoClusterReconciler) imagePolicy(ctx context.Context, c *v1alpha1.OpenBaoCluster) (imageverify.Policy, error) {
 	spec := c.Spec.ImageVerification
 	k := spec.Keyless
