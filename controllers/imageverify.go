@@ -44,12 +44,15 @@ func (r *OpenBaoClusterReconciler) reconcileImage(ctx context.Context, p *pass) 
 	if r.ImageVerifier == nil {
 		return errors.New("spec.imageVerification is on but this operator has no image verifier")
 	}
-	kc, err := r.pullKeychain(ctx, p.cluster)
+	policy, err := r.imagePolicy(ctx, p.cluster)
+	var kc authn.Keychain
+	if err == nil {
+		kc, err = r.pullKeychain(ctx, p.cluster)
+	}
 	if err != nil && !errors.Is(err, imageverify.ErrInvalidPolicy) {
 		return err
 	}
 	pulled := values.PulledImage(p.cluster, r.Operator)
-	policy := imagePolicy(spec)
 	var res imageverify.Result
 	if err == nil {
 		res, err = r.verifyImage(ctx, kc, pulled, policy)
@@ -58,15 +61,50 @@ func (r *OpenBaoClusterReconciler) reconcileImage(ctx context.Context, p *pass) 
 		imageVerified(p, pulled, policy, res)
 		return nil
 	}
+	if errors.Is(err, errTrustedRootMissing) {
+		// Nothing watches the ConfigMap: look again for it.
+		p.requeueAfter(imageRetry)
+	}
 	return imageFailed(p, pulled, policy, err)
 }
 
-func imagePolicy(spec *v1alpha1.ImageVerificationSpec) imageverify.Policy {
-	pol := imageverify.Policy{PublicKey: spec.PublicKey}
-	if k := spec.Keyless; k != nil {
-		pol.Keyless = &imageverify.Identity{Issuer: k.Issuer, Subject: k.Subject, SubjectRegExp: k.SubjectRegExp}
+// errTrustedRootMissing: the keyless trusted root's ConfigMap or key does
+// not exist (yet).
+var errTrustedRootMissing = fmt.Errorf("%w: the keyless trusted root is missing", imageverify.ErrInvalidPolicy)
+
+// imagePolicy is the spec's key, or its keyless identity with the trusted
+// root read from its ConfigMap. The ConfigMap is the user's and carries no
+// operator label, so it is read through the uncached reader, on every
+// pass: a root replaced in place is used from the next pass on.
+func (r *OpenBaoClusterReconciler) imagePolicy(ctx context.Context, c *v1alpha1.OpenBaoCluster) (imageverify.Policy, error) {
+	spec := c.Spec.ImageVerification
+	k := spec.Keyless
+	if k == nil {
+		return imageverify.Policy{PublicKey: spec.PublicKey}, nil
 	}
-	return pol
+	ref := k.TrustedRootConfigMapRef
+	source := fmt.Sprintf("ConfigMap %s/%s, key %s", c.Namespace, ref.Name, ref.KeyOrDefault())
+	cm := &corev1.ConfigMap{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, cm)
+	if apierrors.IsNotFound(err) {
+		return imageverify.Policy{}, fmt.Errorf("%w: %s not found", errTrustedRootMissing, source)
+	}
+	if err != nil {
+		return imageverify.Policy{}, fmt.Errorf("read the keyless trusted root, %s: %w", source, err)
+	}
+	root, ok := cm.Data[ref.KeyOrDefault()]
+	if !ok {
+		if b, found := cm.BinaryData[ref.KeyOrDefault()]; found {
+			root, ok = string(b), true
+		}
+	}
+	if !ok {
+		return imageverify.Policy{}, fmt.Errorf("%w: %s: the ConfigMap has no such key", errTrustedRootMissing, source)
+	}
+	return imageverify.Policy{Keyless: &imageverify.Identity{
+		Issuer: k.Issuer, Subject: k.Subject, SubjectRegExp: k.SubjectRegExp,
+		TrustedRoot: []byte(root), TrustedRootSource: source,
+	}}, nil
 }
 
 // verifyImage asks the verifier, with a bound on the registry's time.
@@ -154,10 +192,10 @@ func imageFailureReason(err error) string {
 	}{
 		{imageverify.ErrUnsigned, v1alpha1.ReasonImageUnsigned},
 		{imageverify.ErrWrongKey, v1alpha1.ReasonImageSignatureInvalid},
+		{imageverify.ErrWrongIdentity, v1alpha1.ReasonImageSignatureInvalid},
 		{imageverify.ErrTampered, v1alpha1.ReasonImageSignatureInvalid},
 		{imageverify.ErrRegistry, v1alpha1.ReasonImageRegistryUnreachable},
 		{imageverify.ErrImageNotFound, v1alpha1.ReasonImageNotFound},
-		{imageverify.ErrKeylessUnsupported, v1alpha1.ReasonKeylessNotSupported},
 		{imageverify.ErrInvalidPolicy, v1alpha1.ReasonImageInvalidPolicy},
 	} {
 		if errors.Is(err, m.err) {

@@ -39,14 +39,16 @@ func consoleFields(schema apiextensionsv1.JSONSchemaProps) map[string]apiextensi
 }
 
 // wantXDescriptors is what the console needs to draw a field as a proper
-// control: a switch, a select of every allowed value, a Secret picker, a
-// pod count.
+// control: a switch, a select of every allowed value, a Secret or
+// ConfigMap picker, a pod count.
 func wantXDescriptors(name string, field apiextensionsv1.JSONSchemaProps) []string {
 	switch {
 	case name == "replicas":
 		return []string{"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	case strings.HasSuffix(name, "SecretRef"):
 		return []string{"urn:alm:descriptor:io.kubernetes:Secret"}
+	case strings.HasSuffix(name, "ConfigMapRef"):
+		return []string{"urn:alm:descriptor:io.kubernetes:ConfigMap"}
 	case field.Type == "boolean":
 		return []string{ui + "booleanSwitch"}
 	case len(field.Enum) > 0:
@@ -75,7 +77,7 @@ func TestEverySpecFieldHasADescriptor(t *testing.T) {
 			for _, path := range sortedKeys(fields) {
 				name := path[strings.LastIndex(path, ".")+1:]
 				d, ok := byPath[path]
-				if strings.HasSuffix(name, "SecretRef") {
+				if strings.HasSuffix(name, "SecretRef") || strings.HasSuffix(name, "ConfigMapRef") {
 					if named, has := byPath[path+".name"]; has {
 						d, ok = named, true
 					}

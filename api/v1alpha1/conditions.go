@@ -40,7 +40,6 @@ const (
 	// ReasonImageVerifiedEarlier: the registry could not be reached, and
 	// the digest verified last for the same image and key stays pinned.
 	ReasonImageVerifiedEarlier     = "VerifiedEarlier"
-	ReasonKeylessNotSupported      = "KeylessNotSupported"
 	ReasonImageUnsigned            = "Unsigned"
 	ReasonImageSignatureInvalid    = "SignatureInvalid"
 	ReasonImageRegistryUnreachable = "RegistryUnreachable"

@@ -25,11 +25,9 @@ type ImageVerificationSpec struct {
 	// +optional
 	PublicKey string `json:"publicKey,omitempty"`
 
-	// Keyless names the signer's identity in a Fulcio certificate. It is
-	// accepted by the API but not supported yet: verifying it needs the
-	// Sigstore trusted root, which this operator does not fetch. A cluster
-	// that sets it reports ImageVerified False, reason
-	// KeylessNotSupported.
+	// Keyless names the signer's identity in a Fulcio certificate, and the
+	// Sigstore trusted root that certificate, its SCT and the signature's
+	// transparency-log entry are checked against, offline.
 	// +optional
 	Keyless *KeylessIdentity `json:"keyless,omitempty"`
 
@@ -58,6 +56,42 @@ type KeylessIdentity struct {
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	SubjectRegExp string `json:"subjectRegExp,omitempty"`
+	// TrustedRootConfigMapRef names the ConfigMap, in the cluster's
+	// namespace, holding the Sigstore TrustedRoot JSON (what `cosign
+	// trusted-root create` writes, or trusted_root.json from Sigstore's
+	// TUF repository). The operator has no network to fetch it by TUF:
+	// replacing it, when Sigstore rotates a key, is the user's to do.
+	// Nothing watches it: it is read on each reconcile, and a changed root
+	// verifies the image again at the next one.
+	TrustedRootConfigMapRef TrustedRootConfigMapRef `json:"trustedRootConfigMapRef"`
+}
+
+// TrustedRootConfigMapRef names one key of a ConfigMap in the cluster's
+// namespace.
+type TrustedRootConfigMapRef struct {
+	// Name of the ConfigMap.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key in the ConfigMap (data or binaryData).
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:default=trusted_root.json
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// DefaultTrustedRootKey is the ConfigMap key the trusted root is read
+// from when none is named: the file name Sigstore's TUF repository uses.
+const DefaultTrustedRootKey = "trusted_root.json"
+
+// KeyOrDefault is the key to read; the API server defaults it, clients
+// that skip defaulting (a fake client) do not.
+func (r TrustedRootConfigMapRef) KeyOrDefault() string {
+	if r.Key == "" {
+		return DefaultTrustedRootKey
+	}
+	return r.Key
 }
 
 // ImageVerificationFailurePolicy is what a failed verification does.

@@ -17,11 +17,12 @@ import (
 )
 
 // verifyBundles checks the Sigstore bundles attached to digest as OCI
-// referrers: the bundle's signature with the key, its in-toto subject
-// against the digest (sigstore-go's artifact policy), then the claim again
-// through cosign's claim verifier.
-func verifyBundles(ctx context.Context, digest name.Digest, h v1.Hash, co *cosign.CheckOpts) error {
-	bundles, _, err := cosign.GetBundles(ctx, digest, co.RegistryClientOpts)
+// referrers: the bundle's signature under the policy (the key, or the
+// certificate, its SCT and the Rekor entry against the trusted root), its
+// in-toto subject against the digest (sigstore-go's artifact policy), then
+// the claim again through cosign's claim verifier.
+func verifyBundles(ctx context.Context, digest name.Digest, h v1.Hash, chk checker) error {
+	bundles, _, err := cosign.GetBundles(ctx, digest, chk.co.RegistryClientOpts)
 	if none := (*cosign.ErrNoMatchingAttestations)(nil); errors.As(err, &none) {
 		return ErrUnsigned
 	}
@@ -35,7 +36,7 @@ func verifyBundles(ctx context.Context, digest name.Digest, h v1.Hash, co *cosig
 	policy := verify.WithArtifactDigest(h.Algorithm, raw)
 	var errs []error
 	for _, b := range bundles {
-		err := verifyBundle(ctx, b, h, policy, co)
+		err := verifyBundle(ctx, b, h, policy, chk)
 		if err == nil {
 			return nil
 		}
@@ -44,13 +45,13 @@ func verifyBundles(ctx context.Context, digest name.Digest, h v1.Hash, co *cosig
 	return worst(errs...)
 }
 
-func verifyBundle(ctx context.Context, b *sgbundle.Bundle, h v1.Hash, policy verify.ArtifactPolicyOption, co *cosign.CheckOpts) error {
+func verifyBundle(ctx context.Context, b *sgbundle.Bundle, h v1.Hash, policy verify.ArtifactPolicyOption, chk checker) error {
 	claimErr := bundleClaim(b, h)
-	if _, err := cosign.VerifyNewBundle(ctx, co, policy, b); err != nil {
+	if _, err := cosign.VerifyNewBundle(ctx, chk.co, policy, b); err != nil {
 		if claimErr != nil {
 			return fmt.Errorf("%w (bundle): %w", ErrTampered, claimErr)
 		}
-		return fmt.Errorf("%w (bundle): %w", ErrWrongKey, err)
+		return fmt.Errorf("%w (bundle): %w", chk.mismatch, err)
 	}
 	if claimErr != nil {
 		return fmt.Errorf("%w (bundle): %w", ErrTampered, claimErr)

@@ -11,9 +11,13 @@ import (
 )
 
 // verifyClassic checks the signatures under the digest's .sig tag, each
-// with the key and cosign.SimpleClaimVerifier: without the claim check a
-// signature copied from another digest verifies.
-func verifyClassic(ctx context.Context, digest name.Digest, h v1.Hash, co *cosign.CheckOpts) error {
+// under the policy and cosign.SimpleClaimVerifier: without the claim check
+// a signature copied from another digest verifies. A keyless signature is
+// checked offline by its Rekor bundle annotation (the signed entry
+// timestamp, against the trusted root's logs); one without it is refused,
+// as cosign, Offline, never looks the entry up.
+func verifyClassic(ctx context.Context, digest name.Digest, h v1.Hash, chk checker) error {
+	co := chk.co
 	tag, err := ociremote.SignatureTag(digest, co.RegistryClientOpts...)
 	if err != nil {
 		return registryError("name the signature tag of "+digest.String(), err)
@@ -43,7 +47,7 @@ func verifyClassic(ctx context.Context, digest name.Digest, h v1.Hash, co *cosig
 			errs = append(errs, fmt.Errorf("%w (signature): %w", ErrTampered, claimErr))
 			continue
 		}
-		errs = append(errs, fmt.Errorf("%w (signature): %w", ErrWrongKey, err))
+		errs = append(errs, fmt.Errorf("%w (signature): %w", chk.mismatch, err))
 	}
 	return worst(errs...)
 }

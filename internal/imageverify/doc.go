@@ -1,16 +1,21 @@
 // Package imageverify checks an OpenBao image's cosign signature against a
-// public key before the operator runs it, and resolves the tag to the digest
-// that was verified, so the pod template can pin exactly that.
+// public key or a keyless identity before the operator runs it, and
+// resolves the tag to the digest that was verified, so the pod template
+// can pin exactly that.
 //
 // It uses cosign v3's library, not v2's: v3 signs in the new bundle format
 // (a Sigstore bundle attached as an OCI referrer) by default, which v2's
 // verification reports as "no signatures found". Bundles are checked first,
 // then classic signatures under the image's .sig tag.
 //
-// Verification is offline: no transparency log, no certificate timestamps,
-// no TUF. Key-based signatures need none of them; keyless signatures need
-// Sigstore's trusted root, so keyless policies are refused
-// (ErrKeylessUnsupported) until the operator can be given one.
+// Verification is offline: the only network peer is the registry. Key-based
+// signatures need no transparency log or timestamp. Keyless signatures are
+// checked against a Sigstore trusted root the user provides (there is no
+// TUF client): the Fulcio certificate's chain and identity, its embedded
+// SCT, and the signature's Rekor entry by its signed entry timestamp or
+// inclusion proof, never by looking it up. Rekor v2 bundles, which carry
+// no integrated time, need an RFC 3161 timestamp of one of the root's
+// TSAs instead (cosign's rule).
 //
 // Each signature must name the image's digest in its signed claim, so a
 // signature copied from another image is refused: classic signatures go

@@ -17,10 +17,13 @@ var (
 	ErrRegistry = errors.New("the registry could not be reached or refused the request")
 	// ErrImageNotFound: the registry has no such repository or tag.
 	ErrImageNotFound = errors.New("the image is not in the registry")
-	// ErrKeylessUnsupported: keyless verification needs Sigstore's trusted
-	// root, which this operator does not have offline.
-	ErrKeylessUnsupported = errors.New("keyless verification is not supported yet: use publicKey")
-	// ErrInvalidPolicy: the public key cannot be parsed.
+	// ErrWrongIdentity: signatures exist, none verifies under the keyless
+	// policy: another signer, a certificate of a CA the trusted root does
+	// not hold, no SCT or Rekor entry the root's logs signed, or no
+	// certificate at all.
+	ErrWrongIdentity = errors.New("no signature of the image verifies with the keyless identity and trusted root")
+	// ErrInvalidPolicy: the public key, the subject expression or the
+	// trusted root cannot be used.
 	ErrInvalidPolicy = errors.New("the verification policy is invalid")
 )
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -18,20 +19,35 @@ import (
 	"github.com/sigstore/cosign/v3/pkg/cosign"
 	ociremote "github.com/sigstore/cosign/v3/pkg/oci/remote"
 	sigs "github.com/sigstore/cosign/v3/pkg/signature"
+	"github.com/sigstore/sigstore-go/pkg/root"
 )
 
-// Policy is what a signature must verify against.
+// Policy is what a signature must verify against: a key, or a keyless
+// identity.
 type Policy struct {
 	// PublicKey is a PEM public key.
 	PublicKey string
-	// Keyless, when set, asks for a Fulcio identity; refused for now.
+	// Keyless, when set, asks for a Fulcio certificate of this identity.
 	Keyless *Identity
 }
 
 // Identity is a keyless signer: the OIDC issuer and subject (exact or
-// regular expression).
+// regular expression), and the trusted root its certificate must chain to.
 type Identity struct {
 	Issuer, Subject, SubjectRegExp string
+	// TrustedRoot is a Sigstore TrustedRoot, JSON: the Fulcio CAs, CT logs,
+	// Rekor logs and TSAs everything is checked against, offline.
+	TrustedRoot []byte
+	// TrustedRootSource says where TrustedRoot was read, for messages.
+	TrustedRootSource string
+}
+
+// String names the identity in messages.
+func (i *Identity) String() string {
+	if i.SubjectRegExp != "" {
+		return fmt.Sprintf("issuer %q, subject matching %q", i.Issuer, i.SubjectRegExp)
+	}
+	return fmt.Sprintf("issuer %q, subject %q", i.Issuer, i.Subject)
 }
 
 // ID identifies the policy in the cache and in status: a hash, so a key
@@ -45,8 +61,11 @@ func (p Policy) ID() string {
 		}
 	}
 	write("key", strings.TrimSpace(p.PublicKey))
-	if p.Keyless != nil {
-		write("keyless", p.Keyless.Issuer, p.Keyless.Subject, p.Keyless.SubjectRegExp)
+	if k := p.Keyless; k != nil {
+		// The root's content, not its source: a root replaced in place
+		// re-verifies, the same root under another name does not.
+		root := sha256.Sum256(k.TrustedRoot)
+		write("keyless", k.Issuer, k.Subject, k.SubjectRegExp, hex.EncodeToString(root[:]))
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:16]
 }
@@ -109,12 +128,9 @@ func NewCosign(size int, transport http.RoundTripper) *Cosign {
 // Verify resolves req.Image to its digest, then checks the digest's
 // bundles and, without a good one, its classic signatures.
 func (c *Cosign) Verify(ctx context.Context, req Request) (Result, error) {
-	if req.Policy.Keyless != nil {
-		return Result{}, ErrKeylessUnsupported
-	}
-	verifier, err := sigs.LoadPublicKeyRaw([]byte(req.Policy.PublicKey), crypto.SHA256)
+	chk, err := newChecker(req.Policy)
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: publicKey: %w", ErrInvalidPolicy, err)
+		return Result{}, err
 	}
 	ref, err := name.ParseReference(req.Image)
 	if err != nil {
@@ -129,11 +145,8 @@ func (c *Cosign) Verify(ctx context.Context, req Request) (Result, error) {
 	if f, ok := c.cache.get(key); ok {
 		return Result{Digest: digest.DigestStr(), Format: f, Cached: true}, nil
 	}
-	co := &cosign.CheckOpts{
-		RegistryClientOpts: opts, SigVerifier: verifier,
-		IgnoreTlog: true, IgnoreSCT: true, Offline: true,
-	}
-	format, err := verifyDigest(ctx, digest, co)
+	chk.co.RegistryClientOpts = opts
+	format, err := verifyDigest(ctx, digest, chk)
 	if err != nil {
 		return Result{}, fmt.Errorf("verify %s (%s): %w", req.Image, digest.DigestStr(), err)
 	}
@@ -152,21 +165,65 @@ func (c *Cosign) registryOptions(ctx context.Context, kc authn.Keychain) []ocire
 	return []ociremote.Option{ociremote.WithRemoteOptions(ro...)}
 }
 
+// checker is how signatures are checked under one policy.
+type checker struct {
+	co *cosign.CheckOpts
+	// mismatch is the failure of a signature that does not verify under
+	// the policy: ErrWrongKey or ErrWrongIdentity, naming the identity.
+	mismatch error
+}
+
+// newChecker turns a policy into cosign's options. A key needs no
+// transparency log, SCT or timestamp. A keyless identity needs them all,
+// checked offline against the trusted root (Offline and no RekorClient:
+// cosign never looks an entry up): the certificate chains to one of its
+// Fulcio CAs and carries an SCT of one of its CT logs, and the signature's
+// Rekor entry is signed by one of its logs, whose time falls within the
+// certificate's validity.
+func newChecker(p Policy) (checker, error) {
+	if p.Keyless == nil {
+		verifier, err := sigs.LoadPublicKeyRaw([]byte(p.PublicKey), crypto.SHA256)
+		if err != nil {
+			return checker{}, fmt.Errorf("%w: publicKey: %w", ErrInvalidPolicy, err)
+		}
+		co := &cosign.CheckOpts{SigVerifier: verifier, IgnoreTlog: true, IgnoreSCT: true, Offline: true}
+		return checker{co: co, mismatch: ErrWrongKey}, nil
+	}
+	k := p.Keyless
+	if k.SubjectRegExp != "" {
+		if _, err := regexp.Compile(k.SubjectRegExp); err != nil {
+			return checker{}, fmt.Errorf("%w: keyless.subjectRegExp: %w", ErrInvalidPolicy, err)
+		}
+	}
+	tr, err := root.NewTrustedRootFromJSON(k.TrustedRoot)
+	if err != nil {
+		return checker{}, fmt.Errorf("%w: the trusted root in %s is no Sigstore TrustedRoot: %w", ErrInvalidPolicy, k.TrustedRootSource, err)
+	}
+	if len(tr.FulcioCertificateAuthorities()) == 0 || len(tr.RekorLogs()) == 0 {
+		return checker{}, fmt.Errorf("%w: the trusted root in %s has no Fulcio certificate authority or no Rekor log", ErrInvalidPolicy, k.TrustedRootSource)
+	}
+	co := &cosign.CheckOpts{
+		TrustedMaterial: tr, Offline: true,
+		Identities: []cosign.Identity{{Issuer: k.Issuer, Subject: k.Subject, SubjectRegExp: k.SubjectRegExp}},
+	}
+	return checker{co: co, mismatch: fmt.Errorf("%w (%s; trusted root from %s)", ErrWrongIdentity, k, k.TrustedRootSource)}, nil
+}
+
 // verifyDigest tries bundles, then classic signatures; a failure says the
 // most telling thing found across both.
-func verifyDigest(ctx context.Context, digest name.Digest, co *cosign.CheckOpts) (Format, error) {
+func verifyDigest(ctx context.Context, digest name.Digest, chk checker) (Format, error) {
 	h, err := v1.NewHash(digest.DigestStr())
 	if err != nil {
 		return "", fmt.Errorf("%w: digest %s: %w", ErrImageNotFound, digest.DigestStr(), err)
 	}
-	bundleErr := verifyBundles(ctx, digest, h, co)
+	bundleErr := verifyBundles(ctx, digest, h, chk)
 	if bundleErr == nil {
 		return FormatBundle, nil
 	}
 	if errors.Is(bundleErr, ErrRegistry) {
 		return "", bundleErr
 	}
-	sigErr := verifyClassic(ctx, digest, h, co)
+	sigErr := verifyClassic(ctx, digest, h, chk)
 	if sigErr == nil {
 		return FormatSignature, nil
 	}
@@ -174,9 +231,9 @@ func verifyDigest(ctx context.Context, digest name.Digest, co *cosign.CheckOpts)
 }
 
 // worst picks the failure that tells most: a registry error, then a
-// tampered signature, then a wrong key, then none at all.
+// tampered signature, then a wrong key or identity, then none at all.
 func worst(errs ...error) error {
-	for _, target := range []error{ErrRegistry, ErrTampered, ErrWrongKey} {
+	for _, target := range []error{ErrRegistry, ErrTampered, ErrWrongKey, ErrWrongIdentity} {
 		for _, err := range errs {
 			if errors.Is(err, target) {
 				return err

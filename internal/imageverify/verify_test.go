@@ -112,7 +112,6 @@ func TestVerifyRefusesWhatItCannotCheck(t *testing.T) {
 		policy  imageverify.Policy
 		wantErr error
 	}{
-		"a keyless policy":        {reg.Host + "/openbao/openbao:2.4.0", imageverify.Policy{Keyless: &imageverify.Identity{Issuer: "https://issuer", Subject: "me"}}, imageverify.ErrKeylessUnsupported},
 		"a key that is no PEM":    {reg.Host + "/openbao/openbao:2.4.0", imageverify.Policy{PublicKey: "-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----\n"}, imageverify.ErrInvalidPolicy},
 		"a missing tag":           {reg.Host + "/openbao/openbao:9.9.9", good, imageverify.ErrImageNotFound},
 		"a registry that is down": {downHost + "/openbao/openbao:2.4.0", good, imageverify.ErrRegistry},

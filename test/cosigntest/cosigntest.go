@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	intotov1 "github.com/in-toto/attestation/go/v1"
 	cbundle "github.com/sigstore/cosign/v3/pkg/cosign/bundle"
+	"github.com/sigstore/cosign/v3/pkg/oci"
 	"github.com/sigstore/cosign/v3/pkg/oci/mutate"
 	ociremote "github.com/sigstore/cosign/v3/pkg/oci/remote"
 	"github.com/sigstore/cosign/v3/pkg/oci/static"
@@ -146,6 +147,12 @@ func (r *Registry) SignClassic(t *testing.T, kp *sign.EphemeralKeypair, target, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.attachClassic(t, target, sig)
+}
+
+// attachClassic writes sig under target's .sig tag.
+func (r *Registry) attachClassic(t *testing.T, target name.Digest, sig oci.Signature) {
+	t.Helper()
 	se, err := ociremote.SignedEntity(target, r.opts()...)
 	if err != nil {
 		t.Fatal(err)
@@ -164,24 +171,37 @@ func (r *Registry) SignClassic(t *testing.T, kp *sign.EphemeralKeypair, target, 
 // a DSSE envelope by cosign's bundle signer, without transparency log.
 func (r *Registry) SignBundle(t *testing.T, kp *sign.EphemeralKeypair, target, claim name.Digest) {
 	t.Helper()
+	content := &sign.DSSEData{Data: statement(t, claim), PayloadType: "application/vnd.in-toto+json"}
+	b, err := cbundle.SignData(context.Background(), content, kp, "", nil, nil, &root.SigningConfig{}, nil, cbundle.SignOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.attachBundle(t, target, b)
+}
+
+// attachBundle writes the JSON bundle b as an OCI referrer of target.
+func (r *Registry) attachBundle(t *testing.T, target name.Digest, b []byte) {
+	t.Helper()
+	if err := ociremote.WriteAttestationNewBundleFormat(target, b, types.CosignSignPredicateType, r.opts()...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// statement is the in-toto statement `cosign sign` v3 signs: its subject
+// is claim.
+func statement(t *testing.T, claim name.Digest) []byte {
+	t.Helper()
 	alg, hex, _ := strings.Cut(claim.DigestStr(), ":")
 	annotations, _ := structpb.NewStruct(nil)
-	statement := &intotov1.Statement{
+	st := &intotov1.Statement{
 		Type:          intotov1.StatementTypeUri,
 		Subject:       []*intotov1.ResourceDescriptor{{Digest: map[string]string{alg: hex}, Annotations: annotations}},
 		PredicateType: types.CosignSignPredicateType,
 		Predicate:     &structpb.Struct{},
 	}
-	payload, err := protojson.Marshal(statement)
+	payload, err := protojson.Marshal(st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	content := &sign.DSSEData{Data: payload, PayloadType: "application/vnd.in-toto+json"}
-	b, err := cbundle.SignData(context.Background(), content, kp, "", nil, nil, &root.SigningConfig{}, nil, cbundle.SignOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ociremote.WriteAttestationNewBundleFormat(target, b, types.CosignSignPredicateType, r.opts()...); err != nil {
-		t.Fatal(err)
-	}
+	return payload
 }

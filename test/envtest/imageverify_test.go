@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
@@ -218,37 +220,80 @@ func TestImageVerificationKeepsTheDigestWhileTheRegistryIsDown(t *testing.T) {
 	}
 }
 
-// Keyless identities pass admission but are refused by the reconciler with
-// a reason that says so; under Block nothing is created.
-func TestImageVerificationRefusesKeyless(t *testing.T) {
+// A keyless identity is verified against the trusted root in a ConfigMap
+// of the user's (no operator label: read uncached). Until it exists the
+// cluster says which ConfigMap it misses and nothing is created; once it
+// does, the image signed by the identity runs by its digest.
+func TestImageVerificationKeyless(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t, managedNamespace, `
+	reg := cosigntest.New(t, "", "")
+	sigstore := cosigntest.NewSigstore(t)
+	signed := reg.Push(t, "openbao/openbao", "2.4.0")
+	reg.SignKeyless(t, sigstore, "https://token.actions.githubusercontent.com",
+		"https://github.com/openbao/openbao/.github/workflows/release.yml@refs/tags/v2.4.0", signed, signed)
+	image := reg.Host + "/openbao/openbao"
+	c := newCluster(t, managedNamespace, fmt.Sprintf(`
 metadata: {name: image-keyless}
 spec:
   version: 2.4.0
+  image: %s
   imageVerification:
     enabled: true
-    keyless: {issuer: "https://token.actions.githubusercontent.com", subjectRegExp: "^https://github.com/openbao/"}
-`)
+    keyless:
+      issuer: "https://token.actions.githubusercontent.com"
+      subjectRegExp: "^https://github.com/openbao/openbao/"
+      trustedRootConfigMapRef: {name: sigstore-root}
+`, image))
 	if err := k8s.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), c) })
-	eventually(t, wait, "ImageVerified=False KeylessNotSupported and Degraded", func() error {
+	eventually(t, wait, "ImageVerified=False InvalidPolicy naming the missing ConfigMap", func() error {
 		cond, err := condition(ctx, c, v1alpha1.ConditionImageVerified)
 		if err != nil {
 			return err
 		}
-		if cond.Status != "False" || cond.Reason != v1alpha1.ReasonKeylessNotSupported {
+		if cond.Status != "False" || cond.Reason != v1alpha1.ReasonImageInvalidPolicy ||
+			!strings.Contains(cond.Message, "ConfigMap "+managedNamespace+"/sigstore-root, key trusted_root.json") {
 			return fmt.Errorf("ImageVerified %s %s: %s", cond.Status, cond.Reason, cond.Message)
-		}
-		degraded, err := condition(ctx, c, v1alpha1.ConditionDegraded)
-		if err != nil || degraded.Reason != v1alpha1.ReasonImageVerificationFailed {
-			return fmt.Errorf("Degraded %+v (%v)", degraded, err)
 		}
 		return nil
 	})
 	if _, _, err := serverImage(ctx, c); err == nil {
 		t.Error("a StatefulSet was created for an image that could not be verified")
 	}
+
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "sigstore-root", Namespace: managedNamespace},
+		Data:       map[string]string{"trusted_root.json": string(sigstore.TrustedRootJSON(t))},
+	}
+	if err := k8s.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), cm) })
+	// The pass comes back for the ConfigMap after 30 s by itself; a spec
+	// change brings it back now.
+	latest := &v1alpha1.OpenBaoCluster{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), latest); err != nil {
+		t.Fatal(err)
+	}
+	latest.Spec.Replicas = 5
+	if err := k8s.Update(ctx, latest); err != nil {
+		t.Fatal(err)
+	}
+	want := image + ":2.4.0@" + signed.DigestStr()
+	eventually(t, wait, "the StatefulSet runs the keylessly verified digest", func() error {
+		_, got, err := serverImage(ctx, c)
+		if err == nil && got != want {
+			err = fmt.Errorf("image %q, want %q", got, want)
+		}
+		if err != nil {
+			return err
+		}
+		cond, err := condition(ctx, c, v1alpha1.ConditionImageVerified)
+		if err != nil || cond.Status != "True" {
+			return fmt.Errorf("ImageVerified %+v (%v)", cond, err)
+		}
+		return nil
+	})
 }
