@@ -48,7 +48,8 @@ var operatorChartCases = map[string]map[string]any{
 		"commonLabels": map[string]any{"team": "platform"},
 		"extraArgs":    []any{"--zap-log-level=debug"},
 	},
-	"tenancy": {"tenancy": map[string]any{"enabled": true}},
+	"tenancy":          {"tenancy": map[string]any{"enabled": true}},
+	"watch-namespaces": {"watchNamespaces": []any{"team-a", "team-b"}},
 	"webhook-cert-from-secret": {
 		"webhook": map[string]any{"certManaged": false, "certSecret": "openbao-operator-webhook-tls"},
 	},
