@@ -109,6 +109,19 @@ test-e2e: ## e2e tier: a real single-node Kubernetes with the operator installed
 	@rc=0; $(GO_TEST) -v -parallel 8 -timeout 20m ./test/e2e/... || rc=$$?; \
 	go run $(LOCALNODE) down -owner e2e; exit $$rc
 
+# OLM v0 and opm, built on demand: `make tools` leaves them out so that a
+# machine that never runs this tier does not pay their cold build.
+OLM_TOOLS := opm grpc_health_probe olm-operator olm-catalog-operator olm-package-server olm-copy-content olm-cpb
+
+.PHONY: test-olm
+test-olm: ## OLM tier: a real OLM on the local node installs a bundle from an opm-served file-based catalog (root).
+	@bash test/tools/build.sh $(OLM_TOOLS)
+	@echo "=== tier: olm"
+	@# As test-e2e: the tier tears its node down itself; the extra `down`
+	@# cleans up after a killed run.
+	@rc=0; $(GO_TEST) -v -timeout 20m ./test/olm || rc=$$?; \
+	go run $(LOCALNODE) down -owner olm; exit $$rc
+
 .PHONY: bench-bootstrap
 bench-bootstrap: tools ## Benchmark CR created -> 3 Raft voters against a bare-script floor on the local node (root; BOOTSTRAP_BENCH_RUNS, default 3).
 	@# Reuses a node that is up (make demo), else starts one and tears it down

@@ -116,3 +116,38 @@ func sortedKeysOfBuilt(m map[string]images.Built) []string {
 	}
 	return sortedStrings(keys)
 }
+
+// DigestRef returns repository@digest for an image containerd holds and
+// gives the image that name too, so that kubelet finds it by digest. OLM
+// starts catalog and bundle-unpack pods with imagePullPolicy Always unless
+// the image is named by digest; with no registry to pull from, the images
+// those pods run must be named so.
+func DigestRef(c Config, ref string) (string, error) {
+	ctr := func(args ...string) ([]byte, error) {
+		args = append([]string{"--address", c.containerdSock(), "--namespace", "k8s.io", "images"}, args...)
+		out, err := exec.Command("ctr", args...).CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("ctr %s: %w\n%s", strings.Join(args[4:], " "), err, out)
+		}
+		return out, nil
+	}
+	out, err := ctr("list", "name=="+ref)
+	if err != nil {
+		return "", err
+	}
+	// REF TYPE DIGEST SIZE PLATFORMS LABELS, after a header line.
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || len(strings.Fields(lines[1])) < 3 {
+		return "", fmt.Errorf("containerd has no image %s:\n%s", ref, out)
+	}
+	digest := strings.Fields(lines[1])[2]
+	repo := ref
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		repo = ref[:i]
+	}
+	pinned := repo + "@" + digest
+	if _, err := ctr("tag", "--force", ref, pinned); err != nil {
+		return "", err
+	}
+	return pinned, nil
+}

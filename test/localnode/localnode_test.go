@@ -2,9 +2,15 @@ package localnode
 
 import (
 	"bufio"
+	"crypto/x509"
+	"encoding/pem"
+	"net"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestIptablesCleanupDeletesOnlyNewOwnedRulesAndChains(t *testing.T) {
@@ -156,6 +162,45 @@ func TestIsOurShimMatchesOnlyShimsOfThisNodesSocket(t *testing.T) {
 	for name, tc := range cases {
 		if got := isOurShim(tc.args, sock); got != tc.want {
 			t.Errorf("%s: isOurShim = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+// The front proxy's client certificate must chain to its own CA only: the
+// cluster CA also signs approved CSRs, which must never pass as the proxy.
+func TestFrontProxyClientChainsToItsOwnCAOnly(t *testing.T) {
+	dir := t.TempDir()
+	c := Config{StateDir: dir, APIServerIP: "10.96.0.1", NodeName: "n"}
+	if err := writePKI(dir, certRequests(c, net.ParseIP("192.0.2.2")), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	load := func(name string) *x509.Certificate {
+		data, err := os.ReadFile(filepath.Join(dir, name+".crt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, _ := pem.Decode(data)
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cert
+	}
+	client := load("front-proxy-client")
+	if client.Subject.CommonName != "front-proxy-client" {
+		t.Errorf("front-proxy-client CN = %q", client.Subject.CommonName)
+	}
+	if err := client.CheckSignatureFrom(load("front-proxy-ca")); err != nil {
+		t.Errorf("front-proxy-client not signed by front-proxy-ca: %v", err)
+	}
+	if err := client.CheckSignatureFrom(load("ca")); err == nil {
+		t.Error("front-proxy-client is signed by the cluster CA")
+	}
+	args := strings.Join(apiServerArgs(Config{StateDir: "/s"}, "192.0.2.2"), " ")
+	for _, w := range []string{"--requestheader-client-ca-file=/s/pki/front-proxy-ca.crt", "--requestheader-allowed-names=front-proxy-client",
+		"--proxy-client-cert-file=/s/pki/front-proxy-client.crt"} {
+		if !strings.Contains(args, w) {
+			t.Errorf("kube-apiserver args lack %s", w)
 		}
 	}
 }

@@ -25,6 +25,8 @@ type certRequest struct {
 	IPs    []net.IP
 	Server bool
 	Client bool
+	// FrontProxy signs with the front-proxy CA instead of the cluster CA.
+	FrontProxy bool
 }
 
 // certRequests lists every certificate of the node: the API server's serving
@@ -43,6 +45,10 @@ func certRequests(c Config, nodeIP net.IP) []certRequest {
 		{File: "kubelet", CN: "system:node:" + c.NodeName, Orgs: []string{"system:nodes"}, Client: true},
 		{File: "kubelet-serving", CN: "system:node:" + c.NodeName, DNS: []string{c.NodeName, "localhost"}, IPs: []net.IP{nodeIP, net.ParseIP("127.0.0.1")}, Server: true},
 		{File: "kube-proxy", CN: "system:kube-proxy", Client: true},
+		// The API server's client identity towards aggregated API servers
+		// (OLM's packageserver, metrics-server): they trust the user it
+		// names in X-Remote-User because this certificate says so.
+		{File: "front-proxy-client", CN: "front-proxy-client", Client: true, FrontProxy: true},
 	}
 }
 
@@ -52,11 +58,21 @@ func writePKI(dir string, reqs []certRequest, now time.Time) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create pki dir: %w", err)
 	}
-	caKey, caCert, err := newCA(now)
+	caKey, caCert, err := newCA("localnode-ca", now)
 	if err != nil {
 		return err
 	}
 	if err := writeKeyPair(dir, "ca", caCert.Raw, caKey); err != nil {
+		return err
+	}
+	// A CA of its own, as kubeadm has: kube-controller-manager signs
+	// approved CSRs with the cluster CA, and such a certificate must never
+	// pass as the front proxy.
+	fpKey, fpCert, err := newCA("localnode-front-proxy-ca", now)
+	if err != nil {
+		return err
+	}
+	if err := writeKeyPair(dir, "front-proxy-ca", fpCert.Raw, fpKey); err != nil {
 		return err
 	}
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -67,7 +83,11 @@ func writePKI(dir string, reqs []certRequest, now time.Time) error {
 		return err
 	}
 	for _, r := range reqs {
-		der, key, err := issue(r, caCert, caKey, now)
+		signer, signerKey := caCert, caKey
+		if r.FrontProxy {
+			signer, signerKey = fpCert, fpKey
+		}
+		der, key, err := issue(r, signer, signerKey, now)
 		if err != nil {
 			return fmt.Errorf("issue %s: %w", r.File, err)
 		}
@@ -78,14 +98,14 @@ func writePKI(dir string, reqs []certRequest, now time.Time) error {
 	return nil
 }
 
-func newCA(now time.Time) (*ecdsa.PrivateKey, *x509.Certificate, error) {
+func newCA(cn string, now time.Time) (*ecdsa.PrivateKey, *x509.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("generate CA key: %w", err)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "localnode-ca"},
+		Subject:               pkix.Name{CommonName: cn},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(30 * 24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,

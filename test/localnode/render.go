@@ -77,6 +77,16 @@ func apiServerArgs(c Config, nodeIP string) []string {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + c.pki("sa.pub"),
 		"--service-account-signing-key-file=" + c.pki("sa.key"),
+		// The aggregation layer, as on any real cluster: an APIService
+		// (OLM's packageserver) is reached with the front-proxy client
+		// certificate and trusts the user it names in these headers.
+		"--requestheader-client-ca-file=" + c.pki("front-proxy-ca.crt"),
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + c.pki("front-proxy-client.crt"),
+		"--proxy-client-key-file=" + c.pki("front-proxy-client.key"),
 		"--profiling=false",
 	}
 }

@@ -1,0 +1,787 @@
+// Package olm installs a real OLM (v0: olm-operator, catalog-operator and
+// packageserver, built from their modules by test/tools/build.sh) on the
+// local node, serves a file-based catalog with opm, and installs a trivial
+// bundle from it through a Subscription.
+//
+// OLM's images are single-layer images of the static binaries, imported
+// into containerd like the node's other images. Every image an OLM
+// controller puts in a pod it creates (catalog pods, bundle-unpack Jobs) is
+// named by digest: OLM pulls tag references with imagePullPolicy Always, and
+// there is no registry to pull from.
+package olm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/template"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/test/images"
+	"github.com/openbao/operator/test/localnode"
+)
+
+// Version is the OLM release test/tools/olm builds; its manifests come from
+// the same module in Go's module cache.
+const (
+	Version = "v0.41.0"
+	Module  = "github.com/operator-framework/operator-lifecycle-manager"
+)
+
+// Namespace is where OLM runs (its quickstart's choice) and where the
+// catalog of the proof is served.
+const Namespace = "olm"
+
+// Tools lists the binaries in ./bin this package needs (test/tools/build.sh).
+var Tools = []string{"opm", "grpc_health_probe", "olm-operator", "olm-catalog-operator",
+	"olm-package-server", "olm-copy-content", "olm-cpb"}
+
+// Images are the references of the images OLM runs, pinned by digest.
+type Images struct {
+	OLM, OPM, Bundle, Catalog string
+}
+
+// Timings are the phases of an install, printed by the proof.
+type Timings struct {
+	Images, Import, CRDs, Operators, PackageServer, Catalog, Subscription time.Duration
+}
+
+func bin(c localnode.Config, name string) string { return filepath.Join(c.BinDir, name) }
+
+// resolved follows ./bin links into the tool cache, so that an image's hash
+// does not depend on where the link lives.
+func resolved(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// CheckTools reports the first OLM tool missing from ./bin.
+func CheckTools(c localnode.Config) error {
+	for _, name := range Tools {
+		if _, err := os.Stat(bin(c, name)); err != nil {
+			return fmt.Errorf("%s missing in %s (run `bash test/tools/build.sh %s`)", name, c.BinDir, strings.Join(Tools, " "))
+		}
+	}
+	return nil
+}
+
+// olmSpec is OLM's image: the binaries where OLM's manifests and controllers
+// expect them, and a cp that bundle-unpack Jobs run from it.
+func olmSpec(c localnode.Config, cp string) images.Spec {
+	f := func(path, tool string) images.File {
+		return images.File{Path: path, Source: resolved(bin(c, tool)), Mode: 0o755}
+	}
+	return images.Spec{
+		Repository: "localhost/olm",
+		TagPrefix:  Version + "-",
+		Files: []images.File{
+			f("/bin/olm", "olm-operator"), f("/bin/catalog", "olm-catalog-operator"),
+			f("/bin/package-server", "olm-package-server"), f("/bin/copy-content", "olm-copy-content"),
+			f("/bin/cpb", "olm-cpb"),
+			{Path: "/bin/cp", Source: cp, Mode: 0o755},
+		},
+		Dirs:       []images.Dir{{Path: "/tmp", Mode: 0o1777}},
+		User:       fmt.Sprintf("%d:%d", images.NonRootUID, images.NonRootUID),
+		Entrypoint: []string{"/bin/olm"},
+		Env:        []string{"PATH=/bin"},
+	}
+}
+
+// opmSpec is opm's image; catalog-operator runs `opm alpha bundle extract`
+// from it (by PATH) in every bundle-unpack Job. With a catalog directory it
+// is a catalog image whose default command serves that catalog.
+func opmSpec(c localnode.Config, repository string, catalogFiles []images.File) images.Spec {
+	s := images.Spec{
+		Repository: repository,
+		Files: append([]images.File{
+			{Path: "/bin/opm", Source: resolved(bin(c, "opm")), Mode: 0o755},
+			{Path: "/bin/grpc_health_probe", Source: resolved(bin(c, "grpc_health_probe")), Mode: 0o755},
+		}, catalogFiles...),
+		Dirs:       []images.Dir{{Path: "/tmp", Mode: 0o1777}},
+		User:       fmt.Sprintf("%d:%d", images.NonRootUID, images.NonRootUID),
+		Entrypoint: []string{"/bin/opm"},
+		Env:        []string{"PATH=/bin"},
+	}
+	if len(catalogFiles) > 0 {
+		// No --cache-dir: with one, opm serve insists on a cache prebuilt
+		// into the image (`opm serve --cache-only` in a Dockerfile RUN) and
+		// exits on an empty one; without, it builds one under /tmp at start,
+		// which for a catalog of a few bundles takes milliseconds.
+		s.Cmd = []string{"serve", "/configs"}
+		s.Labels = map[string]string{"operators.operatorframework.io.index.configs.v1": "/configs"}
+	}
+	return s
+}
+
+// bundleSpec is a registry+v1 bundle image: /manifests and /metadata, with
+// the annotations as labels as operator-sdk's bundle.Dockerfile sets them.
+func bundleSpec(dir string) (images.Spec, error) {
+	var files []images.File
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files = append(files, images.File{Path: "/" + filepath.ToSlash(rel), Source: p, Mode: 0o644})
+		return nil
+	})
+	if err != nil {
+		return images.Spec{}, err
+	}
+	labels := map[string]string{}
+	data, err := os.ReadFile(filepath.Join(dir, "metadata", "annotations.yaml"))
+	if err != nil {
+		return images.Spec{}, err
+	}
+	objs, err := localnode.DecodeManifests(data)
+	if err != nil || len(objs) != 1 {
+		return images.Spec{}, fmt.Errorf("read bundle annotations: %v", err)
+	}
+	ann, _, _ := unstructured.NestedStringMap(objs[0].Object, "annotations")
+	for k, v := range ann {
+		labels[k] = v
+	}
+	return images.Spec{
+		Repository: "localhost/olm-proof-bundle",
+		Files:      files,
+		User:       fmt.Sprintf("%d:%d", images.NonRootUID, images.NonRootUID),
+		Labels:     labels,
+	}, nil
+}
+
+// BuildImages builds and imports OLM's image, the opm image, the proof's
+// bundle image and a catalog image that serves it, and pins each by digest.
+// The bundle's Deployment runs pauseRef.
+func BuildImages(c localnode.Config, pauseRef string, logf localnode.Logf) (Images, Timings, error) {
+	var t Timings
+	start := time.Now()
+	work := filepath.Join(c.ImageCache, "olm")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return Images{}, t, err
+	}
+	cp := filepath.Join(c.ImageCache, "bin", "cp")
+	if err := images.GoBuild(c.RepoRoot, "./test/olm/cp", cp); err != nil {
+		return Images{}, t, err
+	}
+	bundleDir := filepath.Join(work, "bundle")
+	if err := renderBundle(filepath.Join(c.RepoRoot, "test", "olm", "testdata", "bundle"), bundleDir, pauseRef); err != nil {
+		return Images{}, t, err
+	}
+	bundle, err := bundleSpec(bundleDir)
+	if err != nil {
+		return Images{}, t, err
+	}
+	var out Images
+	// The catalog names the bundle by digest, so the bundle is imported
+	// before the catalog is rendered.
+	first := map[string]images.Spec{
+		"olm":    olmSpec(c, cp),
+		"opm":    opmSpec(c, "localhost/opm", nil),
+		"bundle": bundle,
+	}
+	pinned, err := buildAndPin(c, first, &t, logf)
+	if err != nil {
+		return Images{}, t, err
+	}
+	out.OLM, out.OPM, out.Bundle = pinned["olm"], pinned["opm"], pinned["bundle"]
+	catalogDir := filepath.Join(work, "catalog")
+	if err := renderCatalog(c, bundleDir, out.Bundle, catalogDir); err != nil {
+		return Images{}, t, err
+	}
+	files, err := dirFiles(catalogDir, "/configs")
+	if err != nil {
+		return Images{}, t, err
+	}
+	pinned, err = buildAndPin(c, map[string]images.Spec{"catalog": opmSpec(c, "localhost/olm-proof-catalog", files)}, &t, logf)
+	if err != nil {
+		return Images{}, t, err
+	}
+	out.Catalog = pinned["catalog"]
+	logf("images built in %s, imported in %s (total %s)", t.Images.Round(time.Millisecond),
+		t.Import.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	return out, t, nil
+}
+
+func buildAndPin(c localnode.Config, specs map[string]images.Spec, t *Timings, logf localnode.Logf) (map[string]string, error) {
+	phase := time.Now()
+	built := map[string]images.Built{}
+	for role, spec := range specs {
+		b, err := images.Build(spec, c.ImageCache)
+		if err != nil {
+			return nil, err
+		}
+		built[role] = b
+	}
+	t.Images += time.Since(phase)
+	phase = time.Now()
+	if err := localnode.ImportImages(c, built, logf); err != nil {
+		return nil, err
+	}
+	pinned := map[string]string{}
+	for role, b := range built {
+		ref, err := localnode.DigestRef(c, b.Ref)
+		if err != nil {
+			return nil, err
+		}
+		pinned[role] = ref
+	}
+	t.Import += time.Since(phase)
+	return pinned, nil
+}
+
+// renderBundle copies the bundle template with the pause image filled in.
+func renderBundle(src, dst, pauseRef string) error {
+	if err := os.RemoveAll(dst); err != nil {
+		return err
+	}
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o755)
+		}
+		tmpl, err := template.ParseFiles(p)
+		if err != nil {
+			return err
+		}
+		var buf bytes.Buffer
+		if err := tmpl.Execute(&buf, map[string]string{"Image": pauseRef}); err != nil {
+			return err
+		}
+		return os.WriteFile(to, buf.Bytes(), 0o644)
+	})
+}
+
+// renderCatalog writes a file-based catalog for the bundle: the package,
+// one channel, and the bundle as `opm render` sees it, named by its
+// image's digest; then `opm validate` checks it.
+func renderCatalog(c localnode.Config, bundleDir, bundleRef, dst string) error {
+	if err := os.RemoveAll(dst); err != nil {
+		return err
+	}
+	pkgDir := filepath.Join(dst, "olm-proof")
+	if err := os.MkdirAll(pkgDir, 0o755); err != nil {
+		return err
+	}
+	rendered, err := run(bin(c, "opm"), "render", bundleDir, "--output=yaml", "--alpha-image-ref-template="+bundleRef)
+	if err != nil {
+		return err
+	}
+	head := `---
+schema: olm.package
+name: olm-proof
+defaultChannel: stable
+---
+schema: olm.channel
+package: olm-proof
+name: stable
+entries:
+- name: olm-proof.v0.0.1
+`
+	if err := os.WriteFile(filepath.Join(pkgDir, "catalog.yaml"), append([]byte(head), rendered...), 0o644); err != nil {
+		return err
+	}
+	_, err = run(bin(c, "opm"), "validate", dst)
+	return err
+}
+
+func dirFiles(dir, into string) ([]images.File, error) {
+	var files []images.File
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files = append(files, images.File{Path: into + "/" + filepath.ToSlash(rel), Source: p, Mode: 0o644})
+		return nil
+	})
+	return files, err
+}
+
+func run(name string, args ...string) ([]byte, error) {
+	cmd := exec.Command(name, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return out, nil
+}
+
+// ModuleDir is OLM's module source in Go's module cache (downloaded when
+// missing), read through the wrapper module that pins it.
+func ModuleDir(c localnode.Config) (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", Module)
+	cmd.Dir = filepath.Join(c.RepoRoot, "test", "tools", "olm")
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOTOOLCHAIN=local")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go mod download %s: %w", Module, err)
+	}
+	var m struct{ Dir, Version string }
+	if err := json.Unmarshal(out, &m); err != nil {
+		return "", err
+	}
+	if m.Version != Version {
+		return "", fmt.Errorf("test/tools/olm pins %s %s, this package expects %s", Module, m.Version, Version)
+	}
+	return m.Dir, nil
+}
+
+// Manifests renders OLM's Helm chart (deploy/chart) with the values of its
+// upstream release (deploy/upstream/values.yaml), as OLM's release script
+// does with `helm template --include-crds`; the quickstart manifests in the
+// module are years older than the code. The overrides: every OLM image is
+// the local one, pulled IfNotPresent, catalog-operator's opm image is the
+// local opm, and the community CatalogSource (quay.io) is left out.
+func Manifests(c localnode.Config, imgs Images) (crds, install []*unstructured.Unstructured, err error) {
+	dir, err := ModuleDir(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	chrt, err := loader.LoadDir(filepath.Join(dir, "deploy", "chart"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("load OLM chart: %w", err)
+	}
+	vals, err := chartutil.ReadValuesFile(filepath.Join(dir, "deploy", "upstream", "values.yaml"))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, component := range []string{"olm", "catalog", "package"} {
+		image := map[string]any{"ref": imgs.OLM, "pullPolicy": string(corev1.PullIfNotPresent)}
+		if err := unstructured.SetNestedMap(vals, image, component, "image"); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := unstructured.SetNestedField(vals, "--opmImage="+imgs.OPM, "catalog", "opmImageArgs"); err != nil {
+		return nil, nil, err
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = chartutil.KubeVersion{Version: localnode.KubernetesVersion, Major: "1", Minor: "33"}
+	rv, err := chartutil.ToRenderValues(chrt, vals, chartutil.ReleaseOptions{Name: "olm", Namespace: Namespace, IsInstall: true}, caps)
+	if err != nil {
+		return nil, nil, err
+	}
+	files, err := engine.Render(chrt, rv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("render OLM chart: %w", err)
+	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names) // the chart's files are numbered in install order
+	for _, name := range names {
+		if filepath.Base(name)[0] == '_' || !strings.HasSuffix(name, ".yaml") {
+			continue
+		}
+		objs, err := localnode.DecodeManifests([]byte(files[name]))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		for _, u := range objs {
+			if u.GetKind() != "CatalogSource" {
+				install = append(install, u)
+			}
+		}
+	}
+	for _, f := range chrt.CRDObjects() {
+		objs, err := localnode.DecodeManifests(f.File.Data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", f.Filename, err)
+		}
+		crds = append(crds, objs...)
+	}
+	return crds, install, nil
+}
+
+// poll calls cond until it is true, returns an error or the timeout passes;
+// the last "not yet" reason is part of a timeout error.
+func poll(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, string, error)) error {
+	var reason string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, why, err := cond(ctx)
+		reason = why
+		return ok, err
+	})
+	if err != nil {
+		return fmt.Errorf("wait for %s (last: %s): %w", what, reason, err)
+	}
+	return nil
+}
+
+// Install applies OLM's CRDs, waits until they are established, applies its
+// manifests and waits until olm-operator and catalog-operator are Ready
+// and the packageserver CSV has Succeeded.
+func Install(ctx context.Context, c localnode.Config, imgs Images, t *Timings, logf localnode.Logf) error {
+	crds, install, err := Manifests(c, imgs)
+	if err != nil {
+		return err
+	}
+	cl, err := c.Client()
+	if err != nil {
+		return err
+	}
+	phase := time.Now()
+	if err := localnode.Apply(ctx, cl, crds); err != nil {
+		return err
+	}
+	for _, u := range crds {
+		if err := waitEstablished(ctx, cl, u.GetName()); err != nil {
+			return err
+		}
+	}
+	t.CRDs = time.Since(phase)
+	logf("%d OLM CRDs established in %s", len(crds), t.CRDs.Round(time.Millisecond))
+	phase = time.Now()
+	if err := localnode.Apply(ctx, cl, install); err != nil {
+		return err
+	}
+	for _, name := range []string{"olm-operator", "catalog-operator"} {
+		key := client.ObjectKey{Namespace: Namespace, Name: name}
+		if err := localnode.WaitDeploymentReady(ctx, cl, key, 3*time.Minute); err != nil {
+			return err
+		}
+	}
+	t.Operators = time.Since(phase)
+	logf("olm-operator and catalog-operator Ready %s after apply", t.Operators.Round(time.Millisecond))
+	phase = time.Now()
+	// packageserver serves only the packagemanifests API (kubectl get
+	// packagemanifests); a Subscription does not need it, so its failure
+	// is reported, not fatal.
+	if err := WaitCSV(ctx, cl, Namespace, "packageserver", 2*time.Minute); err != nil {
+		logf("packageserver did not succeed (not needed for a Subscription): %v", err)
+		return nil
+	}
+	t.PackageServer = time.Since(phase)
+	logf("packageserver CSV Succeeded %s later", t.PackageServer.Round(time.Millisecond))
+	return nil
+}
+
+// waitEstablished reads the CRD as unstructured: the node's client scheme
+// has only the built-in kinds.
+func waitEstablished(ctx context.Context, cl client.Client, name string) error {
+	return poll(ctx, time.Minute, "CRD "+name+" established", func(ctx context.Context) (bool, string, error) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+		if err := cl.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
+			return false, err.Error(), nil
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, raw := range conds {
+			cond, _ := raw.(map[string]any)
+			if cond["type"] == "Established" {
+				return cond["status"] == "True", fmt.Sprint(cond["message"]), nil
+			}
+		}
+		return false, "no Established condition", nil
+	})
+}
+
+var (
+	csvGVK           = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "ClusterServiceVersion"}
+	catalogSourceGVK = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "CatalogSource"}
+)
+
+// WaitCSV waits until a ClusterServiceVersion's phase is Succeeded.
+func WaitCSV(ctx context.Context, cl client.Client, namespace, name string, timeout time.Duration) error {
+	return poll(ctx, timeout, "CSV "+namespace+"/"+name+" Succeeded", func(ctx context.Context) (bool, string, error) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(csvGVK)
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
+			return false, err.Error(), nil
+		}
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		reason, _, _ := unstructured.NestedString(u.Object, "status", "reason")
+		msg, _, _ := unstructured.NestedString(u.Object, "status", "message")
+		return phase == "Succeeded", phase + " " + reason + ": " + msg, nil
+	})
+}
+
+// CatalogSourceName is the proof's CatalogSource in the olm namespace.
+const CatalogSourceName = "olm-proof"
+
+// ServeCatalog applies a grpc CatalogSource for the catalog image and waits
+// until OLM reports its connection READY.
+func ServeCatalog(ctx context.Context, c localnode.Config, imgs Images, t *Timings) error {
+	cl, err := c.Client()
+	if err != nil {
+		return err
+	}
+	cs := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "operators.coreos.com/v1alpha1",
+		"kind":       "CatalogSource",
+		"metadata":   map[string]any{"name": CatalogSourceName, "namespace": Namespace},
+		"spec": map[string]any{
+			"sourceType":  "grpc",
+			"image":       imgs.Catalog,
+			"displayName": "OLM proof",
+			"publisher":   "OpenBao operator tests",
+			"grpcPodConfig": map[string]any{
+				"securityContextConfig": "restricted",
+			},
+		},
+	}}
+	phase := time.Now()
+	if err := localnode.Apply(ctx, cl, []*unstructured.Unstructured{cs}); err != nil {
+		return err
+	}
+	err = poll(ctx, 3*time.Minute, "CatalogSource "+CatalogSourceName+" READY", func(ctx context.Context) (bool, string, error) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(catalogSourceGVK)
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: CatalogSourceName}, u); err != nil {
+			return false, err.Error(), nil
+		}
+		state, _, _ := unstructured.NestedString(u.Object, "status", "connectionState", "lastObservedState")
+		msg, _, _ := unstructured.NestedString(u.Object, "status", "message")
+		return state == "READY", state + " " + msg, nil
+	})
+	t.Catalog = time.Since(phase)
+	return err
+}
+
+// Subscribe installs the proof's package into a fresh namespace through an
+// OperatorGroup and a Subscription, and waits until its CSV has Succeeded
+// and its Deployment is Ready.
+func Subscribe(ctx context.Context, c localnode.Config, namespace string, t *Timings) error {
+	cl, err := c.Client()
+	if err != nil {
+		return err
+	}
+	objs, err := localnode.DecodeManifests([]byte(fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+  labels:
+    pod-security.kubernetes.io/enforce: restricted
+---
+apiVersion: operators.coreos.com/v1
+kind: OperatorGroup
+metadata:
+  name: olm-proof
+  namespace: %[1]s
+spec:
+  targetNamespaces: [%[1]s]
+---
+apiVersion: operators.coreos.com/v1alpha1
+kind: Subscription
+metadata:
+  name: olm-proof
+  namespace: %[1]s
+spec:
+  name: olm-proof
+  channel: stable
+  source: %[2]s
+  sourceNamespace: %[3]s
+  installPlanApproval: Automatic
+`, namespace, CatalogSourceName, Namespace)))
+	if err != nil {
+		return err
+	}
+	phase := time.Now()
+	if err := localnode.Apply(ctx, cl, objs); err != nil {
+		return err
+	}
+	if err := WaitCSV(ctx, cl, namespace, "olm-proof.v0.0.1", 5*time.Minute); err != nil {
+		return err
+	}
+	key := client.ObjectKey{Namespace: namespace, Name: "olm-proof"}
+	if err := localnode.WaitDeploymentReady(ctx, cl, key, time.Minute); err != nil {
+		return err
+	}
+	t.Subscription = time.Since(phase)
+	return nil
+}
+
+// OperatorImages are the images of the operator's own OLM install: the
+// operator (as the CSV's Deployment runs it), its bundle (bundle/) and a
+// catalog image serving olm/catalog, both pinned by digest.
+type OperatorImages struct {
+	Operator, OpenBao, Bundle, Catalog string
+}
+
+// Upstream names the bundle and catalog use, replaced by local images.
+const (
+	upstreamOperatorImage = "ghcr.io/openbao/openbao-operator:0.1.0"
+	upstreamBundleImage   = "ghcr.io/openbao/openbao-operator-bundle:v0.1.0"
+	upstreamCatalogImage  = "ghcr.io/openbao/openbao-operator-catalog:v0.1.0"
+)
+
+// BuildOperatorImages builds and imports the operator and OpenBao images
+// as the e2e tier does, then the bundle image of bundle/ with the CSV's
+// image replaced by the local operator image, and a catalog image serving
+// olm/catalog with the bundle named by its local digest.
+func BuildOperatorImages(c localnode.Config, logf localnode.Logf) (OperatorImages, error) {
+	var out OperatorImages
+	built, err := localnode.BuildImages(c, localnode.ImageOperator, localnode.ImageOpenBao)
+	if err != nil {
+		return out, err
+	}
+	if err := localnode.ImportImages(c, built, logf); err != nil {
+		return out, err
+	}
+	out.Operator, out.OpenBao = built[localnode.ImageOperator].Ref, built[localnode.ImageOpenBao].Ref
+	work := filepath.Join(c.ImageCache, "olm-operator")
+	bundleDir := filepath.Join(work, "bundle")
+	if err := copyReplacing(filepath.Join(c.RepoRoot, "bundle"), bundleDir, upstreamOperatorImage, out.Operator); err != nil {
+		return out, err
+	}
+	spec, err := bundleSpec(bundleDir)
+	if err != nil {
+		return out, err
+	}
+	spec.Repository = "localhost/openbao-operator-bundle"
+	var t Timings
+	pinned, err := buildAndPin(c, map[string]images.Spec{"bundle": spec}, &t, logf)
+	if err != nil {
+		return out, err
+	}
+	out.Bundle = pinned["bundle"]
+	catalogDir := filepath.Join(work, "catalog")
+	if err := copyReplacing(filepath.Join(c.RepoRoot, "olm", "catalog"), catalogDir, upstreamBundleImage, out.Bundle); err != nil {
+		return out, err
+	}
+	if _, err := run(bin(c, "opm"), "validate", catalogDir); err != nil {
+		return out, err
+	}
+	files, err := dirFiles(catalogDir, "/configs")
+	if err != nil {
+		return out, err
+	}
+	pinned, err = buildAndPin(c, map[string]images.Spec{"catalog": opmSpec(c, "localhost/openbao-operator-catalog", files)}, &t, logf)
+	if err != nil {
+		return out, err
+	}
+	out.Catalog = pinned["catalog"]
+	return out, nil
+}
+
+// copyReplacing copies a directory tree, replacing old with new in every file.
+func copyReplacing(src, dst, old, new string) error {
+	if err := os.RemoveAll(dst); err != nil {
+		return err
+	}
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, bytes.ReplaceAll(data, []byte(old), []byte(new)), 0o644)
+	})
+}
+
+// InstallManifests reads olm/install.yaml with the catalog image replaced
+// by the local one.
+func InstallManifests(c localnode.Config, catalogRef string) ([]*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(filepath.Join(c.RepoRoot, "olm", "install.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Contains(data, []byte(upstreamCatalogImage)) {
+		return nil, fmt.Errorf("olm/install.yaml does not name %s", upstreamCatalogImage)
+	}
+	return localnode.DecodeManifests(bytes.ReplaceAll(data, []byte(upstreamCatalogImage), []byte(catalogRef)))
+}
+
+// Progress is one observation of an OLM install: the CatalogSource's
+// connection, the Subscription's state and InstallPlan, the InstallPlan's
+// phase and the CSV's phase, each with its message.
+func Progress(ctx context.Context, cl client.Client, csNamespace, csName, namespace, sub string) string {
+	get := func(gvk schema.GroupVersionKind, ns, name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+			return nil
+		}
+		return u
+	}
+	str := func(u *unstructured.Unstructured, path ...string) string {
+		if u == nil {
+			return "-"
+		}
+		s, _, _ := unstructured.NestedString(u.Object, path...)
+		return s
+	}
+	var parts []string
+	cs := get(catalogSourceGVK, csNamespace, csName)
+	parts = append(parts, fmt.Sprintf("CatalogSource %s %s", str(cs, "status", "connectionState", "lastObservedState"), str(cs, "status", "message")))
+	s := get(subscriptionGVK, namespace, sub)
+	parts = append(parts, fmt.Sprintf("Subscription state=%s currentCSV=%s installPlan=%s conds=[%s]", str(s, "status", "state"),
+		str(s, "status", "currentCSV"), str(s, "status", "installPlanRef", "name"), conditions(s)))
+	if ip := str(s, "status", "installPlanRef", "name"); ip != "" && ip != "-" {
+		p := get(installPlanGVK, namespace, ip)
+		approved := "-"
+		if p != nil {
+			a, _, _ := unstructured.NestedBool(p.Object, "spec", "approved")
+			approved = fmt.Sprint(a)
+		}
+		parts = append(parts, fmt.Sprintf("InstallPlan %s phase=%s approved=%s conds=[%s] bundleLookups=[%s]", ip, str(p, "status", "phase"), approved,
+			conditions(p), bundleLookups(p)))
+	}
+	if name := str(s, "status", "currentCSV"); name != "" && name != "-" {
+		csv := get(csvGVK, namespace, name)
+		parts = append(parts, fmt.Sprintf("CSV %s phase=%s reason=%s message=%s", name, str(csv, "status", "phase"),
+			str(csv, "status", "reason"), str(csv, "status", "message")))
+	}
+	return strings.Join(parts, "\n  ")
+}
+
+func conditions(u *unstructured.Unstructured) string {
+	if u == nil {
+		return ""
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var out []string
+	for _, raw := range conds {
+		c, _ := raw.(map[string]any)
+		out = append(out, fmt.Sprintf("%v=%v %v %v", c["type"], c["status"], c["reason"], c["message"]))
+	}
+	return strings.Join(out, "; ")
+}
+
+func bundleLookups(u *unstructured.Unstructured) string {
+	if u == nil {
+		return ""
+	}
+	bls, _, _ := unstructured.NestedSlice(u.Object, "status", "bundleLookups")
+	var out []string
+	for _, raw := range bls {
+		b, _ := raw.(map[string]any)
+		out = append(out, fmt.Sprintf("%v conds=%v", b["path"], b["conditions"]))
+	}
+	return strings.Join(out, "; ")
+}
+
+var (
+	subscriptionGVK = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "Subscription"}
+	installPlanGVK  = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "InstallPlan"}
+)
