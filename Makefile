@@ -114,7 +114,7 @@ test-e2e: ## e2e tier: a real single-node Kubernetes with the operator installed
 OLM_TOOLS := opm grpc_health_probe olm-operator olm-catalog-operator olm-package-server olm-copy-content olm-cpb
 
 .PHONY: test-olm
-test-olm: ## OLM tier: a real OLM on the local node installs a bundle from an opm-served file-based catalog (root).
+test-olm: ## OLM tier: a real OLM on the local node installs a proof bundle, then the operator from bundle/ + olm/catalog via olm/install.yaml, and forms a cluster (root).
 	@bash test/tools/build.sh $(OLM_TOOLS)
 	@echo "=== tier: olm"
 	@# As test-e2e: the tier tears its node down itself; the extra `down`

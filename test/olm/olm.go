@@ -1,7 +1,8 @@
 // Package olm installs a real OLM (v0: olm-operator, catalog-operator and
 // packageserver, built from their modules by test/tools/build.sh) on the
 // local node, serves a file-based catalog with opm, and installs a trivial
-// bundle from it through a Subscription.
+// bundle from it through a Subscription; then the operator itself from
+// bundle/ and olm/catalog through olm/install.yaml.
 //
 // OLM's images are single-layer images of the static binaries, imported
 // into containerd like the node's other images. Every image an OLM

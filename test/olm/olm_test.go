@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -190,8 +193,79 @@ func TestOLM(t *testing.T) {
 			t.Fatal(err)
 		}
 		logf("operator Deployment %s Ready %s after apply", key, time.Since(applied).Round(time.Second))
-		diagnose(t)
+		formCluster(ctx, t, cl, oi.OpenBao)
 	})
+}
+
+// clusterNamespace holds the OpenBaoCluster the OLM-installed operator
+// forms. OLM installs the operator in its cluster-wide mode (install mode
+// AllNamespaces, no tenancy), so no OpenBaoTenant is needed.
+const clusterNamespace = "openbao-olm"
+
+// formCluster applies config/samples' 3-server cluster on the local OpenBao
+// image and waits until its phase is Running.
+func formCluster(ctx context.Context, t *testing.T, cl client.Client, openbaoRef string) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterNamespace,
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}
+	if err := cl.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(node.RepoRoot, "config", "samples", "openbao_v1alpha1_openbaocluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := localnode.DecodeManifests(data)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("sample: %v", err)
+	}
+	obj := objs[0]
+	repo, tag, _ := strings.Cut(openbaoRef, ":")
+	obj.SetNamespace(clusterNamespace)
+	_ = unstructured.SetNestedField(obj.Object, repo, "spec", "image")
+	_ = unstructured.SetNestedField(obj.Object, tag, "spec", "version")
+	applied := time.Now()
+	if err := cl.Create(ctx, obj); err != nil {
+		diagnose(t)
+		t.Fatalf("create OpenBaoCluster: %v", err)
+	}
+	logf("applied the sample OpenBaoCluster %s/%s (image %s)", clusterNamespace, obj.GetName(), openbaoRef)
+	last := ""
+	for deadline := time.Now().Add(4 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(obj.GroupVersionKind())
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), u); err != nil {
+			continue
+		}
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		if phase != last && phase != "Running" {
+			logf("+%s OpenBaoCluster phase %q", time.Since(applied).Round(time.Second), phase)
+			last = phase
+		}
+		if phase != "Running" {
+			continue
+		}
+		// Running counts the first voter; the joiners become voters when
+		// autopilot promotes them.
+		healthy, _, _ := unstructured.NestedBool(u.Object, "status", "raft", "healthy")
+		servers, _, _ := unstructured.NestedSlice(u.Object, "status", "raft", "servers")
+		voters := 0
+		for _, raw := range servers {
+			if m, _ := raw.(map[string]any); m["voter"] == true && m["healthy"] == true {
+				voters++
+			}
+		}
+		if v := fmt.Sprintf("Running, %d healthy voters, raft healthy %v", voters, healthy); v != last {
+			logf("+%s OpenBaoCluster %s", time.Since(applied).Round(time.Second), v)
+			last = v
+		}
+		if healthy && voters == 3 {
+			logf("OpenBaoCluster %s/%s Running with 3 healthy voters %s after apply", clusterNamespace, obj.GetName(), time.Since(applied).Round(time.Second))
+			diagnose(t)
+			return
+		}
+	}
+	diagnose(t)
+	t.Fatalf("OpenBaoCluster not Running with 3 healthy voters after 4m (last: %s)", last)
 }
 
 // diagnose prints what OLM did, from kubectl, before teardown removes it.
@@ -201,9 +275,11 @@ func diagnose(t *testing.T) {
 		{"get", "pods,jobs,deployments", "-A", "-o", "wide"},
 		{"get", "catalogsources,subscriptions,installplans,csv", "-A"},
 		{"get", "apiservices", "v1.packages.operators.coreos.com"},
+		{"get", "validatingwebhookconfigurations,mutatingwebhookconfigurations"},
 		{"-n", olm.Namespace, "get", "catalogsource", "-o", "yaml"},
 		{"-n", localnode.OperatorNamespace, "get", "subscription,installplan", "-o", "yaml"},
 		{"-n", localnode.OperatorNamespace, "get", "csv", "-o", "jsonpath={range .items[*]}{.metadata.name} {.status.phase} {.status.reason} {.status.message}{\"\\n\"}{range .status.conditions[*]}  {.phase} {.reason} {.message}{\"\\n\"}{end}{end}"},
+		{"-n", clusterNamespace, "get", "openbaocluster", "-o", "yaml"},
 		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
 		{"-n", olm.Namespace, "logs", "deploy/catalog-operator", "--tail=60"},
 		{"-n", olm.Namespace, "logs", "deploy/olm-operator", "--tail=60"},
