@@ -79,9 +79,9 @@ func Apply(ctx context.Context, cl client.Client, objs []*unstructured.Unstructu
 	return nil
 }
 
-// poll calls cond every interval until it returns true, an error, or the
+// Poll calls cond every interval until it returns true, an error, or the
 // timeout passes; the last "not yet" reason is part of the timeout error.
-func poll(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, string, error)) error {
+func Poll(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, string, error)) error {
 	var reason string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, why, err := cond(ctx)
@@ -96,7 +96,7 @@ func poll(ctx context.Context, timeout time.Duration, what string, cond func(con
 
 // WaitNodeReady waits until the node reports Ready.
 func WaitNodeReady(ctx context.Context, cl client.Client, name string, timeout time.Duration) error {
-	return poll(ctx, timeout, "node "+name+" Ready", func(ctx context.Context) (bool, string, error) {
+	return Poll(ctx, timeout, "node "+name+" Ready", func(ctx context.Context) (bool, string, error) {
 		var n corev1.Node
 		if err := cl.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
 			return false, err.Error(), nil
@@ -113,7 +113,7 @@ func WaitNodeReady(ctx context.Context, cl client.Client, name string, timeout t
 // WaitDeploymentReady waits until every replica of the Deployment's latest
 // generation is updated and available.
 func WaitDeploymentReady(ctx context.Context, cl client.Client, key client.ObjectKey, timeout time.Duration) error {
-	return poll(ctx, timeout, "deployment "+key.String(), func(ctx context.Context) (bool, string, error) {
+	return Poll(ctx, timeout, "deployment "+key.String(), func(ctx context.Context) (bool, string, error) {
 		var d appsv1.Deployment
 		if err := cl.Get(ctx, key, &d); err != nil {
 			return false, err.Error(), nil
@@ -178,7 +178,7 @@ func containerProblems(statuses []corev1.ContainerStatus) string {
 // moment.
 func waitPodsSteady(ctx context.Context, cl client.Client, namespace string, selector client.MatchingLabels, steady, timeout time.Duration) error {
 	what := fmt.Sprintf("pods %s in %s running steadily", labels.SelectorFromSet(labels.Set(selector)), namespace)
-	return poll(ctx, timeout, what, func(ctx context.Context) (bool, string, error) {
+	return Poll(ctx, timeout, what, func(ctx context.Context) (bool, string, error) {
 		var pods corev1.PodList
 		if err := cl.List(ctx, &pods, client.InNamespace(namespace), selector); err != nil {
 			return false, err.Error(), nil

@@ -245,7 +245,7 @@ func checkProcs(s *State) error {
 }
 
 func waitHTTP(ctx context.Context, url string, s *State, timeout time.Duration) error {
-	return poll(ctx, timeout, url, func(ctx context.Context) (bool, string, error) {
+	return Poll(ctx, timeout, url, func(ctx context.Context) (bool, string, error) {
 		if err := checkProcs(s); err != nil {
 			return false, "", err
 		}
@@ -268,7 +268,7 @@ func waitAPIServer(ctx context.Context, c Config, s *State, timeout time.Duratio
 	if err != nil {
 		return fmt.Errorf("create clientset: %w", err)
 	}
-	return poll(ctx, timeout, "kube-apiserver /readyz", func(ctx context.Context) (bool, string, error) {
+	return Poll(ctx, timeout, "kube-apiserver /readyz", func(ctx context.Context) (bool, string, error) {
 		if err := checkProcs(s); err != nil {
 			return false, "", err
 		}
@@ -281,7 +281,7 @@ func waitAPIServer(ctx context.Context, c Config, s *State, timeout time.Duratio
 }
 
 func waitSocket(ctx context.Context, path string, s *State, timeout time.Duration) error {
-	return poll(ctx, timeout, path, func(ctx context.Context) (bool, string, error) {
+	return Poll(ctx, timeout, path, func(ctx context.Context) (bool, string, error) {
 		if err := checkProcs(s); err != nil {
 			return false, "", err
 		}
@@ -337,7 +337,7 @@ func waitClusterDNS(ctx context.Context, c Config, timeout time.Duration) error 
 		var d net.Dialer
 		return d.DialContext(ctx, network, net.JoinHostPort(c.DNSIP, "53"))
 	}}
-	return poll(ctx, timeout, "cluster DNS at "+c.DNSIP, func(ctx context.Context) (bool, string, error) {
+	return Poll(ctx, timeout, "cluster DNS at "+c.DNSIP, func(ctx context.Context) (bool, string, error) {
 		lookupCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		addrs, err := r.LookupHost(lookupCtx, "kubernetes.default.svc.cluster.local")

@@ -30,7 +30,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/test/images"
@@ -249,6 +248,20 @@ func buildAndPin(c localnode.Config, specs map[string]images.Spec, t *Timings, l
 
 // renderBundle copies the bundle template with the pause image filled in.
 func renderBundle(src, dst, pauseRef string) error {
+	return copyTree(src, dst, func(data []byte) ([]byte, error) {
+		tmpl, err := template.New("").Parse(string(data))
+		if err != nil {
+			return nil, err
+		}
+		var buf bytes.Buffer
+		err = tmpl.Execute(&buf, map[string]string{"Image": pauseRef})
+		return buf.Bytes(), err
+	})
+}
+
+// copyTree copies a directory tree into a fresh dst, each file's content
+// passed through transform.
+func copyTree(src, dst string, transform func([]byte) ([]byte, error)) error {
 	if err := os.RemoveAll(dst); err != nil {
 		return err
 	}
@@ -261,15 +274,14 @@ func renderBundle(src, dst, pauseRef string) error {
 		if d.IsDir() {
 			return os.MkdirAll(to, 0o755)
 		}
-		tmpl, err := template.ParseFiles(p)
+		data, err := os.ReadFile(p)
+		if err == nil {
+			data, err = transform(data)
+		}
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", p, err)
 		}
-		var buf bytes.Buffer
-		if err := tmpl.Execute(&buf, map[string]string{"Image": pauseRef}); err != nil {
-			return err
-		}
-		return os.WriteFile(to, buf.Bytes(), 0o644)
+		return os.WriteFile(to, data, 0o644)
 	})
 }
 
@@ -417,21 +429,6 @@ func Manifests(c localnode.Config, imgs Images) (crds, install []*unstructured.U
 	return crds, install, nil
 }
 
-// poll calls cond until it is true, returns an error or the timeout passes;
-// the last "not yet" reason is part of a timeout error.
-func poll(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, string, error)) error {
-	var reason string
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, why, err := cond(ctx)
-		reason = why
-		return ok, err
-	})
-	if err != nil {
-		return fmt.Errorf("wait for %s (last: %s): %w", what, reason, err)
-	}
-	return nil
-}
-
 // Install applies OLM's CRDs, waits until they are established, applies its
 // manifests and waits until olm-operator and catalog-operator are Ready
 // and the packageserver CSV has Succeeded.
@@ -483,7 +480,7 @@ func Install(ctx context.Context, c localnode.Config, imgs Images, t *Timings, l
 // waitEstablished reads the CRD as unstructured: the node's client scheme
 // has only the built-in kinds.
 func waitEstablished(ctx context.Context, cl client.Client, name string) error {
-	return poll(ctx, time.Minute, "CRD "+name+" established", func(ctx context.Context) (bool, string, error) {
+	return localnode.Poll(ctx, time.Minute, "CRD "+name+" established", func(ctx context.Context) (bool, string, error) {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
 		if err := cl.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
@@ -507,7 +504,7 @@ var (
 
 // WaitCSV waits until a ClusterServiceVersion's phase is Succeeded.
 func WaitCSV(ctx context.Context, cl client.Client, namespace, name string, timeout time.Duration) error {
-	return poll(ctx, timeout, "CSV "+namespace+"/"+name+" Succeeded", func(ctx context.Context) (bool, string, error) {
+	return localnode.Poll(ctx, timeout, "CSV "+namespace+"/"+name+" Succeeded", func(ctx context.Context) (bool, string, error) {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(csvGVK)
 		if err := cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
@@ -548,7 +545,7 @@ func ServeCatalog(ctx context.Context, c localnode.Config, imgs Images, t *Timin
 	if err := localnode.Apply(ctx, cl, []*unstructured.Unstructured{cs}); err != nil {
 		return err
 	}
-	err = poll(ctx, 3*time.Minute, "CatalogSource "+CatalogSourceName+" READY", func(ctx context.Context) (bool, string, error) {
+	err = localnode.Poll(ctx, 3*time.Minute, "CatalogSource "+CatalogSourceName+" READY", func(ctx context.Context) (bool, string, error) {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(catalogSourceGVK)
 		if err := cl.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: CatalogSourceName}, u); err != nil {
@@ -680,23 +677,8 @@ func BuildOperatorImages(c localnode.Config, logf localnode.Logf) (OperatorImage
 
 // copyReplacing copies a directory tree, replacing old with new in every file.
 func copyReplacing(src, dst, old, new string) error {
-	if err := os.RemoveAll(dst); err != nil {
-		return err
-	}
-	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		to := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(to, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(to, bytes.ReplaceAll(data, []byte(old), []byte(new)), 0o644)
+	return copyTree(src, dst, func(data []byte) ([]byte, error) {
+		return bytes.ReplaceAll(data, []byte(old), []byte(new)), nil
 	})
 }
 
