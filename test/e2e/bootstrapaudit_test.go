@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,9 @@ func readBootstrapAudit(ctx context.Context, t *testing.T, cl client.Client, ns 
 			a.resets++
 		}
 	}
+	// The running manager's lines come before the killed ones': order the
+	// sys/init calls by time, so that the first is the first.
+	slices.SortFunc(a.initStarted, time.Time.Compare)
 	return a
 }
 
