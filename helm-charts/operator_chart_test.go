@@ -187,9 +187,9 @@ func TestOperatorChartMatchesConfig(t *testing.T) {
 		"files/webhook.yaml":                        "../config/webhook/manifests.yaml",
 		"files/admission/replicas-warning.yaml":     "../config/admission/replicas-warning.yaml",
 		"files/admission/disruption-budget.yaml":    "../config/admission/disruption-budget.yaml",
-		"files/tenancy/tenant_role.yaml":            "../config/tenancy/tenant_role.yaml",
-		"files/tenancy/controller_role.yaml":        "../config/tenancy/controller_role.yaml",
-		"files/tenancy/provisioner_role.yaml":       "../config/tenancy/provisioner_role.yaml",
+		"files/tenancy/tenant_role.yaml":            "../config/tenancy/roles/tenant_role.yaml",
+		"files/tenancy/controller_role.yaml":        "../config/tenancy/roles/controller_role.yaml",
+		"files/tenancy/provisioner_role.yaml":       "../config/tenancy/roles/provisioner_role.yaml",
 		"files/tenancy/tenant-bindings-policy.yaml": "../config/tenancy/tenant-bindings-policy.yaml",
 	}
 	bases, err := filepath.Glob("../config/crd/bases/*.yaml")

@@ -20,6 +20,7 @@ import (
 	"github.com/operator-framework/api/pkg/validation"
 	"github.com/operator-framework/api/pkg/validation/errors"
 	interfaces "github.com/operator-framework/api/pkg/validation/interfaces"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -88,15 +89,12 @@ func TestBundleMatchesConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b.V1CRDs) != len(bases) {
-		t.Errorf("the bundle has %d CRDs, config/crd/bases %d", len(b.V1CRDs), len(bases))
+	// OpenBaoTenant stays out: under OLM the OperatorGroup picks the namespaces.
+	if len(b.V1CRDs) != len(bases)-1 {
+		t.Errorf("the bundle has %d CRDs, config/crd/bases %d besides OpenBaoTenant", len(b.V1CRDs), len(bases)-1)
 	}
-	var role rbacv1.ClusterRole
-	readYAML(t, "../config/rbac/role.yaml", &role)
 	spec := b.CSV.Spec.InstallStrategy.StrategySpec
-	if len(spec.ClusterPermissions) != 1 || !reflect.DeepEqual(spec.ClusterPermissions[0].Rules, role.Rules) {
-		t.Errorf("the CSV's cluster permissions differ from config/rbac/role.yaml (run make bundle)")
-	}
+	checkPermissions(t, spec)
 	if len(spec.DeploymentSpecs) != 1 {
 		t.Fatalf("the CSV has %d deployments, want the manager", len(spec.DeploymentSpecs))
 	}
@@ -117,13 +115,53 @@ func TestBundleMatchesConfig(t *testing.T) {
 	}
 }
 
-// TestBundleInstallModes: the manager watches every namespace, so OLM
-// must not offer to install it for some namespaces only.
-func TestBundleInstallModes(t *testing.T) {
-	for _, m := range loadBundle(t).CSV.Spec.InstallModes {
-		if m.Supported != (m.Type == v1alpha1.InstallModeTypeAllNamespaces) {
-			t.Errorf("install mode %s supported=%v; the manager watches all namespaces only", m.Type, m.Supported)
+// checkPermissions: the controller holds the controller role cluster-wide
+// and the tenant role (with leader election) as permissions, which OLM
+// grants only in the OperatorGroup's namespaces. The manager's whole role
+// as cluster permissions would make every install mode cluster-wide.
+func checkPermissions(t *testing.T, spec v1alpha1.StrategyDetailsDeployment) {
+	t.Helper()
+	var controller, tenant, leaderElection rbacv1.ClusterRole
+	readYAML(t, "../config/tenancy/roles/controller_role.yaml", &controller)
+	readYAML(t, "../config/tenancy/roles/tenant_role.yaml", &tenant)
+	readYAML(t, "../config/rbac/leader_election_role.yaml", &leaderElection)
+	if len(spec.ClusterPermissions) != 1 || !sameRules(spec.ClusterPermissions[0].Rules, controller.Rules) {
+		t.Errorf("the CSV's cluster permissions are not config/tenancy/roles/controller_role.yaml (run make bundle)")
+	}
+	want := append(slices.Clone(tenant.Rules), leaderElection.Rules...)
+	if len(spec.Permissions) != 1 || !sameRules(spec.Permissions[0].Rules, want) {
+		t.Errorf("the CSV's permissions are not the tenant role and leader election (run make bundle)")
+	}
+}
+
+// sameRules compares two rule lists as sets.
+func sameRules(a, b []rbacv1.PolicyRule) bool {
+	key := func(rules []rbacv1.PolicyRule) []string {
+		var out []string
+		for _, r := range rules {
+			data, _ := json.Marshal(r)
+			out = append(out, string(data))
 		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	return slices.Equal(key(a), key(b))
+}
+
+// TestBundleInstallModes: every install mode, because the manager watches
+// the namespaces OLM writes into the olm.targetNamespaces annotation.
+func TestBundleInstallModes(t *testing.T) {
+	b := loadBundle(t)
+	for _, m := range b.CSV.Spec.InstallModes {
+		if !m.Supported {
+			t.Errorf("install mode %s not supported", m.Type)
+		}
+	}
+	manager := b.CSV.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0]
+	i := slices.IndexFunc(manager.Env, func(e corev1.EnvVar) bool { return e.Name == "WATCH_NAMESPACE" })
+	if i < 0 || manager.Env[i].ValueFrom == nil || manager.Env[i].ValueFrom.FieldRef == nil ||
+		manager.Env[i].ValueFrom.FieldRef.FieldPath != "metadata.annotations['olm.targetNamespaces']" {
+		t.Errorf("the manager does not read WATCH_NAMESPACE from the olm.targetNamespaces annotation: %+v", manager.Env)
 	}
 }
 

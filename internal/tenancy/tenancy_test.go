@@ -26,7 +26,7 @@ func readManagerRole(t *testing.T) ([]byte, rbacv1.ClusterRole) {
 	return data, role
 }
 
-// The committed roles of config/tenancy are what `make generate` writes.
+// The committed roles of config/tenancy/roles are what `make generate` writes.
 func TestGeneratedRolesAreCurrent(t *testing.T) {
 	data, _ := readManagerRole(t)
 	files, err := Files(data)
@@ -34,12 +34,12 @@ func TestGeneratedRolesAreCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, want := range files {
-		got, err := os.ReadFile(filepath.Join("..", "..", "config", "tenancy", name))
+		got, err := os.ReadFile(filepath.Join("..", "..", "config", "tenancy", "roles", name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if string(got) != string(want) {
-			t.Errorf("config/tenancy/%s is stale: run make generate", name)
+			t.Errorf("config/tenancy/roles/%s is stale: run make generate", name)
 		}
 	}
 }

@@ -68,7 +68,7 @@ func installTenancy(t *testing.T) {
 	t.Helper()
 	ensureNamespace(t, operatorNamespace)
 	root, _ := testbin.RepoRoot()
-	for _, file := range []string{"tenant_role.yaml", "controller_role.yaml", "provisioner_role.yaml", "role_bindings.yaml", "tenant-bindings-policy.yaml"} {
+	for _, file := range []string{"roles/tenant_role.yaml", "roles/controller_role.yaml", "roles/provisioner_role.yaml", "role_bindings.yaml", "tenant-bindings-policy.yaml"} {
 		data, err := os.ReadFile(filepath.Join(root, "config", "tenancy", file))
 		if err != nil {
 			t.Fatal(err)

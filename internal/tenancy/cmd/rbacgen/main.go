@@ -1,5 +1,5 @@
 // Command rbacgen writes the ClusterRoles of a tenancy install into DIR
-// (config/tenancy), cut from the manager role that controller-gen wrote.
+// (config/tenancy/roles), cut from the manager role that controller-gen wrote.
 package main
 
 import (
