@@ -36,7 +36,7 @@ generate: ## Generate deepcopy code, CRDs and RBAC from the API markers (and the
 	$(CONTROLLER_GEN) crd rbac:roleName=openbao-operator-manager paths="./..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	go run ./internal/crdgen/cmd/crdgen config/crd/bases/openbao.org_openbaoclusters.yaml
-	go run ./internal/tenancy/cmd/rbacgen config/rbac/role.yaml config/tenancy
+	go run ./internal/tenancy/cmd/rbacgen config/rbac/role.yaml config/tenancy/roles
 	@$(MAKE) --no-print-directory chart-sync
 
 # The install chart keeps copies of config/ (helm installs crds/ as they are;
@@ -50,7 +50,7 @@ chart-sync: ## Copy the CRDs, the roles, the webhooks and the admission policies
 	cp config/rbac/role.yaml $(OPERATOR_CHART)/files/manager-role.yaml
 	cp config/webhook/manifests.yaml $(OPERATOR_CHART)/files/webhook.yaml
 	cp config/admission/replicas-warning.yaml config/admission/disruption-budget.yaml config/admission/managed-objects.yaml $(OPERATOR_CHART)/files/admission/
-	cp config/tenancy/tenant_role.yaml config/tenancy/controller_role.yaml config/tenancy/provisioner_role.yaml config/tenancy/tenant-bindings-policy.yaml $(OPERATOR_CHART)/files/tenancy/
+	cp config/tenancy/roles/*_role.yaml config/tenancy/tenant-bindings-policy.yaml $(OPERATOR_CHART)/files/tenancy/
 
 .PHONY: lint
 lint: ## Check formatting (gofmt) and run go vet.
@@ -114,7 +114,7 @@ test-e2e: ## e2e tier: a real single-node Kubernetes with the operator installed
 OLM_TOOLS := opm grpc_health_probe olm-operator olm-catalog-operator olm-package-server olm-copy-content olm-cpb
 
 .PHONY: test-olm
-test-olm: ## OLM tier: a real OLM on the local node installs a proof bundle, then the operator from bundle/ + olm/catalog via olm/install.yaml, and forms a cluster (root).
+test-olm: ## OLM tier: a real OLM on the local node installs the operator from bundle/ + olm/catalog via olm/install.yaml, forms a cluster, upgrades, uninstalls and installs it for one namespace (root).
 	@bash test/tools/build.sh $(OLM_TOOLS)
 	@echo "=== tier: olm"
 	@# As test-e2e: the tier tears its node down itself; the extra `down`

@@ -1,8 +1,8 @@
 // Package olm installs a real OLM (v0: olm-operator, catalog-operator and
 // packageserver, built from their modules by test/tools/build.sh) on the
-// local node, serves a file-based catalog with opm, and installs a trivial
-// bundle from it through a Subscription; then the operator itself from
-// bundle/ and olm/catalog through olm/install.yaml.
+// local node, and the operator through it: bundle/ as a bundle image,
+// olm/catalog served by opm as a catalog image, olm/install.yaml; and an
+// upgrade catalog whose channel adds a next version that replaces it.
 //
 // OLM's images are single-layer images of the static binaries, imported
 // into containerd like the node's other images. Every image an OLM
@@ -21,7 +21,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"text/template"
 	"time"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -31,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/openbao/operator/test/images"
 	"github.com/openbao/operator/test/localnode"
@@ -43,8 +43,8 @@ const (
 	Module  = "github.com/operator-framework/operator-lifecycle-manager"
 )
 
-// Namespace is where OLM runs (its quickstart's choice) and where the
-// catalog of the proof is served.
+// Namespace is where OLM runs (its quickstart's choice) and where
+// olm/install.yaml's CatalogSource lives.
 const Namespace = "olm"
 
 // Tools lists the binaries in ./bin this package needs (test/tools/build.sh).
@@ -53,12 +53,12 @@ var Tools = []string{"opm", "grpc_health_probe", "olm-operator", "olm-catalog-op
 
 // Images are the references of the images OLM runs, pinned by digest.
 type Images struct {
-	OLM, OPM, Bundle, Catalog string
+	OLM, OPM string
 }
 
-// Timings are the phases of an install, printed by the proof.
+// Timings are the phases of OLM's install.
 type Timings struct {
-	Images, Import, CRDs, Operators, PackageServer, Catalog, Subscription time.Duration
+	Images, Import, CRDs, Operators, PackageServer time.Duration
 }
 
 func bin(c localnode.Config, name string) string { return filepath.Join(c.BinDir, name) }
@@ -132,7 +132,7 @@ func opmSpec(c localnode.Config, repository string, catalogFiles []images.File) 
 
 // bundleSpec is a registry+v1 bundle image: /manifests and /metadata, with
 // the annotations as labels as operator-sdk's bundle.Dockerfile sets them.
-func bundleSpec(dir string) (images.Spec, error) {
+func bundleSpec(repository, dir string) (images.Spec, error) {
 	var files []images.File
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -159,64 +159,29 @@ func bundleSpec(dir string) (images.Spec, error) {
 		labels[k] = v
 	}
 	return images.Spec{
-		Repository: "localhost/olm-proof-bundle",
+		Repository: repository,
 		Files:      files,
 		User:       fmt.Sprintf("%d:%d", images.NonRootUID, images.NonRootUID),
 		Labels:     labels,
 	}, nil
 }
 
-// BuildImages builds and imports OLM's image, the opm image, the proof's
-// bundle image and a catalog image that serves it, and pins each by digest.
-// The bundle's Deployment runs pauseRef.
-func BuildImages(c localnode.Config, pauseRef string, logf localnode.Logf) (Images, Timings, error) {
+// BuildImages builds and imports OLM's image and the opm image, each pinned
+// by digest.
+func BuildImages(c localnode.Config, logf localnode.Logf) (Images, Timings, error) {
 	var t Timings
-	start := time.Now()
-	work := filepath.Join(c.ImageCache, "olm")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		return Images{}, t, err
-	}
 	cp := filepath.Join(c.ImageCache, "bin", "cp")
 	if err := images.GoBuild(c.RepoRoot, "./test/olm/cp", cp); err != nil {
 		return Images{}, t, err
 	}
-	bundleDir := filepath.Join(work, "bundle")
-	if err := renderBundle(filepath.Join(c.RepoRoot, "test", "olm", "testdata", "bundle"), bundleDir, pauseRef); err != nil {
-		return Images{}, t, err
-	}
-	bundle, err := bundleSpec(bundleDir)
+	pinned, err := buildAndPin(c, map[string]images.Spec{
+		"olm": olmSpec(c, cp),
+		"opm": opmSpec(c, "localhost/opm", nil),
+	}, &t, logf)
 	if err != nil {
 		return Images{}, t, err
 	}
-	var out Images
-	// The catalog names the bundle by digest, so the bundle is imported
-	// before the catalog is rendered.
-	first := map[string]images.Spec{
-		"olm":    olmSpec(c, cp),
-		"opm":    opmSpec(c, "localhost/opm", nil),
-		"bundle": bundle,
-	}
-	pinned, err := buildAndPin(c, first, &t, logf)
-	if err != nil {
-		return Images{}, t, err
-	}
-	out.OLM, out.OPM, out.Bundle = pinned["olm"], pinned["opm"], pinned["bundle"]
-	catalogDir := filepath.Join(work, "catalog")
-	if err := renderCatalog(c, bundleDir, out.Bundle, catalogDir); err != nil {
-		return Images{}, t, err
-	}
-	files, err := dirFiles(catalogDir, "/configs")
-	if err != nil {
-		return Images{}, t, err
-	}
-	pinned, err = buildAndPin(c, map[string]images.Spec{"catalog": opmSpec(c, "localhost/olm-proof-catalog", files)}, &t, logf)
-	if err != nil {
-		return Images{}, t, err
-	}
-	out.Catalog = pinned["catalog"]
-	logf("images built in %s, imported in %s (total %s)", t.Images.Round(time.Millisecond),
-		t.Import.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
-	return out, t, nil
+	return Images{OLM: pinned["olm"], OPM: pinned["opm"]}, t, nil
 }
 
 func buildAndPin(c localnode.Config, specs map[string]images.Spec, t *Timings, logf localnode.Logf) (map[string]string, error) {
@@ -246,19 +211,6 @@ func buildAndPin(c localnode.Config, specs map[string]images.Spec, t *Timings, l
 	return pinned, nil
 }
 
-// renderBundle copies the bundle template with the pause image filled in.
-func renderBundle(src, dst, pauseRef string) error {
-	return copyTree(src, dst, func(data []byte) ([]byte, error) {
-		tmpl, err := template.New("").Parse(string(data))
-		if err != nil {
-			return nil, err
-		}
-		var buf bytes.Buffer
-		err = tmpl.Execute(&buf, map[string]string{"Image": pauseRef})
-		return buf.Bytes(), err
-	})
-}
-
 // copyTree copies a directory tree into a fresh dst, each file's content
 // passed through transform.
 func copyTree(src, dst string, transform func([]byte) ([]byte, error)) error {
@@ -283,39 +235,6 @@ func copyTree(src, dst string, transform func([]byte) ([]byte, error)) error {
 		}
 		return os.WriteFile(to, data, 0o644)
 	})
-}
-
-// renderCatalog writes a file-based catalog for the bundle: the package,
-// one channel, and the bundle as `opm render` sees it, named by its
-// image's digest; then `opm validate` checks it.
-func renderCatalog(c localnode.Config, bundleDir, bundleRef, dst string) error {
-	if err := os.RemoveAll(dst); err != nil {
-		return err
-	}
-	pkgDir := filepath.Join(dst, "olm-proof")
-	if err := os.MkdirAll(pkgDir, 0o755); err != nil {
-		return err
-	}
-	rendered, err := run(bin(c, "opm"), "render", bundleDir, "--output=yaml", "--alpha-image-ref-template="+bundleRef)
-	if err != nil {
-		return err
-	}
-	head := `---
-schema: olm.package
-name: olm-proof
-defaultChannel: stable
----
-schema: olm.channel
-package: olm-proof
-name: stable
-entries:
-- name: olm-proof.v0.0.1
-`
-	if err := os.WriteFile(filepath.Join(pkgDir, "catalog.yaml"), append([]byte(head), rendered...), 0o644); err != nil {
-		return err
-	}
-	_, err = run(bin(c, "opm"), "validate", dst)
-	return err
 }
 
 func dirFiles(dir, into string) ([]images.File, error) {
@@ -468,7 +387,7 @@ func Install(ctx context.Context, c localnode.Config, imgs Images, t *Timings, l
 	// packageserver serves only the packagemanifests API (kubectl get
 	// packagemanifests); a Subscription does not need it, so its failure
 	// is reported, not fatal.
-	if err := WaitCSV(ctx, cl, Namespace, "packageserver", 2*time.Minute); err != nil {
+	if err := WaitCSV(ctx, cl, Namespace, "packageserver", 30*time.Second); err != nil {
 		logf("packageserver did not succeed (not needed for a Subscription): %v", err)
 		return nil
 	}
@@ -517,106 +436,13 @@ func WaitCSV(ctx context.Context, cl client.Client, namespace, name string, time
 	})
 }
 
-// CatalogSourceName is the proof's CatalogSource in the olm namespace.
-const CatalogSourceName = "olm-proof"
-
-// ServeCatalog applies a grpc CatalogSource for the catalog image and waits
-// until OLM reports its connection READY.
-func ServeCatalog(ctx context.Context, c localnode.Config, imgs Images, t *Timings) error {
-	cl, err := c.Client()
-	if err != nil {
-		return err
-	}
-	cs := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "operators.coreos.com/v1alpha1",
-		"kind":       "CatalogSource",
-		"metadata":   map[string]any{"name": CatalogSourceName, "namespace": Namespace},
-		"spec": map[string]any{
-			"sourceType":  "grpc",
-			"image":       imgs.Catalog,
-			"displayName": "OLM proof",
-			"publisher":   "OpenBao operator tests",
-			"grpcPodConfig": map[string]any{
-				"securityContextConfig": "restricted",
-			},
-		},
-	}}
-	phase := time.Now()
-	if err := localnode.Apply(ctx, cl, []*unstructured.Unstructured{cs}); err != nil {
-		return err
-	}
-	err = localnode.Poll(ctx, 3*time.Minute, "CatalogSource "+CatalogSourceName+" READY", func(ctx context.Context) (bool, string, error) {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(catalogSourceGVK)
-		if err := cl.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: CatalogSourceName}, u); err != nil {
-			return false, err.Error(), nil
-		}
-		state, _, _ := unstructured.NestedString(u.Object, "status", "connectionState", "lastObservedState")
-		msg, _, _ := unstructured.NestedString(u.Object, "status", "message")
-		return state == "READY", state + " " + msg, nil
-	})
-	t.Catalog = time.Since(phase)
-	return err
-}
-
-// Subscribe installs the proof's package into a fresh namespace through an
-// OperatorGroup and a Subscription, and waits until its CSV has Succeeded
-// and its Deployment is Ready.
-func Subscribe(ctx context.Context, c localnode.Config, namespace string, t *Timings) error {
-	cl, err := c.Client()
-	if err != nil {
-		return err
-	}
-	objs, err := localnode.DecodeManifests([]byte(fmt.Sprintf(`apiVersion: v1
-kind: Namespace
-metadata:
-  name: %[1]s
-  labels:
-    pod-security.kubernetes.io/enforce: restricted
----
-apiVersion: operators.coreos.com/v1
-kind: OperatorGroup
-metadata:
-  name: olm-proof
-  namespace: %[1]s
-spec:
-  targetNamespaces: [%[1]s]
----
-apiVersion: operators.coreos.com/v1alpha1
-kind: Subscription
-metadata:
-  name: olm-proof
-  namespace: %[1]s
-spec:
-  name: olm-proof
-  channel: stable
-  source: %[2]s
-  sourceNamespace: %[3]s
-  installPlanApproval: Automatic
-`, namespace, CatalogSourceName, Namespace)))
-	if err != nil {
-		return err
-	}
-	phase := time.Now()
-	if err := localnode.Apply(ctx, cl, objs); err != nil {
-		return err
-	}
-	if err := WaitCSV(ctx, cl, namespace, "olm-proof.v0.0.1", 5*time.Minute); err != nil {
-		return err
-	}
-	key := client.ObjectKey{Namespace: namespace, Name: "olm-proof"}
-	if err := localnode.WaitDeploymentReady(ctx, cl, key, time.Minute); err != nil {
-		return err
-	}
-	t.Subscription = time.Since(phase)
-	return nil
-}
-
 // OperatorImages are the images of the operator's own OLM install: the
-// operator (as the CSV's Deployment runs it), its bundle (bundle/) and a
-// catalog image serving olm/catalog, both pinned by digest.
+// operator (as the CSV's Deployment runs it) and OpenBao; a catalog image
+// serving olm/catalog with bundle/ as its bundle image; and an upgrade
+// catalog whose channel goes on to NextVersion, a copy of the bundle that
+// replaces it. Bundles and catalogs are pinned by digest.
 type OperatorImages struct {
-	Operator, OpenBao, Bundle, Catalog string
+	Operator, OpenBao, Catalog, UpgradeCatalog string
 }
 
 // Upstream names the bundle and catalog use, replaced by local images.
@@ -626,10 +452,15 @@ const (
 	upstreamCatalogImage  = "ghcr.io/openbao/openbao-operator-catalog:v0.1.0"
 )
 
+// CSV names of the shipped bundle and of the upgrade catalog's next one.
+const (
+	CurrentCSV  = "openbao-operator.v0.1.0"
+	NextVersion = "0.1.1"
+	NextCSV     = "openbao-operator.v" + NextVersion
+)
+
 // BuildOperatorImages builds and imports the operator and OpenBao images
-// as the e2e tier does, then the bundle image of bundle/ with the CSV's
-// image replaced by the local operator image, and a catalog image serving
-// olm/catalog with the bundle named by its local digest.
+// as the e2e tier does, then the bundle and catalog images.
 func BuildOperatorImages(c localnode.Config, logf localnode.Logf) (OperatorImages, error) {
 	var out OperatorImages
 	built, err := localnode.BuildImages(c, localnode.ImageOperator, localnode.ImageOpenBao)
@@ -641,43 +472,115 @@ func BuildOperatorImages(c localnode.Config, logf localnode.Logf) (OperatorImage
 	}
 	out.Operator, out.OpenBao = built[localnode.ImageOperator].Ref, built[localnode.ImageOpenBao].Ref
 	work := filepath.Join(c.ImageCache, "olm-operator")
-	bundleDir := filepath.Join(work, "bundle")
-	if err := copyReplacing(filepath.Join(c.RepoRoot, "bundle"), bundleDir, upstreamOperatorImage, out.Operator); err != nil {
+	current, next := filepath.Join(work, "bundle"), filepath.Join(work, "bundle-next")
+	if err := copyReplacing(filepath.Join(c.RepoRoot, "bundle"), current, upstreamOperatorImage, out.Operator); err != nil {
 		return out, err
 	}
-	spec, err := bundleSpec(bundleDir)
-	if err != nil {
+	if err := copyReplacing(current, next, "", ""); err != nil {
 		return out, err
 	}
-	spec.Repository = "localhost/openbao-operator-bundle"
+	if err := makeNext(filepath.Join(next, "manifests", "openbao-operator.clusterserviceversion.yaml")); err != nil {
+		return out, err
+	}
+	// Images of one repository prune each other's cached tarballs unless
+	// their tag prefixes differ.
 	var t Timings
-	pinned, err := buildAndPin(c, map[string]images.Spec{"bundle": spec}, &t, logf)
+	bundles := map[string]images.Spec{}
+	for role, dir := range map[string]string{"current": current, "next": next} {
+		spec, err := bundleSpec("localhost/openbao-operator-bundle", dir)
+		if err != nil {
+			return out, err
+		}
+		spec.TagPrefix = role + "-"
+		bundles[role] = spec
+	}
+	refs, err := buildAndPin(c, bundles, &t, logf)
 	if err != nil {
 		return out, err
 	}
-	out.Bundle = pinned["bundle"]
-	catalogDir := filepath.Join(work, "catalog")
-	if err := copyReplacing(filepath.Join(c.RepoRoot, "olm", "catalog"), catalogDir, upstreamBundleImage, out.Bundle); err != nil {
+	catalog, upgrade := filepath.Join(work, "catalog"), filepath.Join(work, "catalog-upgrade")
+	if err := copyReplacing(filepath.Join(c.RepoRoot, "olm", "catalog"), catalog, upstreamBundleImage, refs["current"]); err != nil {
 		return out, err
 	}
-	if _, err := run(bin(c, "opm"), "validate", catalogDir); err != nil {
+	if err := upgradeCatalog(c, catalog, upgrade, next, refs["next"]); err != nil {
 		return out, err
 	}
-	files, err := dirFiles(catalogDir, "/configs")
-	if err != nil {
+	specs := map[string]images.Spec{}
+	for role, dir := range map[string]string{"catalog": catalog, "upgrade": upgrade} {
+		if _, err := run(bin(c, "opm"), "validate", dir); err != nil {
+			return out, err
+		}
+		files, err := dirFiles(dir, "/configs")
+		if err != nil {
+			return out, err
+		}
+		spec := opmSpec(c, "localhost/openbao-operator-catalog", files)
+		spec.TagPrefix = role + "-"
+		specs[role] = spec
+	}
+	if refs, err = buildAndPin(c, specs, &t, logf); err != nil {
 		return out, err
 	}
-	pinned, err = buildAndPin(c, map[string]images.Spec{"catalog": opmSpec(c, "localhost/openbao-operator-catalog", files)}, &t, logf)
-	if err != nil {
-		return out, err
-	}
-	out.Catalog = pinned["catalog"]
+	out.Catalog, out.UpgradeCatalog = refs["catalog"], refs["upgrade"]
 	return out, nil
 }
 
-// copyReplacing copies a directory tree, replacing old with new in every file.
+// makeNext turns the shipped CSV into NextCSV, which replaces it.
+func makeNext(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var csv map[string]any
+	if err := yaml.Unmarshal(data, &csv); err != nil {
+		return err
+	}
+	u := unstructured.Unstructured{Object: csv}
+	if u.GetName() != CurrentCSV {
+		return fmt.Errorf("bundle/ holds %s, not %s", u.GetName(), CurrentCSV)
+	}
+	u.SetName(NextCSV)
+	for field, value := range map[string]string{"version": NextVersion, "replaces": CurrentCSV} {
+		if err := unstructured.SetNestedField(u.Object, value, "spec", field); err != nil {
+			return err
+		}
+	}
+	if data, err = yaml.Marshal(u.Object); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+// upgradeCatalog copies the catalog and adds the next bundle to its
+// channel, as the next release's catalog would.
+func upgradeCatalog(c localnode.Config, src, dst, nextBundle, nextRef string) error {
+	if err := copyReplacing(src, dst, "", ""); err != nil {
+		return err
+	}
+	path := filepath.Join(dst, "openbao-operator", "catalog.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	entry := []byte("entries:\n- name: " + CurrentCSV + "\n")
+	if bytes.Count(data, entry) != 1 {
+		return fmt.Errorf("olm/catalog's channel does not list just %s", CurrentCSV)
+	}
+	data = bytes.Replace(data, entry, append(entry, "- name: "+NextCSV+"\n  replaces: "+CurrentCSV+"\n"...), 1)
+	rendered, err := run(bin(c, "opm"), "render", nextBundle, "--output=yaml", "--alpha-image-ref-template="+nextRef)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(append(data, "---\n"...), rendered...), 0o644)
+}
+
+// copyReplacing copies a directory tree, replacing old with new in every
+// file (a plain copy when old is empty).
 func copyReplacing(src, dst, old, new string) error {
 	return copyTree(src, dst, func(data []byte) ([]byte, error) {
+		if old == "" {
+			return data, nil
+		}
 		return bytes.ReplaceAll(data, []byte(old), []byte(new)), nil
 	})
 }
@@ -693,6 +596,34 @@ func InstallManifests(c localnode.Config, catalogRef string) ([]*unstructured.Un
 		return nil, fmt.Errorf("olm/install.yaml does not name %s", upstreamCatalogImage)
 	}
 	return localnode.DecodeManifests(bytes.ReplaceAll(data, []byte(upstreamCatalogImage), []byte(catalogRef)))
+}
+
+// WaitSubscription waits until a Subscription has installed csv and that
+// CSV has Succeeded, logging each change of Progress on the way.
+func WaitSubscription(ctx context.Context, cl client.Client, namespace, sub, csv string, timeout time.Duration, logf localnode.Logf) error {
+	start, last := time.Now(), ""
+	return localnode.Poll(ctx, timeout, "Subscription "+namespace+"/"+sub+" installs "+csv, func(ctx context.Context) (bool, string, error) {
+		p := Progress(ctx, cl, Namespace, "openbao-operator", namespace, sub)
+		if p != last {
+			logf("+%s\n  %s", time.Since(start).Round(time.Second), p)
+			last = p
+		}
+		s := &unstructured.Unstructured{}
+		s.SetGroupVersionKind(subscriptionGVK)
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: sub}, s); err != nil {
+			return false, err.Error(), nil
+		}
+		if installed, _, _ := unstructured.NestedString(s.Object, "status", "installedCSV"); installed != csv {
+			return false, p, nil
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(csvGVK)
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: csv}, u); err != nil {
+			return false, p, nil
+		}
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		return phase == "Succeeded", p, nil
+	})
 }
 
 // Progress is one observation of an OLM install: the CatalogSource's
