@@ -89,7 +89,7 @@ test-openbao: ## OpenBao tier: the real bao 2.4.0 binary on loopback.
 	@echo "=== tier: openbao"
 	@# -parallel 8: the tests run their own bao processes and mostly wait on
 	@# them (elections, sys/init); together they use a fraction of the cores.
-	$(GO_TEST) -timeout 20m -parallel 8 ./test/openbao/...
+	$(GO_TEST) -timeout 20m -parallel 8 ./test/openbao/... ./test/freeport/...
 
 # The local node: a real single-node Kubernetes under $(LOCALNODE_DIR)
 # (override with OPENBAO_LOCALNODE_DIR), run by `go run $(LOCALNODE)`.

@@ -20,6 +20,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 
 	"github.com/openbao/operator/test/emulator"
+	"github.com/openbao/operator/test/freeport"
 	"github.com/openbao/operator/test/testbin"
 )
 
@@ -42,7 +43,7 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Skipf("SKIP: Azurite is not installed (make tools installs it from npm, with node and npm from apt when missing): %v", err)
 	}
-	port, err := emulator.FreePort("127.0.0.1")
+	port, err := freeport.Get("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}

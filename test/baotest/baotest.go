@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openbao/operator/test/freeport"
 	"github.com/openbao/operator/test/testbin"
 )
 
@@ -289,10 +290,9 @@ func (s *Server) Log() string {
 
 func freePort(t testing.TB, host string) int {
 	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	port, err := freeport.Get(host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }

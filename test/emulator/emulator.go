@@ -6,7 +6,6 @@ package emulator
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,14 +88,4 @@ func (p *Process) Stop() {
 		p.cmd = nil
 	}
 	_ = os.RemoveAll(p.Dir)
-}
-
-// FreePort returns a port free on host now.
-func FreePort(host string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

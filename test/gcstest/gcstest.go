@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openbao/operator/test/emulator"
+	"github.com/openbao/operator/test/freeport"
 	"github.com/openbao/operator/test/testbin"
 )
 
@@ -30,7 +31,7 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := emulator.FreePort("127.0.0.1")
+	port, err := freeport.Get("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}

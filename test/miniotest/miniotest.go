@@ -20,6 +20,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/openbao/operator/test/freeport"
 	"github.com/openbao/operator/test/testbin"
 )
 
@@ -72,7 +73,7 @@ func StartWith(opts Options) (*Server, error) {
 		opts.Host = "127.0.0.1"
 	}
 	if opts.Port == 0 {
-		if opts.Port, err = freePort(opts.Host); err != nil {
+		if opts.Port, err = freeport.Get(opts.Host); err != nil {
 			return nil, err
 		}
 	}
@@ -179,13 +180,4 @@ func randomHex(n int) string {
 		panic(err)
 	}
 	return hex.EncodeToString(b)
-}
-
-func freePort(host string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

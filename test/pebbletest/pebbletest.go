@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/openbao/operator/test/emulator"
+	"github.com/openbao/operator/test/freeport"
 	"github.com/openbao/operator/test/testbin"
 )
 
@@ -65,7 +66,7 @@ func StartOn(t testing.TB, host string) *Server {
 	}
 	ports := make([]int, 4) // directory, management, and the challenge ports it never dials
 	for i := range ports {
-		if ports[i], err = emulator.FreePort(host); err != nil {
+		if ports[i], err = freeport.Get(host); err != nil {
 			t.Fatal(err)
 		}
 	}
