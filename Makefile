@@ -59,13 +59,17 @@ lint: ## Check formatting (gofmt) and run go vet.
 	go vet ./...
 
 .PHONY: test
-test: tools ## Run every test tier: unit, envtest, OpenBao, e2e.
+test: ## Run every test tier: unit, envtest, OpenBao, e2e, OLM.
+	@# Cold, both tool sets mostly wait on the module proxy: built side by
+	@# side they take about as long as the larger alone.
+	@$(MAKE) --no-print-directory -j2 -Oline tools olm-tools
 	@$(MAKE) --no-print-directory test-unit test-monitoring
 	@# envtest and OpenBao share nothing (each its own apiserver, bao
 	@# processes and free ports) and mostly wait: together they take about
 	@# as long as the slower alone. -Otarget keeps each tier's output whole.
 	@$(MAKE) --no-print-directory -j2 -Otarget test-envtest test-openbao
 	@$(MAKE) --no-print-directory test-e2e
+	@$(MAKE) --no-print-directory test-olm
 
 .PHONY: test-unit
 test-unit: ## Unit tests: pure packages, golden files, fuzz seeds.
@@ -109,13 +113,16 @@ test-e2e: ## e2e tier: a real single-node Kubernetes with the operator installed
 	@rc=0; $(GO_TEST) -v -parallel 8 -timeout 20m ./test/e2e/... || rc=$$?; \
 	go run $(LOCALNODE) down -owner e2e; exit $$rc
 
-# OLM v0 and opm, built on demand: `make tools` leaves them out so that a
-# machine that never runs this tier does not pay their cold build.
+# OLM v0 and opm: `make tools` leaves them out so that `make demo` does not
+# pay their cold build; `make test` builds both sets.
 OLM_TOOLS := opm grpc_health_probe olm-operator olm-catalog-operator olm-package-server olm-copy-content olm-cpb
 
-.PHONY: test-olm
-test-olm: ## OLM tier: a real OLM on the local node installs the operator from bundle/ + olm/catalog via olm/install.yaml, forms a cluster, upgrades, uninstalls and installs it for one namespace (root).
+.PHONY: olm-tools
+olm-tools: ## Build OLM's components and opm from their pinned wrapper module (cached like the other tools).
 	@bash test/tools/build.sh $(OLM_TOOLS)
+
+.PHONY: test-olm
+test-olm: olm-tools ## OLM tier: a real OLM on the local node installs the operator from bundle/ + olm/catalog via olm/install.yaml, forms a cluster, upgrades, uninstalls and installs it for one namespace (root).
 	@echo "=== tier: olm"
 	@# As test-e2e: the tier tears its node down itself; the extra `down`
 	@# cleans up after a killed run.
