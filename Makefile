@@ -62,7 +62,7 @@ lint: ## Check formatting (gofmt) and run go vet.
 test: ## Run every test tier: unit, envtest, OpenBao, e2e, OLM.
 	@# Cold, both tool sets mostly wait on the module proxy: built side by
 	@# side they take about as long as the larger alone.
-	@$(MAKE) --no-print-directory -j2 -Oline tools olm-tools
+	@$(MAKE) --no-print-directory -j2 tools olm-tools
 	@$(MAKE) --no-print-directory test-unit test-monitoring
 	@# envtest and OpenBao share nothing (each its own apiserver, bao
 	@# processes and free ports) and mostly wait: together they take about

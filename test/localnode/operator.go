@@ -66,7 +66,7 @@ func InstallOperator(ctx context.Context, c Config, logf Logf) (OperatorTimings,
 	key := client.ObjectKey{Namespace: OperatorNamespace, Name: OperatorDeployment}
 	err = WaitDeploymentReady(ctx, cl, key, 3*time.Minute)
 	if err == nil {
-		err = waitWebhookServing(ctx, cl, time.Minute)
+		err = WaitWebhookServing(ctx, cl, OperatorNamespace, time.Minute)
 	}
 	if err == nil {
 		err = waitPodsSteady(ctx, cl, OperatorNamespace, managerSelector, managerSteady, time.Minute)
@@ -80,14 +80,15 @@ func InstallOperator(ctx context.Context, c Config, logf Logf) (OperatorTimings,
 	return t, nil
 }
 
-// waitWebhookServing waits until the API server reaches the operator's
-// admission webhook (failure policy Fail): a Ready pod is in the webhook
-// Service's endpoints only once kube-proxy has programmed them, and until
-// then every OpenBaoCluster write is refused. A dry-run create asks.
-func waitWebhookServing(ctx context.Context, cl client.Client, timeout time.Duration) error {
+// WaitWebhookServing waits until the API server reaches the operator's
+// admission webhook (failure policy Fail) for OpenBaoClusters in
+// namespace: a Ready pod is in the webhook Service's endpoints only once
+// kube-proxy has programmed them, and until then every OpenBaoCluster write
+// is refused. A dry-run create asks.
+func WaitWebhookServing(ctx context.Context, cl client.Client, namespace string, timeout time.Duration) error {
 	probe := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "openbao.org/v1alpha1", "kind": "OpenBaoCluster",
-		"metadata": map[string]any{"name": "webhook-probe", "namespace": OperatorNamespace},
+		"metadata": map[string]any{"name": "webhook-probe", "namespace": namespace},
 		"spec":     map[string]any{"version": "2.4.0"},
 	}}
 	deadline := time.Now().Add(timeout)

@@ -421,6 +421,11 @@ func formCluster(ctx context.Context, t *testing.T, cl client.Client, namespace 
 	_ = unstructured.SetNestedField(obj.Object, repo, "spec", "image")
 	_ = unstructured.SetNestedField(obj.Object, tag, "spec", "version")
 	_ = unstructured.SetNestedField(obj.Object, replicas, "spec", "replicas")
+	// As in the e2e harness: the CSV's Deployment is Ready before
+	// kube-proxy routes the webhook Service to it.
+	if err := localnode.WaitWebhookServing(ctx, cl, namespace, time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	applied := time.Now()
 	if err := cl.Create(ctx, obj); err != nil {
 		t.Fatalf("create OpenBaoCluster: %v", err)
