@@ -234,16 +234,22 @@ func upgrade(ctx context.Context, t *testing.T, cl client.Client, oi olm.Operato
 	}
 }
 
-// uninstall deletes the Subscription and the CSV, as OLM's documentation
-// says. The operator goes; its CRDs, the cluster and its pods stay.
+// uninstall deletes the Subscription and then the CSV it installed, as
+// the README says. The operator goes; its CRDs, the cluster and its pods
+// stay.
 func uninstall(ctx context.Context, t *testing.T, cl client.Client) {
 	before := podUIDs(ctx, t, cl, clusterNamespace)
 	sub := &unstructured.Unstructured{}
 	sub.SetGroupVersionKind(schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "Subscription"})
-	sub.SetNamespace(localnode.OperatorNamespace)
-	sub.SetName("openbao-operator")
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: localnode.OperatorNamespace, Name: "openbao-operator"}, sub); err != nil {
+		t.Fatal(err)
+	}
+	installed, _, _ := unstructured.NestedString(sub.Object, "status", "installedCSV")
+	if installed != olm.NextCSV {
+		t.Fatalf("the Subscription's installedCSV is %q, want %s", installed, olm.NextCSV)
+	}
 	start := time.Now()
-	for _, obj := range []client.Object{sub, csvObject(localnode.OperatorNamespace, olm.NextCSV)} {
+	for _, obj := range []client.Object{sub, csvObject(localnode.OperatorNamespace, installed)} {
 		if err := cl.Delete(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
