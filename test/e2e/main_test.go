@@ -18,9 +18,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -114,14 +112,14 @@ func runOnOwnNode(m *testing.M) int {
 	t, err := localnode.Up(context.Background(), node, "e2e", logf)
 	if err != nil {
 		logf("node did not come up: %v", err)
-		keepLogs()
+		localnode.KeepLogs(node, logf)
 		teardown()
 		return 1
 	}
 	logf("node up in %s (control plane %s, node Ready %s, DNS %s)", t.Total, t.ControlPlane, t.NodeReady, t.DNSReady)
 	code := m.Run()
 	if code != 0 {
-		keepLogs()
+		localnode.KeepLogs(node, logf)
 	}
 	logf("tests done %s after start", time.Since(start).Round(time.Millisecond))
 	if tc := teardown(); tc != 0 {
@@ -132,25 +130,10 @@ func runOnOwnNode(m *testing.M) int {
 
 // tearDown stops the node and fails the run if the host is not as before.
 func tearDown(before localnode.Facts) int {
-	start := time.Now()
-	if err := localnode.Down(context.Background(), node, logf); err != nil {
-		logf("teardown failed: %v", err)
-		return 1
-	}
-	logf("teardown took %s", time.Since(start).Round(time.Millisecond))
-	after, err := localnode.SnapshotFacts(node)
-	if err != nil {
+	if err := localnode.TearDown(context.Background(), node, before, logf); err != nil {
 		logf("%v", err)
 		return 1
 	}
-	if diffs := localnode.DiffFacts(before, after); len(diffs) > 0 {
-		logf("host facts changed by the node:")
-		for _, d := range diffs {
-			logf("  %s", d)
-		}
-		return 1
-	}
-	logf("host facts unchanged (sysctls, mounts, links, netns, iptables, cgroups, paths, processes)")
 	return 0
 }
 
@@ -167,19 +150,4 @@ func onSignal(f func()) func() {
 		}
 	}()
 	return func() { signal.Stop(sigs); close(done) }
-}
-
-// keepLogs copies the component logs out of the state directory, which
-// teardown removes, so a failed run can be diagnosed.
-func keepLogs() {
-	dst, err := os.MkdirTemp("", "localnode-logs-")
-	if err != nil {
-		return
-	}
-	src := filepath.Join(node.StateDir, "logs")
-	if out, err := exec.Command("cp", "-r", src, dst).CombinedOutput(); err != nil {
-		logf("could not keep logs: %v %s", err, out)
-		return
-	}
-	logf("component logs kept in %s", dst)
 }

@@ -82,41 +82,14 @@ func run(m *testing.M) int {
 		code = m.Run()
 	}
 	if code != 0 {
-		keepLogs()
+		localnode.KeepLogs(node, logf)
 	}
 	logf("tests done %s after start", time.Since(start).Round(time.Millisecond))
-	down := time.Now()
-	if err := localnode.Down(context.Background(), node, logf); err != nil {
-		logf("teardown failed: %v", err)
-		return 1
-	}
-	logf("teardown took %s", time.Since(down).Round(time.Millisecond))
-	after, err := localnode.SnapshotFacts(node)
-	if err != nil {
+	if err := localnode.TearDown(context.Background(), node, before, logf); err != nil {
 		logf("%v", err)
 		return 1
 	}
-	if diffs := localnode.DiffFacts(before, after); len(diffs) > 0 {
-		for _, d := range diffs {
-			logf("host fact changed: %s", d)
-		}
-		return 1
-	}
 	return code
-}
-
-// keepLogs copies the component logs out of the state directory, which
-// teardown removes.
-func keepLogs() {
-	dst, err := os.MkdirTemp("", "localnode-logs-")
-	if err != nil {
-		return
-	}
-	if out, err := exec.Command("cp", "-r", filepath.Join(node.StateDir, "logs"), dst).CombinedOutput(); err != nil {
-		logf("could not keep logs: %v %s", err, out)
-		return
-	}
-	logf("component logs kept in %s", dst)
 }
 
 // Namespaces of the test: the cluster of the all-namespaces install, and
