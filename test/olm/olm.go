@@ -598,8 +598,12 @@ func InstallManifests(c localnode.Config, catalogRef string) ([]*unstructured.Un
 	return localnode.DecodeManifests(bytes.ReplaceAll(data, []byte(upstreamCatalogImage), []byte(catalogRef)))
 }
 
-// WaitSubscription waits until a Subscription has installed csv and that
-// CSV has Succeeded, logging each change of Progress on the way.
+// WaitSubscription waits until a Subscription has installed csv, that CSV
+// (the original, not OLM's copy of one from another namespace) has
+// Succeeded, and the InstallPlan behind it is Complete, logging each change
+// of Progress on the way. A CSV Succeeds while its plan may still be
+// Installing; deleting the CSV then, as an uninstall does, has the plan
+// create it again.
 func WaitSubscription(ctx context.Context, cl client.Client, namespace, sub, csv string, timeout time.Duration, logf localnode.Logf) error {
 	start, last := time.Now(), ""
 	return localnode.Poll(ctx, timeout, "Subscription "+namespace+"/"+sub+" installs "+csv, func(ctx context.Context) (bool, string, error) {
@@ -608,51 +612,96 @@ func WaitSubscription(ctx context.Context, cl client.Client, namespace, sub, csv
 			logf("+%s\n  %s", time.Since(start).Round(time.Second), p)
 			last = p
 		}
-		s := &unstructured.Unstructured{}
-		s.SetGroupVersionKind(subscriptionGVK)
-		if err := cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: sub}, s); err != nil {
+		s := get(ctx, cl, subscriptionGVK, namespace, sub)
+		if s == nil || nested(s, "status", "installedCSV") != csv {
+			return false, p, nil
+		}
+		u := get(ctx, cl, csvGVK, namespace, csv)
+		if u == nil {
+			return false, p, nil
+		}
+		if from, copied := u.GetLabels()[copiedFromLabel]; copied {
+			return false, fmt.Sprintf("%s; the CSV in %s is OLM's copy from %s", p, namespace, from), nil
+		}
+		plan := get(ctx, cl, installPlanGVK, namespace, nested(s, "status", "installPlanRef", "name"))
+		return nested(u, "status", "phase") == "Succeeded" && nested(plan, "status", "phase") == "Complete", p, nil
+	})
+}
+
+// copiedFromLabel marks the copies of a CSV that OLM writes into the
+// namespaces an OperatorGroup targets; its value is the original's
+// namespace.
+const copiedFromLabel = "olm.copiedFrom"
+
+// CSVCopies names the namespaces that hold the CSV name of namespace: its
+// own, and those OLM copied it into.
+func CSVCopies(ctx context.Context, cl client.Client, namespace, name string) ([]string, error) {
+	var csvs unstructured.UnstructuredList
+	csvs.SetGroupVersionKind(csvGVK.GroupVersion().WithKind("ClusterServiceVersionList"))
+	if err := cl.List(ctx, &csvs); err != nil {
+		return nil, err
+	}
+	var in []string
+	for _, c := range csvs.Items {
+		if c.GetName() == name && (c.GetNamespace() == namespace || c.GetLabels()[copiedFromLabel] == namespace) {
+			in = append(in, c.GetNamespace())
+		}
+	}
+	return in, nil
+}
+
+// WaitCSVGone waits until a deleted CSV is gone, and every copy OLM made of
+// it, which OLM removes after the original.
+func WaitCSVGone(ctx context.Context, cl client.Client, namespace, name string, timeout time.Duration) error {
+	return localnode.Poll(ctx, timeout, "CSV "+namespace+"/"+name+" and its copies gone", func(ctx context.Context) (bool, string, error) {
+		in, err := CSVCopies(ctx, cl, namespace, name)
+		if err != nil {
 			return false, err.Error(), nil
 		}
-		if installed, _, _ := unstructured.NestedString(s.Object, "status", "installedCSV"); installed != csv {
-			return false, p, nil
-		}
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(csvGVK)
-		if err := cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: csv}, u); err != nil {
-			return false, p, nil
-		}
-		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
-		return phase == "Succeeded", p, nil
+		return len(in) == 0, fmt.Sprintf("still in %v", in), nil
 	})
+}
+
+// get reads one OLM object, or nil if it cannot.
+func get(ctx context.Context, cl client.Client, gvk schema.GroupVersionKind, namespace, name string) *unstructured.Unstructured {
+	if name == "" {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
+		return nil
+	}
+	return u
+}
+
+// nested is the string at path in u, empty if u is nil or has none.
+func nested(u *unstructured.Unstructured, path ...string) string {
+	if u == nil {
+		return ""
+	}
+	s, _, _ := unstructured.NestedString(u.Object, path...)
+	return s
 }
 
 // Progress is one observation of an OLM install: the CatalogSource's
 // connection, the Subscription's state and InstallPlan, the InstallPlan's
 // phase and the CSV's phase, each with its message.
 func Progress(ctx context.Context, cl client.Client, csNamespace, csName, namespace, sub string) string {
-	get := func(gvk schema.GroupVersionKind, ns, name string) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
-			return nil
-		}
-		return u
-	}
 	str := func(u *unstructured.Unstructured, path ...string) string {
 		if u == nil {
 			return "-"
 		}
-		s, _, _ := unstructured.NestedString(u.Object, path...)
-		return s
+		return nested(u, path...)
 	}
 	var parts []string
-	cs := get(catalogSourceGVK, csNamespace, csName)
+	cs := get(ctx, cl, catalogSourceGVK, csNamespace, csName)
 	parts = append(parts, fmt.Sprintf("CatalogSource %s %s", str(cs, "status", "connectionState", "lastObservedState"), str(cs, "status", "message")))
-	s := get(subscriptionGVK, namespace, sub)
+	s := get(ctx, cl, subscriptionGVK, namespace, sub)
 	parts = append(parts, fmt.Sprintf("Subscription state=%s currentCSV=%s installPlan=%s conds=[%s]", str(s, "status", "state"),
 		str(s, "status", "currentCSV"), str(s, "status", "installPlanRef", "name"), conditions(s)))
 	if ip := str(s, "status", "installPlanRef", "name"); ip != "" && ip != "-" {
-		p := get(installPlanGVK, namespace, ip)
+		p := get(ctx, cl, installPlanGVK, namespace, ip)
 		approved := "-"
 		if p != nil {
 			a, _, _ := unstructured.NestedBool(p.Object, "spec", "approved")
@@ -662,7 +711,7 @@ func Progress(ctx context.Context, cl client.Client, csNamespace, csName, namesp
 			conditions(p), bundleLookups(p)))
 	}
 	if name := str(s, "status", "currentCSV"); name != "" && name != "-" {
-		csv := get(csvGVK, namespace, name)
+		csv := get(ctx, cl, csvGVK, namespace, name)
 		parts = append(parts, fmt.Sprintf("CSV %s phase=%s reason=%s message=%s", name, str(csv, "status", "phase"),
 			str(csv, "status", "reason"), str(csv, "status", "message")))
 	}

@@ -1,6 +1,7 @@
 package olm_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -207,31 +208,37 @@ func upgrade(ctx context.Context, t *testing.T, cl client.Client, oi olm.Operato
 	}
 }
 
-// uninstall deletes the Subscription and then the CSV it installed, as
-// the README says. The operator goes; its CRDs, the cluster and its pods
-// stay.
+// uninstall runs the README's uninstall block as written. The operator
+// goes, and so does every copy OLM made of its CSV; its CRDs, the cluster
+// and its pods stay.
 func uninstall(ctx context.Context, t *testing.T, cl client.Client) {
 	before := podUIDs(ctx, t, cl, clusterNamespace)
-	sub := &unstructured.Unstructured{}
-	sub.SetGroupVersionKind(schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "Subscription"})
-	if err := cl.Get(ctx, client.ObjectKey{Namespace: localnode.OperatorNamespace, Name: "openbao-operator"}, sub); err != nil {
+	copies, err := olm.CSVCopies(ctx, cl, localnode.OperatorNamespace, olm.NextCSV)
+	if err != nil {
 		t.Fatal(err)
 	}
-	installed, _, _ := unstructured.NestedString(sub.Object, "status", "installedCSV")
-	if installed != olm.NextCSV {
-		t.Fatalf("the Subscription's installedCSV is %q, want %s", installed, olm.NextCSV)
+	logf("CSV %s is in %d namespaces (its own and OLM's copies)", olm.NextCSV, len(copies))
+	block, err := readmeBlock("To uninstall,")
+	if err != nil {
+		t.Fatal(err)
 	}
 	start := time.Now()
-	for _, obj := range []client.Object{sub, csvObject(localnode.OperatorNamespace, installed)} {
-		if err := cl.Delete(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", block)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+node.Kubeconfig(), "PATH="+node.BinDir+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	logf("$ README uninstall block\n%s", out)
+	if err != nil {
+		t.Fatalf("the README's uninstall block: %v", err)
 	}
 	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: localnode.OperatorNamespace, Name: localnode.OperatorDeployment}}
 	if err := waitGone(ctx, cl, deployment); err != nil {
 		t.Fatal(err)
 	}
-	logf("operator uninstalled (Deployment gone) %s after deleting the Subscription and CSV", r(time.Since(start)))
+	logf("operator uninstalled (Deployment gone) %s after the block started", r(time.Since(start)))
+	if err := olm.WaitCSVGone(ctx, cl, localnode.OperatorNamespace, olm.NextCSV, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	logf("CSV %s and OLM's copies of it gone %s after the block started", olm.NextCSV, r(time.Since(start)))
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
 	if err := cl.Get(ctx, client.ObjectKey{Name: "openbaoclusters.openbao.org"}, crd); err != nil {
@@ -240,6 +247,25 @@ func uninstall(ctx context.Context, t *testing.T, cl client.Client) {
 	if after := podUIDs(ctx, t, cl, clusterNamespace); !maps.Equal(before, after) {
 		t.Errorf("uninstalling the operator touched OpenBao pods: before %v, after %v", before, after)
 	}
+}
+
+// readmeBlock is the first shell block of README.md after the paragraph
+// that starts with lead.
+func readmeBlock(lead string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(node.RepoRoot, "README.md"))
+	if err != nil {
+		return "", err
+	}
+	_, after, found := strings.Cut(string(data), "\n"+lead)
+	if !found {
+		return "", fmt.Errorf("README.md has no paragraph starting %q", lead)
+	}
+	_, after, found = strings.Cut(after, "```sh\n")
+	block, _, closed := strings.Cut(after, "```")
+	if !found || !closed {
+		return "", fmt.Errorf("README.md has no shell block after %q", lead)
+	}
+	return block, nil
 }
 
 // installForOneNamespace installs the operator again, in a namespace of its
@@ -276,6 +302,9 @@ func installForOneNamespace(ctx context.Context, t *testing.T, cl client.Client,
 	logf("operator installed for namespace %s: CSV Succeeded and Deployment Ready %s after apply", scopedTeam, r(time.Since(start)))
 	checkRights(ctx, t, cl, "system:serviceaccount:"+scopedOperator+":"+localnode.OperatorDeployment)
 	formCluster(ctx, t, cl, scopedTeam, 1, oi.OpenBao)
+	if in, err := olm.CSVCopies(ctx, cl, localnode.OperatorNamespace, olm.NextCSV); err != nil || len(in) > 0 {
+		t.Errorf("the uninstalled CSV %s is back, in %v (%v)", olm.NextCSV, in, err)
+	}
 }
 
 // checkRights asks the API server what the controller's ServiceAccount may
@@ -449,29 +478,41 @@ func clusterState(u *unstructured.Unstructured) string {
 	return fmt.Sprintf("Running, %d healthy voters, raft healthy %v", voters, healthy)
 }
 
-// diagnose prints what OLM did, from kubectl, before teardown removes it.
+// diagnose records what OLM did, from kubectl, before teardown removes it:
+// in full into the node's log directory, which a failed run keeps, and the
+// object listing in the test's output.
 func diagnose(t *testing.T) {
 	kubectl := filepath.Join(node.BinDir, "kubectl")
-	for _, args := range [][]string{
+	var all bytes.Buffer
+	for i, args := range [][]string{
 		{"get", "pods,jobs,deployments", "-A", "-o", "wide"},
 		{"get", "catalogsources,subscriptions,installplans,csv", "-A"},
 		{"get", "apiservices", "v1.packages.operators.coreos.com"},
 		{"get", "validatingwebhookconfigurations,mutatingwebhookconfigurations"},
 		{"-n", olm.Namespace, "get", "catalogsource", "-o", "yaml"},
-		{"-n", localnode.OperatorNamespace, "get", "subscription,installplan", "-o", "yaml"},
-		{"-n", localnode.OperatorNamespace, "get", "csv", "-o", "jsonpath={range .items[*]}{.metadata.name} {.status.phase} {.status.reason} {.status.message}{\"\\n\"}{range .status.conditions[*]}  {.phase} {.reason} {.message}{\"\\n\"}{end}{end}"},
+		{"get", "subscription,installplan", "-A", "-o", "yaml"},
+		{"get", "csv", "-A", "-o", "jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} uid={.metadata.uid} copiedFrom={.metadata.labels.olm\\.copiedFrom} {.status.phase} {.status.reason} {.status.message}{\"\\n\"}{range .status.conditions[*]}  {.lastTransitionTime} {.phase} {.reason} {.message}{\"\\n\"}{end}{end}"},
 		{"get", "openbaocluster", "-A", "-o", "yaml"},
 		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
-		{"-n", olm.Namespace, "logs", "deploy/catalog-operator", "--tail=60"},
-		{"-n", olm.Namespace, "logs", "deploy/olm-operator", "--tail=60"},
-		{"-n", localnode.OperatorNamespace, "logs", "deploy/" + localnode.OperatorDeployment, "--tail=40"},
-		{"-n", scopedOperator, "logs", "deploy/" + localnode.OperatorDeployment, "--tail=40"},
+		{"-n", olm.Namespace, "logs", "deploy/catalog-operator"},
+		{"-n", olm.Namespace, "logs", "deploy/olm-operator"},
+		{"-n", localnode.OperatorNamespace, "logs", "deploy/" + localnode.OperatorDeployment},
+		{"-n", scopedOperator, "logs", "deploy/" + localnode.OperatorDeployment},
 	} {
 		cmd := exec.Command(kubectl, args...)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+node.Kubeconfig())
 		out, _ := cmd.CombinedOutput()
-		t.Logf("$ kubectl %s\n%s", strings.Join(args, " "), out)
+		fmt.Fprintf(&all, "$ kubectl %s\n%s\n", strings.Join(args, " "), out)
+		if i < 2 {
+			t.Logf("$ kubectl %s\n%s", strings.Join(args, " "), out)
+		}
 	}
+	path := node.LogPath("olm-diagnosis")
+	if err := os.WriteFile(path, all.Bytes(), 0o644); err != nil {
+		t.Logf("could not write the diagnosis: %v", err)
+		return
+	}
+	t.Logf("OLM's objects and logs: olm-diagnosis.log among the kept component logs")
 }
 
 func r(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
