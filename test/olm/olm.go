@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
@@ -416,16 +417,19 @@ func waitEstablished(ctx context.Context, cl client.Client, name string) error {
 	})
 }
 
+// The kinds of OLM's objects the tests read, unstructured.
 var (
-	csvGVK           = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "ClusterServiceVersion"}
-	catalogSourceGVK = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "CatalogSource"}
+	CSVGVK           = v1alpha1.SchemeGroupVersion.WithKind(v1alpha1.ClusterServiceVersionKind)
+	CatalogSourceGVK = v1alpha1.SchemeGroupVersion.WithKind(v1alpha1.CatalogSourceKind)
+	SubscriptionGVK  = v1alpha1.SchemeGroupVersion.WithKind(v1alpha1.SubscriptionKind)
+	InstallPlanGVK   = v1alpha1.SchemeGroupVersion.WithKind(v1alpha1.InstallPlanKind)
 )
 
 // WaitCSV waits until a ClusterServiceVersion's phase is Succeeded.
 func WaitCSV(ctx context.Context, cl client.Client, namespace, name string, timeout time.Duration) error {
 	return localnode.Poll(ctx, timeout, "CSV "+namespace+"/"+name+" Succeeded", func(ctx context.Context) (bool, string, error) {
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(csvGVK)
+		u.SetGroupVersionKind(CSVGVK)
 		if err := cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
 			return false, err.Error(), nil
 		}
@@ -602,8 +606,8 @@ func InstallManifests(c localnode.Config, catalogRef string) ([]*unstructured.Un
 // (the original, not OLM's copy of one from another namespace) has
 // Succeeded, and the InstallPlan behind it is Complete, logging each change
 // of Progress on the way. A CSV Succeeds while its plan may still be
-// Installing; deleting the CSV then, as an uninstall does, has the plan
-// create it again.
+// Installing, and a plan that runs after the CSV is deleted, as an
+// uninstall does, may create it again.
 func WaitSubscription(ctx context.Context, cl client.Client, namespace, sub, csv string, timeout time.Duration, logf localnode.Logf) error {
 	start, last := time.Now(), ""
 	return localnode.Poll(ctx, timeout, "Subscription "+namespace+"/"+sub+" installs "+csv, func(ctx context.Context) (bool, string, error) {
@@ -612,38 +616,34 @@ func WaitSubscription(ctx context.Context, cl client.Client, namespace, sub, csv
 			logf("+%s\n  %s", time.Since(start).Round(time.Second), p)
 			last = p
 		}
-		s := get(ctx, cl, subscriptionGVK, namespace, sub)
+		s := get(ctx, cl, SubscriptionGVK, namespace, sub)
 		if s == nil || nested(s, "status", "installedCSV") != csv {
 			return false, p, nil
 		}
-		u := get(ctx, cl, csvGVK, namespace, csv)
+		u := get(ctx, cl, CSVGVK, namespace, csv)
 		if u == nil {
 			return false, p, nil
 		}
-		if from, copied := u.GetLabels()[copiedFromLabel]; copied {
+		if from, copied := u.GetLabels()[v1alpha1.CopiedLabelKey]; copied {
 			return false, fmt.Sprintf("%s; the CSV in %s is OLM's copy from %s", p, namespace, from), nil
 		}
-		plan := get(ctx, cl, installPlanGVK, namespace, nested(s, "status", "installPlanRef", "name"))
+		plan := get(ctx, cl, InstallPlanGVK, namespace, nested(s, "status", "installPlanRef", "name"))
 		return nested(u, "status", "phase") == "Succeeded" && nested(plan, "status", "phase") == "Complete", p, nil
 	})
 }
 
-// copiedFromLabel marks the copies of a CSV that OLM writes into the
-// namespaces an OperatorGroup targets; its value is the original's
-// namespace.
-const copiedFromLabel = "olm.copiedFrom"
-
 // CSVCopies names the namespaces that hold the CSV name of namespace: its
-// own, and those OLM copied it into.
+// own, and those OLM copied it into (labelled with the original's
+// namespace).
 func CSVCopies(ctx context.Context, cl client.Client, namespace, name string) ([]string, error) {
 	var csvs unstructured.UnstructuredList
-	csvs.SetGroupVersionKind(csvGVK.GroupVersion().WithKind("ClusterServiceVersionList"))
+	csvs.SetGroupVersionKind(CSVGVK.GroupVersion().WithKind("ClusterServiceVersionList"))
 	if err := cl.List(ctx, &csvs); err != nil {
 		return nil, err
 	}
 	var in []string
 	for _, c := range csvs.Items {
-		if c.GetName() == name && (c.GetNamespace() == namespace || c.GetLabels()[copiedFromLabel] == namespace) {
+		if c.GetName() == name && (c.GetNamespace() == namespace || c.GetLabels()[v1alpha1.CopiedLabelKey] == namespace) {
 			in = append(in, c.GetNamespace())
 		}
 	}
@@ -695,13 +695,13 @@ func Progress(ctx context.Context, cl client.Client, csNamespace, csName, namesp
 		return nested(u, path...)
 	}
 	var parts []string
-	cs := get(ctx, cl, catalogSourceGVK, csNamespace, csName)
+	cs := get(ctx, cl, CatalogSourceGVK, csNamespace, csName)
 	parts = append(parts, fmt.Sprintf("CatalogSource %s %s", str(cs, "status", "connectionState", "lastObservedState"), str(cs, "status", "message")))
-	s := get(ctx, cl, subscriptionGVK, namespace, sub)
+	s := get(ctx, cl, SubscriptionGVK, namespace, sub)
 	parts = append(parts, fmt.Sprintf("Subscription state=%s currentCSV=%s installPlan=%s conds=[%s]", str(s, "status", "state"),
 		str(s, "status", "currentCSV"), str(s, "status", "installPlanRef", "name"), conditions(s)))
 	if ip := str(s, "status", "installPlanRef", "name"); ip != "" && ip != "-" {
-		p := get(ctx, cl, installPlanGVK, namespace, ip)
+		p := get(ctx, cl, InstallPlanGVK, namespace, ip)
 		approved := "-"
 		if p != nil {
 			a, _, _ := unstructured.NestedBool(p.Object, "spec", "approved")
@@ -711,7 +711,7 @@ func Progress(ctx context.Context, cl client.Client, csNamespace, csName, namesp
 			conditions(p), bundleLookups(p)))
 	}
 	if name := str(s, "status", "currentCSV"); name != "" && name != "-" {
-		csv := get(ctx, cl, csvGVK, namespace, name)
+		csv := get(ctx, cl, CSVGVK, namespace, name)
 		parts = append(parts, fmt.Sprintf("CSV %s phase=%s reason=%s message=%s", name, str(csv, "status", "phase"),
 			str(csv, "status", "reason"), str(csv, "status", "message")))
 	}
@@ -743,8 +743,3 @@ func bundleLookups(u *unstructured.Unstructured) string {
 	}
 	return strings.Join(out, "; ")
 }
-
-var (
-	subscriptionGVK = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "Subscription"}
-	installPlanGVK  = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "InstallPlan"}
-)

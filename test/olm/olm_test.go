@@ -171,7 +171,7 @@ func installAllNamespaces(ctx context.Context, t *testing.T, cl client.Client, o
 func upgrade(ctx context.Context, t *testing.T, cl client.Client, oi olm.OperatorImages) {
 	before := podUIDs(ctx, t, cl, clusterNamespace)
 	cs := &unstructured.Unstructured{}
-	cs.SetGroupVersionKind(schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "CatalogSource"})
+	cs.SetGroupVersionKind(olm.CatalogSourceGVK)
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: olm.Namespace, Name: "openbao-operator"}, cs); err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +358,7 @@ func waitOperator(ctx context.Context, t *testing.T, cl client.Client, namespace
 
 func csvObject(namespace, name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "ClusterServiceVersion"})
+	u.SetGroupVersionKind(olm.CSVGVK)
 	u.SetNamespace(namespace)
 	u.SetName(name)
 	return u
