@@ -7,6 +7,8 @@ import (
 	"net"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -65,6 +67,8 @@ func (r *OpenBaoClusterReconciler) observeBootstrap(ctx context.Context, p *pass
 		Now:                 p.now,
 		InitStarted:         status.InitializationStarted != nil,
 		ResetDone:           status.BootstrapReset != nil,
+		FromBackup:          c.FromBackup() != nil,
+		ClusterCreated:      c.CreationTimestamp.Time,
 	}
 	if obs.ResetDone && !obs.Initialized {
 		pending, err := r.resetPending(ctx, c, status.BootstrapReset)
@@ -100,7 +104,26 @@ func (r *OpenBaoClusterReconciler) observeBootstrap(ctx context.Context, p *pass
 			obs.Health = &h
 		}
 	}
+	if obs.NeedsPod0Claim() {
+		if obs.Pod0Claim, err = r.pod0Claim(ctx, c); err != nil {
+			return obs, err
+		}
+	}
 	return obs, nil
+}
+
+// pod0Claim reads pod-0's data volume claim exactly (a cached one could be
+// a claim already replaced), nil when it does not exist.
+func (r *OpenBaoClusterReconciler) pod0Claim(ctx context.Context, c *v1alpha1.OpenBaoCluster) (*bootstrap.Claim, error) {
+	claim := &corev1.PersistentVolumeClaim{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.DataVolumeName(0)}, claim)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read volume claim %s: %w", c.DataVolumeName(0), err)
+	}
+	return &bootstrap.Claim{Created: claim.CreationTimestamp.Time}, nil
 }
 
 // initialize runs sys/init through internal/bootstrap, which keeps the root
@@ -158,6 +181,11 @@ func (r *OpenBaoClusterReconciler) initFailed(p *pass, initErr *bootstrap.InitEr
 		m.lastInitFailure = p.now
 		failures = m.initFailures
 	})
+	if initErr.OutcomeKnown() {
+		// OpenBao answered (or was never asked): nothing was initialized,
+		// so no later pass may take this call for a lost initialization.
+		p.status.InitializationStarted = nil
+	}
 	p.setCondition(v1alpha1.ConditionOpenBaoInitialized, false, initErr.Reason, initErr.Error())
 	p.record("Warning", initErr.Reason, "Initialize", initErr.Error())
 	if initErr.Reason == bootstrap.ReasonRootTokenLost {

@@ -28,7 +28,11 @@ func (r *OpenBaoClusterReconciler) reconcileMembership(ctx context.Context, p *p
 	if err != nil {
 		return err
 	}
-	o := membership.Observed{Spec: c.Spec.Replicas, Name: c.StatefulSetName(), RolloutRunning: p.status.Upgrade != nil}
+	o := membership.Observed{Spec: c.Spec.Replicas, Name: c.StatefulSetName(), RolloutRunning: p.status.Upgrade != nil,
+		ClusterCreated: c.CreationTimestamp.Time}
+	if reset := p.status.BootstrapReset; reset != nil {
+		o.ResetAt = reset.Started.Time
+	}
 	if sts != nil && sts.Spec.Replicas != nil {
 		o.Current = *sts.Spec.Replicas
 	}
@@ -72,7 +76,8 @@ func (r *OpenBaoClusterReconciler) leftVolumes(ctx context.Context, c *v1alpha1.
 		if err != nil {
 			return nil, fmt.Errorf("read volume claim %s: %w", c.DataVolumeName(int(k)), err)
 		}
-		out[c.PodName(int(k))] = membership.Volume{Name: claim.Name, Terminating: claim.DeletionTimestamp != nil}
+		out[c.PodName(int(k))] = membership.Volume{Name: claim.Name, Terminating: claim.DeletionTimestamp != nil,
+			Created: claim.CreationTimestamp.Time}
 	}
 	return out, nil
 }

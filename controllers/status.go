@@ -44,7 +44,7 @@ func apiReason(err error) string { return truncate(err.Error()) }
 // will not clear them.
 var degradedReasons = map[string]bool{
 	bootstrap.ReasonPodCrashLooping: true, bootstrap.ReasonPodNotStarting: true,
-	bootstrap.ReasonStaleRootTokenSecret: true, bootstrap.ReasonRootTokenLost: true,
+	bootstrap.ReasonStaleRootTokenSecret: true, bootstrap.ReasonRootTokenLost: true, bootstrap.ReasonRetainedData: true,
 	bootstrap.ReasonInitFailed: true, bootstrap.ReasonRootTokenSecretUnwritable: true,
 	v1alpha1.ReasonStaticKeyInvalid: true, v1alpha1.ReasonInvalidExternalSecrets: true,
 	v1alpha1.ReasonInvalidSchedule: true,

@@ -58,6 +58,10 @@ const (
 	// ReasonResettingLostInitialization: pod-0 is being wiped to
 	// initialize again after a lost root token.
 	ReasonResettingLostInitialization = "ResettingLostInitialization"
+	// ReasonRetainedData: pod-0 is initialized on data the operator must
+	// keep (a volume older than the cluster, or a restored snapshot) and
+	// no root token is stored: neither initialized nor wiped.
+	ReasonRetainedData = "RetainedData"
 )
 
 // Requeue intervals.
@@ -111,17 +115,14 @@ func Decide(o Observed) Decision {
 	if !o.Pod0.Started() {
 		return wait(ReasonPodStarting, fmt.Sprintf("waiting for the OpenBao container of %s to run", o.Pod0.Name), WatchedWait)
 	}
-	// sys/health over verified TLS decides; a label saying "not
-	// initialized" may stand in for it, since sys/init refuses an
-	// initialized server anyway. A label saying "initialized" never does:
-	// whoever can patch pods can set a label.
-	initialized, known := o.Pod0.LabelState(podstate.LabelInitialized)
-	switch {
-	case o.Health != nil:
-		initialized = o.Health.Initialized
-	case !known || initialized:
+	// sys/health over verified TLS in this pass decides, either way: a
+	// sealed server is labelled initialized=false by service registration
+	// whatever its volume holds (a retained cluster waiting for its KMS),
+	// and whoever can patch pods can set a label.
+	if o.Health == nil {
 		return wait(ReasonHealthUnknown, fmt.Sprintf("confirming with sys/health whether %s is initialized", o.Pod0.Name), PollInterval)
 	}
+	initialized := o.Health.Initialized
 	if initialized {
 		return adopt(o)
 	}
@@ -139,12 +140,18 @@ func adopt(o Observed) Decision {
 	case o.RootTokenSecretExists:
 		return Decision{Action: ActionMarkInitialized, Reason: ReasonInitialized,
 			Message: fmt.Sprintf("initialized; the root token is in Secret %s", o.RootTokenSecretName)}
-	case o.InitStarted && !o.ResetDone:
-		// This operator called sys/init and the answer reached nobody (it
-		// was killed inside the call, or could not store the token): no
-		// credential exists, so nobody can have written data. Starting over
-		// loses nothing; once, so that a fault that repeats is shown.
+	case o.InitStarted && !o.ResetDone && o.provenEmpty():
+		// This operator called sys/init on a server sys/health had just
+		// called uninitialized, on a volume made for this cluster, and the
+		// answer reached nobody (it was killed inside the call, or could
+		// not store the token): no credential exists, so nobody can have
+		// written data. Starting over loses nothing; once, so that a fault
+		// that repeats is shown.
 		return reset(o)
+	case o.InitStarted && !o.ResetDone, o.retainedData():
+		// Data the operator cannot prove it made empty: never wiped, and
+		// never adopted without its root token.
+		return retained(o)
 	case o.InitStarted:
 		return Decision{Action: ActionAdopt, Reason: ReasonRootTokenLost, Message: fmt.Sprintf(
 			"the root token of the operator's sys/init was lost again after pod-0 had already been wiped once "+
@@ -162,6 +169,46 @@ func adopt(o Observed) Decision {
 			"OpenBaoCluster and its pods' data volumes and create it again. If it was you (for example the volumes of an earlier "+
 			"cluster of this name), store its root token in Secret %s under the key token and the operator adopts it",
 		o.Pod0.Name, o.RootTokenSecretName, o.RootTokenSecretName))
+}
+
+// provenEmpty says a wipe of pod-0 can lose nothing the operator did not
+// make: its claim was read, is not older than the cluster, and the
+// cluster is not formed from a backup.
+func (o Observed) provenEmpty() bool {
+	return !o.FromBackup && o.Pod0Claim != nil && !o.Pod0Claim.PredatesCluster(o.ClusterCreated)
+}
+
+// retainedData says pod-0's data is known to predate this cluster's own
+// initialization: a restored snapshot, or a volume older than the cluster.
+func (o Observed) retainedData() bool {
+	return o.FromBackup || o.Pod0Claim != nil && o.Pod0Claim.PredatesCluster(o.ClusterCreated)
+}
+
+// retained reports an initialized pod-0 whose data the operator must keep:
+// a volume older than the OpenBaoCluster, or a cluster formed from a
+// backup, with no root token stored. It says what the user must do.
+func retained(o Observed) Decision {
+	why := fmt.Sprintf("its data volume %s was created before this OpenBaoCluster: it holds the data of an earlier "+
+		"cluster of this name, kept by deletionPolicy Retain", o.volumeName())
+	if o.Pod0Claim == nil {
+		why = fmt.Sprintf("its data volume %s could not be read, so the operator cannot tell whether it holds earlier data", o.volumeName())
+	}
+	if o.FromBackup {
+		why = "this cluster is formed from a backup (spec.bootstrap.fromBackup): its data is a restored snapshot, whose root token the operator voids"
+	}
+	return degraded(ReasonRetainedData, fmt.Sprintf(
+		"%s is initialized and %s. No root token is stored in Secret %s, so the operator neither initializes nor wipes it, "+
+			"and scales out no further. To adopt the data, store a root token of that cluster in Secret %s under the key token "+
+			"(one made with bao operator generate-root if the original is gone). To discard the data instead, delete the "+
+			"OpenBaoCluster and the volume claims data-<cluster>-<n> yourself, then create it again",
+		o.Pod0.Name, why, o.RootTokenSecretName, o.RootTokenSecretName))
+}
+
+func (o Observed) volumeName() string {
+	if o.Pod0 == nil {
+		return "of pod-0"
+	}
+	return "data-" + o.Pod0.Name
 }
 
 func reset(o Observed) Decision {

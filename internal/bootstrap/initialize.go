@@ -31,6 +31,26 @@ type InitError struct {
 	Err         error
 }
 
+// OutcomeKnown says the failure leaves OpenBao as it was: sys/init was
+// never sent, or OpenBao answered it with an HTTP error status. Only an
+// unknown outcome (no answer: a broken connection or a timeout; an answer
+// that could not be read; a token that could not be stored) may lead to a
+// reset, so the reconciler clears status.initializationStarted on a
+// known one.
+func (e *InitError) OutcomeKnown() bool {
+	if e.Initialized {
+		return false
+	}
+	if e.Reason == ReasonRootTokenSecretUnwritable || errors.Is(e.Err, errNotCalled) {
+		return true
+	}
+	var status *openbao.StatusError
+	return errors.As(e.Err, &status)
+}
+
+// errNotCalled marks a failure before sys/init was sent.
+var errNotCalled = errors.New("sys/init was not called")
+
 func (e *InitError) Error() string { return fmt.Sprintf("bootstrap %s: %v", e.Reason, e.Err) }
 func (e *InitError) Unwrap() error { return e.Err }
 
@@ -100,7 +120,7 @@ func Initialize(ctx context.Context, c openbao.Client, store TokenStore, opts In
 		return InitOutcome{}, &InitError{Reason: ReasonRootTokenSecretUnwritable, Err: fmt.Errorf("dry-run create of Secret %s: %w", store.Name(), err)}
 	}
 	if err := ctx.Err(); err != nil {
-		return InitOutcome{}, &InitError{Reason: ReasonInitFailed, Err: err}
+		return InitOutcome{}, &InitError{Reason: ReasonInitFailed, Err: fmt.Errorf("%w: %w", errNotCalled, err)}
 	}
 	// From sys/init until the token is stored, the caller's cancellation (a
 	// manager shutting down) is not passed on: cutting this short would let

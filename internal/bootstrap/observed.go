@@ -11,11 +11,23 @@ import (
 type Observed struct {
 	// Pod0 is nil while the pod does not exist.
 	Pod0 *podstate.Pod
-	// Health is pod-0's sys/health answer, nil when not asked or when the
-	// request failed (HealthErr). The reconciler asks only when Pod0's
-	// labels do not say whether the cluster is initialized.
+	// Health is pod-0's sys/health answer over verified TLS in this pass,
+	// nil when not asked or when the request failed (HealthErr). It is
+	// the only evidence of whether OpenBao is initialized: service
+	// registration labels a sealed server "initialized=false" whatever it
+	// holds, so no label stands in for it.
 	Health    *openbao.Health
 	HealthErr error
+	// Pod0Claim is pod-0's data volume claim as read exactly, nil when it
+	// was not read (NeedsPod0Claim) or does not exist. ClusterCreated is
+	// the OpenBaoCluster's creation time: a claim older than the cluster
+	// holds data kept from an earlier cluster of this name (deletionPolicy
+	// Retain), never a lost initialization of this one.
+	Pod0Claim      *Claim
+	ClusterCreated time.Time
+	// FromBackup is spec.bootstrap.fromBackup: the cluster's data is a
+	// restored snapshot, whose root token the operator voids by design.
+	FromBackup bool
 
 	// Status: status.initialized and status.selfInitialized.
 	Initialized     bool
@@ -44,15 +56,30 @@ type Observed struct {
 	Now             time.Time
 }
 
-// NeedsHealth says whether Decide wants a sys/health answer: pod-0 runs
-// and its label does not say it is uninitialized. A label saying it is
-// initialized is confirmed by sys/health before anything is adopted.
+// Claim is what Decide knows of a data volume claim.
+type Claim struct {
+	Created time.Time
+}
+
+// PredatesCluster says the claim was created before the OpenBaoCluster
+// (timestamps have whole seconds: a claim of the same second is the
+// cluster's own, since its StatefulSet made it after the cluster).
+func (c Claim) PredatesCluster(clusterCreated time.Time) bool {
+	return c.Created.Before(clusterCreated.Truncate(time.Second))
+}
+
+// NeedsHealth says whether Decide wants a sys/health answer: whenever
+// pod-0 runs and the cluster is not initialized in status. sys/init is
+// called only after sys/health said "not initialized" in the same pass.
 func (o Observed) NeedsHealth() bool {
-	if !o.NeedsRootTokenSecret() {
-		return false
-	}
-	initialized, known := o.Pod0.LabelState(podstate.LabelInitialized)
-	return !known || initialized
+	return o.NeedsRootTokenSecret()
+}
+
+// NeedsPod0Claim says whether Decide wants pod-0's claim: sys/health said
+// initialized and no root token is stored, so a reset, or the message
+// about retained data, depends on how old the volume is.
+func (o Observed) NeedsPod0Claim() bool {
+	return o.Health != nil && o.Health.Initialized && !o.RootTokenSecretExists && !o.SelfInit
 }
 
 // NeedsRootTokenSecret says whether Decide may look at the root-token

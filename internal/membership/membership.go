@@ -44,12 +44,30 @@ type Observed struct {
 	// scale-up adds, by the node id of their ordinal; Terminating ones are
 	// already being deleted.
 	LeftVolumes map[string]Volume
+	// ClusterCreated is the OpenBaoCluster's creation time and ResetAt
+	// when a bootstrap reset wiped pod-0 (zero without one). A volume
+	// older than either holds data of another Raft cluster (one kept by
+	// deletionPolicy Retain, or the one the reset discarded): the Raft
+	// configuration read now cannot speak for it, so it is never deleted.
+	ClusterCreated time.Time
+	ResetAt        time.Time
 }
 
 // Volume is a server's data volume (PersistentVolumeClaim).
 type Volume struct {
 	Name        string
 	Terminating bool
+	Created     time.Time
+}
+
+// provablyOurs says the volume was made by this cluster after its Raft
+// configuration began: not before the OpenBaoCluster (timestamps have
+// whole seconds), and not before a bootstrap reset.
+func (o Observed) provablyOurs(v Volume) bool {
+	if v.Created.Before(o.ClusterCreated.Truncate(time.Second)) {
+		return false
+	}
+	return o.ResetAt.IsZero() || !v.Created.Before(o.ResetAt.Truncate(time.Second))
 }
 
 // Decision is what the reconciler carries out.
@@ -104,17 +122,28 @@ func scaleUp(o Observed) Decision {
 		hold.Blocked = true
 		return hold
 	}
-	var stale, going []string
+	var stale, going, foreign []string
 	for _, id := range slices.Sorted(maps.Keys(o.LeftVolumes)) {
 		v := o.LeftVolumes[id]
 		if _, member := o.Servers[id]; member {
 			continue
 		}
-		if v.Terminating {
+		switch {
+		case v.Terminating:
 			going = append(going, v.Name)
-		} else {
+		case !o.provablyOurs(v):
+			foreign = append(foreign, v.Name)
+		default:
 			stale = append(stale, v.Name)
 		}
+	}
+	if len(foreign) > 0 {
+		hold.Blocked = true
+		hold.Message = fmt.Sprintf("scaling up to %d: the volumes %s at the new ordinals are not members of the Raft configuration "+
+			"and are older than this cluster's own (created before the OpenBaoCluster or before its bootstrap reset): they may "+
+			"hold the only copy of a retained cluster's data, so the operator deletes nothing. Delete them yourself if they are "+
+			"stale, or recover their data first", o.Spec, strings.Join(foreign, ", "))
+		return hold
 	}
 	if len(stale)+len(going) == 0 {
 		return Decision{Replicas: o.Spec}

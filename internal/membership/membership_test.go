@@ -2,7 +2,9 @@ package membership_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/openbao/operator/internal/membership"
 )
@@ -102,4 +104,69 @@ func TestAScaleUpDeletesTheVolumesOfRemovedPeersFirst(t *testing.T) {
 	if d := membership.Decide(membership.Observed{Spec: 4, Current: 3, Name: "bao", Servers: servers(4), LeftVolumes: member}); d.Replicas != 4 || len(d.DeleteVolumes) != 0 {
 		t.Fatalf("a member's volume: %+v, want it kept and the scale-up rendered", d)
 	}
+}
+
+// TestAScaleUpNeverDeletesVolumesOlderThanItsRaftConfiguration: a retained
+// cluster created again, or one reset at bootstrap, reads a Raft
+// configuration that began after those volumes were written: it cannot
+// speak for them. They are kept and the scale-up is blocked, naming them.
+func TestAScaleUpNeverDeletesVolumesOlderThanItsRaftConfiguration(t *testing.T) {
+	created := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	tests := map[string]membership.Observed{
+		"a volume created before the OpenBaoCluster": {ClusterCreated: created,
+			LeftVolumes: map[string]membership.Volume{"bao-1": {Name: "data-bao-1", Created: created.Add(-48 * time.Hour)}}},
+		"a volume created before the bootstrap reset": {ClusterCreated: created, ResetAt: created.Add(time.Minute),
+			LeftVolumes: map[string]membership.Volume{"bao-1": {Name: "data-bao-1", Created: created.Add(30 * time.Second)}}},
+		"one old volume among stale ones of this cluster": {ClusterCreated: created,
+			LeftVolumes: map[string]membership.Volume{"bao-1": {Name: "data-bao-1", Created: created.Add(time.Hour)},
+				"bao-2": {Name: "data-bao-2", Created: created.Add(-time.Hour)}}},
+	}
+	for name, o := range tests {
+		t.Run(name, func(t *testing.T) {
+			o.Spec, o.Current, o.Name, o.Servers = 3, 1, "bao", servers(1)
+			d := membership.Decide(o)
+			if len(d.DeleteVolumes) != 0 || d.Replicas != 1 || !d.Blocked || !strings.Contains(d.Message, "data-bao-") {
+				t.Fatalf("got %+v, want nothing deleted, 1 replica, blocked naming the volume", d)
+			}
+		})
+	}
+	own := membership.Observed{Spec: 3, Current: 1, Name: "bao", Servers: servers(1), ClusterCreated: created,
+		ResetAt: created.Add(time.Minute),
+		LeftVolumes: map[string]membership.Volume{"bao-1": {Name: "data-bao-1", Created: created.Add(time.Hour)}}}
+	if d := membership.Decide(own); fmt.Sprint(d.DeleteVolumes) != "[data-bao-1]" {
+		t.Fatalf("a removed peer's volume made after the reset: %+v, want it deleted", d)
+	}
+}
+
+// FuzzScaleUpDeletesOnlyItsOwnStaleVolumes: whatever the membership and
+// volumes, a deleted volume is not a member, not older than the cluster
+// or its reset, and is never deleted while spec.replicas is rendered.
+func FuzzScaleUpDeletesOnlyItsOwnStaleVolumes(f *testing.F) {
+	f.Add(int32(5), int32(3), uint8(3), int64(-10), int64(0), int64(10), false, true)
+	f.Add(int32(3), int32(1), uint8(1), int64(100), int64(50), int64(-5), true, false)
+	f.Fuzz(func(t *testing.T, spec, current int32, members uint8, age1, resetAfter, age2 int64, term1, hasReset bool) {
+		created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		o := membership.Observed{Spec: spec % 9, Current: current % 9, Name: "bao", Servers: servers(int(members % 9)),
+			ClusterCreated: created, LeftVolumes: map[string]membership.Volume{
+				"bao-3": {Name: "data-bao-3", Created: created.Add(time.Duration(age1) * time.Second), Terminating: term1},
+				"bao-4": {Name: "data-bao-4", Created: created.Add(time.Duration(age2) * time.Second)},
+			}}
+		if hasReset {
+			o.ResetAt = created.Add(time.Duration(resetAfter) * time.Second)
+		}
+		d := membership.Decide(o)
+		for _, name := range d.DeleteVolumes {
+			id := strings.TrimPrefix(name, "data-")
+			v := o.LeftVolumes[id]
+			if _, member := o.Servers[id]; member {
+				t.Fatalf("deleted %s of a Raft member: %+v", name, o)
+			}
+			if v.Created.Before(created) || hasReset && v.Created.Before(o.ResetAt.Truncate(time.Second)) {
+				t.Fatalf("deleted %s, older than the cluster or its reset: %+v", name, o)
+			}
+			if d.Replicas == o.Spec && o.Spec != o.Current {
+				t.Fatalf("deleted %s in the pass that renders the scale-up: %+v", name, d)
+			}
+		}
+	})
 }
