@@ -131,7 +131,7 @@ func TestAScaleUpNeverDeletesVolumesOlderThanItsRaftConfiguration(t *testing.T) 
 		})
 	}
 	own := membership.Observed{Spec: 3, Current: 1, Name: "bao", Servers: servers(1), ClusterCreated: created,
-		ResetAt: created.Add(time.Minute),
+		ResetAt:     created.Add(time.Minute),
 		LeftVolumes: map[string]membership.Volume{"bao-1": {Name: "data-bao-1", Created: created.Add(time.Hour)}}}
 	if d := membership.Decide(own); fmt.Sprint(d.DeleteVolumes) != "[data-bao-1]" {
 		t.Fatalf("a removed peer's volume made after the reset: %+v, want it deleted", d)
