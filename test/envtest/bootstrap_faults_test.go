@@ -23,16 +23,21 @@ import (
 // server cannot be brought to on cue. The failure is told (InitFailed, a
 // Warning Event), no token Secret appears, the cluster stays at one server,
 // and sys/init is not called again until the backoff has passed; then it
-// is, and the cluster initializes.
+// is, and the cluster initializes. The start of each call is recorded
+// before it is sent, and cleared once OpenBao answered with an error: a
+// definite answer is no lost initialization, and must never lead to a
+// reset later.
 func TestAFailedInitIsReportedAndPaced(t *testing.T) {
 	ctx := context.Background()
 	c := bootCluster(t, "initfail")
-	bao := &openbaofake.Client{
+	fake := &openbaofake.Client{
 		HealthAnswer: openbao.Health{Initialized: false, Sealed: true},
 		InitErr:      &openbao.StatusError{Op: "sys/init", Code: http.StatusInternalServerError},
 	}
+	bao := &startRecordedCheck{Client: fake, t: t, cluster: c}
 	rec := events.NewFakeRecorder(20)
-	r := reconcilerWith(t, bao, rec)
+	r := reconcilerWith(t, fake, rec)
+	r.OpenBao = func(openbao.Options) (openbao.Client, error) { return bao, nil }
 	clock := clocktesting.NewFakeClock(time.Now())
 	r.Clock = clock
 	reconcile := reconcileFunc(t, ctx, r, c)
@@ -41,24 +46,44 @@ func TestAFailedInitIsReportedAndPaced(t *testing.T) {
 	reconcile() // sys/init fails
 	assertInitHeld(t, c, bootstrap.ReasonInitFailed)
 	assertEvents(t, rec, bootstrap.ReasonInitFailed)
-	if latestCluster(t, c).Status.InitializationStarted == nil {
-		t.Fatal("status.initializationStarted was not recorded before sys/init")
+	if bao.recordedBefore != 1 {
+		t.Fatalf("status.initializationStarted recorded before %d of 1 sys/init call(s)", bao.recordedBefore)
+	}
+	if started := latestCluster(t, c).Status.InitializationStarted; started != nil {
+		t.Fatalf("status.initializationStarted %v kept after OpenBao answered sys/init with 500", started)
 	}
 
 	clock.Step(bootstrap.InitBackoffBase / 2)
 	reconcile() // within the backoff
 	assertInitHeld(t, c, bootstrap.ReasonInitBackoff)
-	if n := bao.CallCount("Init"); n != 1 {
+	if n := fake.CallCount("Init"); n != 1 {
 		t.Fatalf("sys/init called %d times within the backoff, want 1", n)
 	}
 
-	bao.InitErr, bao.InitAnswer = nil, openbao.InitResult{RootToken: openbao.NewToken("s.after-the-backoff")}
+	fake.InitErr, fake.InitAnswer = nil, openbao.InitResult{RootToken: openbao.NewToken("s.after-the-backoff")}
 	clock.Step(bootstrap.InitBackoffBase)
 	reconcile() // the backoff has passed
-	if n := bao.CallCount("Init"); n != 2 || !latestCluster(t, c).Status.Initialized || stsReplicas(t, "initfail", "boot") != 3 {
+	if n := fake.CallCount("Init"); n != 2 || bao.recordedBefore != 2 || !latestCluster(t, c).Status.Initialized ||
+		stsReplicas(t, "initfail", "boot") != 3 {
 		t.Fatalf("after the backoff: %d sys/init calls, initialized %v, %d replicas; want 2, true, 3",
 			n, latestCluster(t, c).Status.Initialized, stsReplicas(t, "initfail", "boot"))
 	}
+}
+
+// startRecordedCheck counts the sys/init calls sent while the cluster's
+// status.initializationStarted was already written.
+type startRecordedCheck struct {
+	*openbaofake.Client
+	t              *testing.T
+	cluster        *v1alpha1.OpenBaoCluster
+	recordedBefore int
+}
+
+func (s *startRecordedCheck) Init(ctx context.Context, req openbao.InitRequest) (openbao.InitResult, error) {
+	if latestCluster(s.t, s.cluster).Status.InitializationStarted != nil {
+		s.recordedBefore++
+	}
+	return s.Client.Init(ctx, req)
 }
 
 // assertInitHeld checks an uninitialized cluster held at one server, with
