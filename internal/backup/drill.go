@@ -191,9 +191,13 @@ func orUnknown(s string) string {
 }
 
 // DrillCopyFor is the throwaway copy of cluster c that restores backup b:
-// one server of the same version, storage and seal, formed from b's object
-// with b's digest, logging in with c's identity (the snapshot's), deleted
-// whole with its volume and Secrets, and owned by c.
+// one server formed from b's object with b's digest, logging in with c's
+// identity (the snapshot's), deleted whole with its volume and Secrets,
+// and owned by c. It receives c's seal key and data, so it inherits every
+// protection of c: its spec starts as a copy of c's (image verification,
+// network policy and its API clients, scheduling constraints, config,
+// values, and any field added later) and only the fields in
+// DrillCopyOverrides differ, each for the reason given there.
 func DrillCopyFor(c *v1alpha1.OpenBaoCluster, b *v1alpha1.OpenBaoBackup) *v1alpha1.OpenBaoCluster {
 	fb := &v1alpha1.BackupBootstrap{
 		Target: c.Spec.Backup.Target, SourceCluster: c.Name, Key: b.Status.Key, ExpectedSHA256: b.Status.SHA256,
@@ -202,6 +206,15 @@ func DrillCopyFor(c *v1alpha1.OpenBaoCluster, b *v1alpha1.OpenBaoBackup) *v1alph
 	if c.Spec.Unseal.Type == v1alpha1.UnsealStatic || c.Spec.Unseal.Type == "" {
 		fb.UnsealKeySecretRef = &corev1.LocalObjectReference{Name: c.UnsealKeySecretName()}
 	}
+	spec := *c.Spec.DeepCopy()
+	spec.Replicas = 1                                      // one server proves the snapshot
+	spec.Paused, spec.StepDownRequest = false, ""          // the source's operations are not the copy's
+	spec.TLS = v1alpha1.TLSSpec{}                          // certificates for the copy's own names, from its own CA
+	spec.Ingress, spec.Gateway = nil, nil                  // the source's hosts and routes stay the source's
+	spec.Backup = nil                                      // a copy never writes to the source's target
+	spec.SelfInit = nil                                    // formed from the snapshot, never initialized by requests
+	spec.DeletionPolicy = v1alpha1.DeletionPolicyDeleteAll // nothing of a drill outlives it
+	spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: fb}
 	return &v1alpha1.OpenBaoCluster{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.Kind},
 		ObjectMeta: metav1.ObjectMeta{
@@ -209,12 +222,13 @@ func DrillCopyFor(c *v1alpha1.OpenBaoCluster, b *v1alpha1.OpenBaoBackup) *v1alph
 			Labels:          map[string]string{v1alpha1.LabelDrillOf: c.Name},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(c, v1alpha1.GroupVersion.WithKind(v1alpha1.Kind))},
 		},
-		Spec: v1alpha1.OpenBaoClusterSpec{
-			Version: c.Spec.Version, Image: c.Spec.Image, Replicas: 1,
-			Storage: c.Spec.Storage, Unseal: *c.Spec.Unseal.DeepCopy(),
-			Resources:      *c.Spec.Resources.DeepCopy(),
-			DeletionPolicy: v1alpha1.DeletionPolicyDeleteAll,
-			Bootstrap:      &v1alpha1.BootstrapSpec{FromBackup: fb},
-		},
+		Spec: spec,
 	}
+}
+
+// DrillCopyOverrides are the spec fields (Go names) in which a drill copy
+// differs from its source, set in DrillCopyFor; every other field is the
+// source's. A test holds the two lists together.
+var DrillCopyOverrides = []string{
+	"Replicas", "Paused", "StepDownRequest", "TLS", "Ingress", "Gateway", "Backup", "SelfInit", "DeletionPolicy", "Bootstrap",
 }

@@ -2,11 +2,16 @@ package backup_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/randfill"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
@@ -147,5 +152,49 @@ func TestADrillCopyIsOneServerOfTheSameClusterFormedFromTheBackup(t *testing.T) 
 	long := backupCluster(func(c *v1alpha1.OpenBaoCluster) { c.Name = strings.Repeat("a", 40) })
 	if n := long.DrillCopyName(); len(n) > 40 {
 		t.Fatalf("copy name %s is longer than a cluster name may be", n)
+	}
+}
+
+// TestADrillCopyInheritsEveryProtectionOfItsSource: the copy receives the
+// source's seal key and snapshot, so it runs under the same image
+// verification, network policy (and API clients), scheduling constraints,
+// config and values. Over sources filled at random, every spec field is
+// the source's except the overrides DrillCopyFor names; a field added to
+// the spec later is inherited unless it is named there.
+func TestADrillCopyInheritsEveryProtectionOfItsSource(t *testing.T) {
+	overrides := map[string]bool{}
+	for _, f := range backup.DrillCopyOverrides {
+		overrides[f] = true
+	}
+	specType := reflect.TypeOf(v1alpha1.OpenBaoClusterSpec{})
+	for name := range overrides {
+		if _, ok := specType.FieldByName(name); !ok {
+			t.Errorf("DrillCopyOverrides names %s, which OpenBaoClusterSpec does not have", name)
+		}
+	}
+	filler := randfill.NewWithSeed(1).NilChance(0).NumElements(1, 2).Funcs(
+		func(j *apiextensionsv1.JSON, c randfill.Continue) { j.Raw = []byte(`{"k":"` + c.String(8) + `"}`) },
+		func(q *resource.Quantity, c randfill.Continue) { *q = resource.MustParse("1Gi") },
+	)
+	for i := range 20 {
+		c := backupCluster(func(c *v1alpha1.OpenBaoCluster) {})
+		filler.Fill(&c.Spec)
+		cp := backup.DrillCopyFor(c, succeeded("b2", ""))
+		src, got := reflect.ValueOf(c.Spec), reflect.ValueOf(cp.Spec)
+		for f := range specType.NumField() {
+			name := specType.Field(f).Name
+			if overrides[name] {
+				continue
+			}
+			if !apiequality.Semantic.DeepEqual(src.Field(f).Interface(), got.Field(f).Interface()) {
+				t.Errorf("run %d: the drill copy's spec.%s differs from its source's: a protection dropped", i, name)
+			}
+		}
+	}
+	src := backupCluster(func(c *v1alpha1.OpenBaoCluster) {})
+	cp := backup.DrillCopyFor(src, succeeded("b2", ""))
+	if cp.Spec.Backup != nil || cp.Spec.Ingress != nil || cp.Spec.Replicas != 1 ||
+		cp.Spec.DeletionPolicy != v1alpha1.DeletionPolicyDeleteAll || cp.Spec.Bootstrap.FromBackup.SourceCluster != src.Name {
+		t.Errorf("the copy's own fields: %+v", cp.Spec)
 	}
 }
