@@ -28,6 +28,22 @@ const (
 	imageRetry = 30 * time.Second
 )
 
+// reconcileImagePolicy holds the platform's image policy against every
+// image the cluster names (imagepolicy.CheckCluster, the webhook's rule
+// too), for clusters stored while the webhook was away or before the
+// policy was tightened: nothing is applied for a cluster whose image the
+// platform does not allow, and the servers that run stay as they are.
+func (r *OpenBaoClusterReconciler) reconcileImagePolicy(_ context.Context, p *pass) error {
+	errs := r.ImagePolicy.CheckCluster(p.cluster)
+	if len(errs) == 0 {
+		return nil
+	}
+	msg := errs.ToAggregate().Error()
+	p.degrade(v1alpha1.ReasonImageNotAllowed, msg)
+	p.record("Warning", v1alpha1.ReasonImageNotAllowed, "ImagePolicy", msg)
+	return errStop
+}
+
 // reconcileImage owns ImageVerified and status.imageVerification: with
 // spec.imageVerification on, it verifies the image the servers pull before
 // anything of the StatefulSet is written, and leaves the verified digest in

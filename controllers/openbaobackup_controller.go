@@ -21,6 +21,7 @@ import (
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/children"
+	"github.com/openbao/operator/internal/imagepolicy"
 	"github.com/openbao/operator/internal/objectstore"
 )
 
@@ -37,6 +38,9 @@ type OpenBaoBackupReconciler struct {
 	// OperatorImage runs the executor unless spec.backup.executorImage is
 	// set.
 	OperatorImage string
+	// ImagePolicy is the platform's image policy, held against
+	// spec.backup.executorImage before a Job runs it.
+	ImagePolicy imagepolicy.Policy
 	// NewStore opens the backup target for retention; nil is open.Store.
 	NewStore func(context.Context, objectstore.Config) (objectstore.Store, error)
 	// Scope names the namespaces the controller holds rights in; nil: all.
@@ -119,6 +123,9 @@ func (r *OpenBaoBackupReconciler) start(ctx context.Context, b *v1alpha1.OpenBao
 		})
 	case !check.OK:
 		return ctrl.Result{}, r.finish(ctx, b, c, v1alpha1.BackupFailed, check.Reason, check.Message)
+	}
+	if errs := r.ImagePolicy.CheckCluster(c); len(errs) > 0 {
+		return ctrl.Result{}, r.finish(ctx, b, c, v1alpha1.BackupFailed, v1alpha1.ReasonImageNotAllowed, errs.ToAggregate().Error())
 	}
 	now := metav1.NewTime(r.Clock.Now())
 	jobName := c.BackupJobName(now.Time)

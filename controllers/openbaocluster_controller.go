@@ -28,6 +28,7 @@ import (
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/apply"
 	"github.com/openbao/operator/internal/children"
+	"github.com/openbao/operator/internal/imagepolicy"
 	"github.com/openbao/operator/internal/imageverify"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/podstate"
@@ -79,6 +80,9 @@ type OpenBaoClusterReconciler struct {
 	// ImageVerifier checks the image's cosign signature when
 	// spec.imageVerification asks for it.
 	ImageVerifier imageverify.Verifier
+	// ImagePolicy is the platform's: the repositories a tenant's images
+	// may come from (--allowed-image-repositories); empty allows any.
+	ImagePolicy imagepolicy.Policy
 	// Scope names the namespaces the controller holds rights in; nil: all.
 	Scope Scope
 
@@ -94,6 +98,7 @@ func (r *OpenBaoClusterReconciler) steps() []step {
 		{"pause", r.reconcilePause},
 		{"tls", r.reconcileTLS},
 		{"seal", r.reconcileSealMaterial},
+		{"image-policy", r.reconcileImagePolicy},
 		{"image", r.reconcileImage},
 		{"data-secrets", r.disownDataSecrets},
 		{"bootstrap", r.reconcileBootstrap},
@@ -323,6 +328,8 @@ type Options struct {
 	// ImageVerifier checks image signatures; nil takes cosign against the
 	// registries, with a cache of imageverify.DefaultCacheSize digests.
 	ImageVerifier imageverify.Verifier
+	// ImagePolicy is the platform's image policy; empty allows any image.
+	ImagePolicy imagepolicy.Policy
 	// Scope names the namespaces the controller holds rights in; nil: all.
 	Scope Scope
 }
@@ -347,6 +354,6 @@ func NewReconciler(mgr ctrl.Manager, o Options) (*OpenBaoClusterReconciler, erro
 		Operator: o.Operator, Recorder: mgr.GetEventRecorder("openbao-operator"), Clock: o.Clock,
 		ResyncPeriod: o.ResyncPeriod, OpenBao: o.OpenBao, Issuer: o.Issuer,
 		PreUpgradeSnapshot: NewBackupSnapshots(mgr.GetClient()), ImageVerifier: o.ImageVerifier,
-		Scope: o.Scope,
+		ImagePolicy: o.ImagePolicy, Scope: o.Scope,
 	}, nil
 }

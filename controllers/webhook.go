@@ -13,6 +13,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	decide "github.com/openbao/operator/internal/admission"
+	"github.com/openbao/operator/internal/imagepolicy"
 )
 
 // Paths of the validating webhook, as config/webhook names them.
@@ -30,23 +31,27 @@ const (
 // manager's webhook server. Backups and restores read the cluster they
 // name from the API server, not the cache: a cluster created a moment ago
 // must count.
-func SetupWebhooks(mgr ctrl.Manager) {
+func SetupWebhooks(mgr ctrl.Manager, images imagepolicy.Policy) {
 	reader := mgr.GetAPIReader()
 	srv := mgr.GetWebhookServer()
 	scheme := mgr.GetScheme()
-	srv.Register(ClusterWebhookPath, admission.WithValidator[*v1alpha1.OpenBaoCluster](scheme, clusterValidator{}))
+	srv.Register(ClusterWebhookPath, admission.WithValidator[*v1alpha1.OpenBaoCluster](scheme, clusterValidator{images: images}))
 	srv.Register(BackupWebhookPath, admission.WithValidator[*v1alpha1.OpenBaoBackup](scheme, backupValidator{reader: reader}))
 	srv.Register(RestoreWebhookPath, admission.WithValidator[*v1alpha1.OpenBaoRestore](scheme, restoreValidator{reader: reader}))
 }
 
-type clusterValidator struct{}
+// clusterValidator holds the platform's image policy besides the rules of
+// internal/admission.
+type clusterValidator struct{ images imagepolicy.Policy }
 
-func (clusterValidator) ValidateCreate(_ context.Context, c *v1alpha1.OpenBaoCluster) (admission.Warnings, error) {
-	return nil, invalid("OpenBaoCluster", c.Name, decide.ValidateCluster(nil, c))
+func (v clusterValidator) ValidateCreate(_ context.Context, c *v1alpha1.OpenBaoCluster) (admission.Warnings, error) {
+	errs := append(decide.ValidateCluster(nil, c), v.images.CheckChanged(nil, c)...)
+	return nil, invalid("OpenBaoCluster", c.Name, errs)
 }
 
-func (clusterValidator) ValidateUpdate(_ context.Context, old, c *v1alpha1.OpenBaoCluster) (admission.Warnings, error) {
-	return nil, invalid("OpenBaoCluster", c.Name, decide.ValidateCluster(old, c))
+func (v clusterValidator) ValidateUpdate(_ context.Context, old, c *v1alpha1.OpenBaoCluster) (admission.Warnings, error) {
+	errs := append(decide.ValidateCluster(old, c), v.images.CheckChanged(old, c)...)
+	return nil, invalid("OpenBaoCluster", c.Name, errs)
 }
 
 func (clusterValidator) ValidateDelete(context.Context, *v1alpha1.OpenBaoCluster) (admission.Warnings, error) {

@@ -45,6 +45,10 @@ const (
 	ReasonImageRegistryUnreachable = "RegistryUnreachable"
 	ReasonImageNotFound            = "ImageNotFound"
 	ReasonImageInvalidPolicy       = "InvalidPolicy"
+	// ReasonImageNotAllowed (Degraded, image-policy step): an image the
+	// cluster names is not from a repository the platform's image policy
+	// allows; nothing is applied until it is.
+	ReasonImageNotAllowed = "ImageNotAllowed"
 )
 
 // Reasons of IdentityCurrent.

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/openbao/operator/controllers"
+	"github.com/openbao/operator/internal/imagepolicy"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/values"
 	"github.com/openbao/operator/internal/watches"
@@ -41,6 +42,8 @@ type managerFlags struct {
 	// Neither: every namespace (a cluster-wide install).
 	tenancy         bool
 	watchNamespaces string
+	// images is the platform's image policy (--allowed-image-repositories).
+	images imagepolicy.Policy
 }
 
 // webhookFlags configure the admission webhook and its certificate.
@@ -76,7 +79,15 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	// Audit lines of one bootstrap fall within a second; RFC 3339 with
 	// nanoseconds keeps their order readable (--zap-time-encoding overrides).
 	zapOpts := zap.Options{TimeEncoder: zapcore.RFC3339NanoTimeEncoder}
+	fs.Func("allowed-image-repositories",
+		"comma-separated registry hosts or repository paths (ghcr.io/openbao,registry.corp.example) every image a tenant names must come from: "+
+			"spec.image and spec.backup.executorImage; empty (the default, or ALLOWED_IMAGE_REPOSITORIES) allows any",
+		func(v string) (err error) { f.images, err = imagepolicy.Parse(v); return err })
 	zapOpts.BindFlags(fs)
+	var err error
+	if f.images, err = imagepolicy.Parse(os.Getenv("ALLOWED_IMAGE_REPOSITORIES")); err != nil {
+		return f, zapOpts, fmt.Errorf("ALLOWED_IMAGE_REPOSITORIES: %w", err)
+	}
 	return f, zapOpts, fs.Parse(args)
 }
 
@@ -216,7 +227,7 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 		Operator: values.Operator{
 			Namespace: f.namespace, Image: f.image, OpenShift: openshift, OverrideValues: settings.OverrideValues,
 		},
-		ResyncPeriod: settings.ReconcilePeriod, OpenBao: openbao.New, Issuer: issuer, Scope: scope,
+		ResyncPeriod: settings.ReconcilePeriod, OpenBao: openbao.New, Issuer: issuer, Scope: scope, ImagePolicy: f.images,
 	})
 	if err != nil {
 		return err
@@ -227,6 +238,7 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 	backups := &controllers.OpenBaoBackupReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openbao-operator"),
 		Clock: clock.RealClock{}, OperatorImage: f.image, Scope: scope, ProxyEnv: proxy.ReadProxyVarsFromEnv(),
+		ImagePolicy: f.images,
 	}
 	if err := backups.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up OpenBaoBackup controller: %w", err)
@@ -249,7 +261,7 @@ func setUpWebhook(mgr ctrl.Manager, f managerFlags) error {
 	if f.webhook.port == 0 {
 		return nil
 	}
-	controllers.SetupWebhooks(mgr)
+	controllers.SetupWebhooks(mgr, f.images)
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return fmt.Errorf("add webhook ready check: %w", err)
 	}
