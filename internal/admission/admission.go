@@ -126,17 +126,22 @@ func validateSchedule(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
 }
 
 // validateVersion refuses a change of spec.version that the upgrade step
-// would hold forever: a downgrade from the running version without
+// would hold forever: a downgrade from the newest release the servers run
+// or ran since the last rollout completed (status.currentVersion and
+// status.highestVersion, which stays set mid-rollout) without
 // spec.upgrade.allowDowngrade, or a release that cannot run the seal.
+// Before any server reported a version there is nothing to compare with.
 func validateVersion(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
-	if old == nil || old.Spec.Version == c.Spec.Version || old.Status.CurrentVersion == "" {
+	if old == nil || old.Spec.Version == c.Spec.Version ||
+		upgrade.Reference(old.Status.CurrentVersion, old.Status.HighestVersion) == "" {
 		return nil
 	}
 	seal := c.Spec.Unseal.Type
 	if seal == "" {
 		seal = v1alpha1.UnsealStatic
 	}
-	_, msg := upgrade.VersionRefused(old.Status.CurrentVersion, c.Spec.Version, c.Spec.Upgrade.AllowDowngrade, seal)
+	_, msg := upgrade.VersionRefused(old.Status.CurrentVersion, old.Status.HighestVersion, c.Spec.Version,
+		c.Spec.Upgrade.AllowDowngrade, seal)
 	if msg == "" {
 		return nil
 	}

@@ -54,6 +54,14 @@ func running(v string) func(*v1alpha1.OpenBaoCluster) {
 	return func(c *v1alpha1.OpenBaoCluster) { c.Status.CurrentVersion, c.Status.Initialized = v, true }
 }
 
+// midRollout is the status of a cluster whose servers run two versions,
+// the newest of them highest.
+func midRollout(highest string) func(*v1alpha1.OpenBaoCluster) {
+	return func(c *v1alpha1.OpenBaoCluster) {
+		c.Status.CurrentVersion, c.Status.HighestVersion, c.Status.Initialized = "", highest, true
+	}
+}
+
 func TestClusterRefusalsNameTheFieldAndWhatItTakes(t *testing.T) {
 	tests := map[string]struct {
 		old, new    *v1alpha1.OpenBaoCluster
@@ -78,6 +86,8 @@ func TestClusterRefusalsNameTheFieldAndWhatItTakes(t *testing.T) {
 			cluster(running("2.4.0"), func(c *v1alpha1.OpenBaoCluster) { c.Spec.Unseal.Type = v1alpha1.UnsealAWSKMS }),
 			cluster(version("2.7.0"), running("2.4.0"), func(c *v1alpha1.OpenBaoCluster) { c.Spec.Unseal.Type = v1alpha1.UnsealAWSKMS }),
 			"spec.version", "Stay on 2.6"},
+		"a downgrade mid-rollout, below the release a server ran": {cluster(version("2.4.1"), midRollout("2.4.1")),
+			cluster(version("2.4.0"), midRollout("2.4.1")), "spec.version", "Set spec.version back to 2.4.1"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -106,6 +116,7 @@ func TestClusterChangesThatAreAllowed(t *testing.T) {
 			cluster(version("2.4.0"), running("2.5.0"), func(c *v1alpha1.OpenBaoCluster) { c.Spec.Upgrade.AllowDowngrade = true })},
 		"an upgrade": {cluster(running("2.4.0")), cluster(version("2.5.0"), running("2.4.0"))},
 		"a version change before any server reported one": {cluster(version("2.5.0")), cluster(version("2.4.0"))},
+		"a newer target mid-rollout":                      {cluster(version("2.4.1"), midRollout("2.4.1")), cluster(version("2.4.2"), midRollout("2.4.1"))},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -127,9 +127,9 @@ func preflight(o Observed, d *Decision) *v1alpha1.UpgradeStatus {
 	}
 	d.Started = true
 	d.event(false, "UpgradeStarted", fmt.Sprintf("rolling %d servers to the new pod template (version %s, from %s)",
-		o.Replicas, o.SpecVersion, orUnknown(o.CurrentVersion)))
+		o.Replicas, o.SpecVersion, orUnknown(Reference(o.CurrentVersion, o.HighestVersion))))
 	return &v1alpha1.UpgradeStatus{
-		TargetVersion: o.SpecVersion, FromVersion: o.CurrentVersion, TargetRevision: o.UpdateRevision,
+		TargetVersion: o.SpecVersion, FromVersion: Reference(o.CurrentVersion, o.HighestVersion), TargetRevision: o.UpdateRevision,
 		StartedAt: metav1.NewTime(o.Now), CurrentPartition: o.Replicas, ResumeRequest: o.Settings.ResumeRequest,
 	}
 }
@@ -152,15 +152,21 @@ func hold(o Observed) (reason, message string, retry time.Duration) {
 	return "", "", 0
 }
 
-// VersionRefused says why a rollout from the running version current to
-// target must not run: a downgrade without allowDowngrade, or a release
-// that cannot run the cluster's seal. The admission webhook refuses the
-// same change of spec.version with the same words.
-func VersionRefused(current, target string, allowDowngrade bool, seal v1alpha1.UnsealType) (reason, message string) {
-	if IsDowngrade(current, target) && !allowDowngrade {
-		return v1alpha1.ReasonDowngradeBlocked, fmt.Sprintf("spec.version %s is older than the running %s, and Raft data written by a "+
-			"newer release may not be readable by an older one. Set spec.version back to %s, or restore a backup taken on the older "+
-			"release and set spec.upgrade.allowDowngrade", target, current, current)
+// VersionRefused says why a rollout to target must not run: a downgrade
+// without allowDowngrade from the newest release the servers run or ran
+// (Reference of current and highest), or a release that cannot run the
+// cluster's seal. The admission webhook refuses the same change of
+// spec.version with the same words.
+func VersionRefused(current, highest, target string, allowDowngrade bool, seal v1alpha1.UnsealType) (reason, message string) {
+	ran := Reference(current, highest)
+	if IsDowngrade(ran, target) && !allowDowngrade {
+		who := "the running " + ran
+		if core(ran) != core(current) {
+			who = ran + ", which a server ran since the last rollout completed (status.highestVersion)"
+		}
+		return v1alpha1.ReasonDowngradeBlocked, fmt.Sprintf("spec.version %s is older than %s, and Raft data written by a "+
+			"newer release may not be readable by an older one. Set spec.version back to %s or later, or restore a backup taken "+
+			"on the older release and set spec.upgrade.allowDowngrade", target, who, ran)
 	}
 	if msg := Incompatible(target, seal); msg != "" {
 		return v1alpha1.ReasonPreflightFailed, msg
@@ -170,7 +176,7 @@ func VersionRefused(current, target string, allowDowngrade bool, seal v1alpha1.U
 
 // refused says why the spec asks for a rollout that must not run.
 func refused(o Observed) (reason, message string) {
-	if reason, message := VersionRefused(o.CurrentVersion, o.SpecVersion, o.Settings.AllowDowngrade, o.SealType); reason != "" {
+	if reason, message := VersionRefused(o.CurrentVersion, o.HighestVersion, o.SpecVersion, o.Settings.AllowDowngrade, o.SealType); reason != "" {
 		return reason, message
 	}
 	if o.Settings.PreUpgradeSnapshot && o.SnapshotProblem != "" {

@@ -153,10 +153,14 @@ var refusedCreations = []struct {
 }
 
 // refusedUpdates change a stored cluster in a way that depends on the old
-// object: its running version (status.currentVersion) or its stored values.
+// object: its running version (status.currentVersion; "mid-rollout X"
+// leaves it empty, as while servers run two versions, with
+// status.highestVersion X) or its stored values.
 var refusedUpdates = []struct {
 	name, stored, running, changed, field, phrase string
 }{
+	{"a downgrade mid-rollout, below the release a server ran", `spec: {version: 2.4.1}`, "mid-rollout 2.4.1", `spec: {version: 2.4.0}`,
+		"spec.version", "Set spec.version back to 2.4.1"},
 	{"a downgrade from the running version", `spec: {version: 2.5.0}`, "2.5.0", `spec: {version: 2.4.0}`,
 		"spec.version", "Set spec.version back to 2.5.0"},
 	{"a release without the cluster's KMS seal", `spec: {version: 2.4.0, unseal: {type: awskms, options: {region: eu-west-1}}}`, "2.4.0",
@@ -246,6 +250,9 @@ func setRunningVersion(t *testing.T, c client.Client, name, version string) {
 		t.Fatal(err)
 	}
 	cl.Status.CurrentVersion, cl.Status.Initialized = version, true
+	if highest, ok := strings.CutPrefix(version, "mid-rollout "); ok {
+		cl.Status.CurrentVersion, cl.Status.HighestVersion = "", highest
+	}
 	if err := c.Status().Update(context.Background(), cl); err != nil {
 		t.Fatal(err)
 	}
