@@ -88,6 +88,15 @@ func TestClusterRefusalsNameTheFieldAndWhatItTakes(t *testing.T) {
 			"spec.version", "Stay on 2.6"},
 		"a downgrade mid-rollout, below the release a server ran": {cluster(version("2.4.1"), midRollout("2.4.1")),
 			cluster(version("2.4.0"), midRollout("2.4.1")), "spec.version", "Set spec.version back to 2.4.1"},
+		"a max_lease_ttl shorter than OpenBao's default lease TTL": {nil, cluster(config("max_lease_ttl", `"1h"`)),
+			"spec.config.max_lease_ttl", "cannot have DefaultLeaseTTL larger than MaxLeaseTTL"},
+		"a default_lease_ttl longer than max_lease_ttl": {nil, cluster(config("default_lease_ttl", `"2h"`), config("max_lease_ttl", `3600`)),
+			"spec.config.default_lease_ttl", "want default_lease_ttl at most max_lease_ttl"},
+		"a max_lease_ttl lowered below the default_lease_ttl": {cluster(config("default_lease_ttl", `"2h"`), config("max_lease_ttl", `"4h"`)),
+			cluster(config("default_lease_ttl", `"2h"`), config("max_lease_ttl", `"1h"`)), "spec.config.max_lease_ttl", "max_lease_ttl (\"1h\", 1h0m0s)"},
+		"a max_lease_ttl removed under a default_lease_ttl above OpenBao's default": {
+			cluster(config("default_lease_ttl", `"1000h"`), config("max_lease_ttl", `"2000h"`)),
+			cluster(config("default_lease_ttl", `"1000h"`)), "spec.config.max_lease_ttl", "unset, so 768h"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -117,6 +126,9 @@ func TestClusterChangesThatAreAllowed(t *testing.T) {
 		"an upgrade": {cluster(running("2.4.0")), cluster(version("2.5.0"), running("2.4.0"))},
 		"a version change before any server reported one": {cluster(version("2.5.0")), cluster(version("2.4.0"))},
 		"a newer target mid-rollout":                      {cluster(version("2.4.1"), midRollout("2.4.1")), cluster(version("2.4.2"), midRollout("2.4.1"))},
+		"lease TTLs within OpenBao's defaults":            {nil, cluster(config("default_lease_ttl", `"1h"`), config("max_lease_ttl", `"0"`))},
+		"lease TTLs OpenBao refuses, stored before the rule, unchanged (ratchet)": {cluster(config("max_lease_ttl", `"1h"`)),
+			cluster(config("max_lease_ttl", `"1h"`), config("ui", `true`))},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

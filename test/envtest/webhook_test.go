@@ -118,6 +118,8 @@ var refusedCreations = []struct {
 		"spec.config.default_lease_ttl", "768h"},
 	{"a boolean max lease TTL", "OpenBaoCluster", `spec: {version: 2.4.0, config: {max_lease_ttl: true}}`,
 		"spec.config.max_lease_ttl", "a whole number of seconds"},
+	{"a max lease TTL below OpenBao's default lease TTL", "OpenBaoCluster", `spec: {version: 2.4.0, config: {max_lease_ttl: 30d}}`,
+		"spec.config.max_lease_ttl", "cannot have DefaultLeaseTTL larger than MaxLeaseTTL"},
 	{"a request duration in words", "OpenBaoCluster", `spec: {version: 2.4.0, config: {default_max_request_duration: "ten minutes"}}`,
 		"spec.config.default_max_request_duration", "30d"},
 	{"a null in a config block", "OpenBaoCluster", `spec: {version: 2.4.0, config: {audit: {type: file, options: null}}}`,
@@ -266,7 +268,7 @@ func acceptValid(t *testing.T, c client.Client) {
 	good := object(t, "OpenBaoCluster", `metadata: {name: good}
 spec:
   version: 2.4.0
-  config: {default_lease_ttl: 768h, max_lease_ttl: 30d, ui: true, audit: [{type: file, path: stdout}]}
+  config: {default_lease_ttl: 768h, max_lease_ttl: 32d, ui: true, audit: [{type: file, path: stdout}]}
   selfInit: {enabled: true, requests: [{name: audit, operation: update, path: sys/audit/stdout, data: {type: file, options: {file_path: /dev/stdout}}}]}
   `+backupSpec+`
 `)
