@@ -88,6 +88,10 @@ func Decide(o Observed) Decision {
 			up.TargetVersion, o.SpecVersion))
 		up = nil
 	}
+	if up != nil && core(o.SpecVersion) != core(up.TargetVersion) {
+		lock(o, up, &d)
+		return d
+	}
 	if up == nil {
 		up = preflight(o, &d)
 		if up == nil {
@@ -96,6 +100,24 @@ func Decide(o Observed) Decision {
 	}
 	roll(o, up, &d)
 	return d
+}
+
+// lock holds every pod when spec.version changed during a rollout: the
+// chart renders the new template in this very pass, before the
+// StatefulSet reports its revision, and any pod at or above a lowered
+// partition would be replaced onto it by the StatefulSet controller
+// alone, with no check of ours: onto an older release over data a newer
+// one wrote, or past a server that is down. Once the StatefulSet reports
+// the new revision, the rollout starts over from the highest ordinal
+// (Decide), or is refused by the preflight. A rebuild of the same release
+// (2.4.1 and 2.4.1-<hash>) is not held: its template may not change at
+// all, and the lock would never lift.
+func lock(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) {
+	up.CurrentPartition, up.Step, up.StepStartedAt = o.Replicas, "", ptrTime(o.Now)
+	d.Upgrade, d.Partition = up, o.Replicas
+	d.upgrading(true, v1alpha1.ReasonUpgradeInProgress, fmt.Sprintf("spec.version changed to %s during the rollout to %s: "+
+		"every pod is held until the StatefulSet reports the new template", o.SpecVersion, up.TargetVersion))
+	d.wait(pollInterval)
 }
 
 // preflight starts a rollout when one is due and safe, and says what holds

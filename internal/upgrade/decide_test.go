@@ -210,6 +210,14 @@ func TestDecide(t *testing.T) {
 		{name: "the pod about to be released may itself be down: the others hold quorum",
 			obs:       cluster(rolled(2), notReady(1), inProgress(2, "", -10*time.Second, "bao-2")),
 			partition: 1, step: upgrade.StepPodReady},
+		{name: "a spec.version changed mid-rollout holds every pod until the StatefulSet reports the new template",
+			obs: cluster(rolled(2), inProgress(1, upgrade.StepPodReady, -10*time.Second, "bao-2"), func(o *upgrade.Observed) {
+				o.SpecVersion = "2.4.2"
+			}), partition: 3, step: "", upgrading: v1alpha1.ReasonUpgradeInProgress},
+		{name: "a rebuild of the target release mid-rollout does not hold the pods",
+			obs: cluster(rolled(2), inProgress(2, upgrade.StepPodReady, -10*time.Second), func(o *upgrade.Observed) {
+				o.SpecVersion = "2.4.1-0a1b"
+			}), partition: 1, step: upgrade.StepPodReady},
 		{name: "a target changed mid-rollout to a release older than one a server ran is blocked",
 			obs: cluster(rolled(2), inProgress(1, upgrade.StepPodReady, -10*time.Second, "bao-2"), func(o *upgrade.Observed) {
 				o.UpdateRevision, o.SpecVersion, o.CurrentVersion, o.HighestVersion = "bao-older", "2.4.0", "", "2.4.1"
@@ -412,19 +420,24 @@ func TestALongTerminationMessageIsCut(t *testing.T) {
 	}
 }
 
-// run plays passes of Decide against a StatefulSet controller that rolls
-// every pod at or above the partition to the update revision, and a
-// leader that moves when asked to step down; change alters the world
-// before a pass. It returns the last decision, how often each pod was
-// released onto a new revision, and the world as it ended.
-func run(t *testing.T, o upgrade.Observed, passes int, change func(pass int, o *upgrade.Observed)) (upgrade.Decision, map[string]int, upgrade.Observed) {
+// run plays passes of Decide against a StatefulSet controller that
+// replaces every pod at or above the rendered partition onto the revision
+// of the template rendered in the same pass, and reports that revision
+// one pass later; and a leader that moves when asked to step down.
+// change alters the world before a pass and returns the revision of a
+// template it changed, or "". run fails the test when a pass replaces two
+// pods at once, and returns the last decision, how often each pod was
+// replaced, and the world as it ended.
+func run(t *testing.T, o upgrade.Observed, passes int, change func(o *upgrade.Observed) string) (upgrade.Decision, map[string]int, upgrade.Observed) {
 	t.Helper()
 	released := map[string]int{}
+	template := o.UpdateRevision
 	var d upgrade.Decision
 	for pass := 0; pass < passes; pass++ {
 		o.Now = t0.Add(time.Duration(pass) * 5 * time.Second)
-		if change != nil {
-			change(pass, &o)
+		o.UpdateRevision = template
+		if rev := change(&o); rev != "" {
+			template = rev
 		}
 		d = upgrade.Decide(o)
 		if d.StepDown != "" { // the highest other server takes over
@@ -436,11 +449,16 @@ func run(t *testing.T, o upgrade.Observed, passes int, change func(pass int, o *
 			}
 		}
 		o.Upgrade = d.Upgrade
+		replaced := 0
 		for i := range o.Pods {
-			if int32(i) >= d.Partition && o.Pods[i].Revision != o.UpdateRevision {
-				o.Pods[i].Revision = o.UpdateRevision
+			if int32(i) >= d.Partition && o.Pods[i].Revision != template {
+				o.Pods[i].Revision = template
 				released[o.Pods[i].Name]++
+				replaced++
 			}
+		}
+		if replaced > 1 {
+			t.Fatalf("pass %d replaced %d pods at once (partition %d, template %s)", pass, replaced, d.Partition, template)
 		}
 		if d.Completed {
 			return d, released, o
@@ -449,15 +467,22 @@ func run(t *testing.T, o upgrade.Observed, passes int, change func(pass int, o *
 	return d, released, o
 }
 
+// midway changes spec.version once bao-2 runs the rollout's target and
+// bao-1 is released: currentVersion is then empty and highestVersion is
+// the target's.
+func midway(version, revision string) func(o *upgrade.Observed) string {
+	return func(o *upgrade.Observed) string {
+		if o.Upgrade == nil || o.SpecVersion != "2.4.1" || len(o.Upgrade.CompletedPods) != 1 {
+			return ""
+		}
+		o.SpecVersion, o.CurrentVersion, o.HighestVersion = version, "", "2.4.1"
+		return revision
+	}
+}
+
 func TestATargetChangedMidRolloutRollsThePodsOnTheIntermediateTemplateAgain(t *testing.T) {
 	const newer = "bao-newer"
-	o := cluster(func(o *upgrade.Observed) { o.HighestVersion = "2.4.0" })
-	d, released, o := run(t, o, 60, func(pass int, o *upgrade.Observed) {
-		if o.Upgrade != nil && len(o.Upgrade.CompletedPods) == 1 && o.UpdateRevision == newRev {
-			// bao-2 runs 2.4.1 and bao-1 is released: the user asks for 2.4.2.
-			o.UpdateRevision, o.SpecVersion, o.CurrentVersion, o.HighestVersion = newer, "2.4.2", "", "2.4.1"
-		}
-	})
+	d, released, o := run(t, cluster(), 60, midway("2.4.2", newer))
 	if !d.Completed || d.Upgrade != nil || d.Partition != 3 {
 		t.Fatalf("not complete: %+v", d)
 	}
@@ -468,6 +493,18 @@ func TestATargetChangedMidRolloutRollsThePodsOnTheIntermediateTemplateAgain(t *t
 	}
 	if released["bao-2"] != 2 || released["bao-1"] != 2 || released["bao-0"] != 1 {
 		t.Errorf("released %v, want bao-2 and bao-1 twice (2.4.1, then 2.4.2), bao-0 once", released)
+	}
+}
+
+func TestATargetLoweredMidRolloutMovesNoPodBack(t *testing.T) {
+	d, _, o := run(t, cluster(), 30, midway("2.4.0", "bao-older"))
+	if reasonOf(d.Problem) != v1alpha1.ReasonDowngradeBlocked || d.Partition != 3 || d.Upgrade != nil {
+		t.Fatalf("partition %d, problem %+v, upgrade %+v", d.Partition, d.Problem, d.Upgrade)
+	}
+	for _, p := range o.Pods[1:] {
+		if p.Revision != newRev {
+			t.Errorf("%s, which ran 2.4.1, is on %s", p.Name, p.Revision)
+		}
 	}
 }
 
