@@ -102,21 +102,28 @@ func Decide(o Observed) Decision {
 	return d
 }
 
-// lock holds every pod when spec.version changed during a rollout: the
-// chart renders the new template in this very pass, before the
-// StatefulSet reports its revision, and any pod at or above a lowered
-// partition would be replaced onto it by the StatefulSet controller
-// alone, with no check of ours: onto an older release over data a newer
-// one wrote, or past a server that is down. Once the StatefulSet reports
-// the new revision, the rollout starts over from the highest ordinal
-// (Decide), or is refused by the preflight. A rebuild of the same release
-// (2.4.1 and 2.4.1-<hash>) is not held: its template may not change at
-// all, and the lock would never lift.
+// lock decides the pass in which spec.version changed during a rollout:
+// the chart renders the new template in this very pass, one pass before
+// the StatefulSet reports its revision, and the StatefulSet controller
+// replaces the pods at or above the partition onto it by itself, one at
+// a time. No further pod is released in this pass. When the new version
+// is refused (older than a release a server ran, or one that cannot run
+// the seal), every pod is held (partition at the replica count), so that
+// no server is taken onto it; otherwise the partition stays, so that a
+// rolled pod that crash-loops on the old target can be rolled forward by
+// a fixed release. Once the StatefulSet reports the new revision, the
+// rollout starts over from the highest ordinal (Decide) or is refused by
+// the preflight. A rebuild of the same release (2.4.1 and 2.4.1-<hash>) is
+// not a change of version here.
 func lock(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) {
-	up.CurrentPartition, up.Step, up.StepStartedAt = o.Replicas, "", ptrTime(o.Now)
-	d.Upgrade, d.Partition = up, o.Replicas
+	d.Upgrade, d.Partition = up, up.CurrentPartition
+	held := "no further pod is released"
+	if reason, _ := VersionRefused(o.CurrentVersion, o.HighestVersion, o.SpecVersion, o.Settings.AllowDowngrade, o.SealType); reason != "" {
+		up.CurrentPartition, up.Step, up.StepStartedAt = o.Replicas, "", ptrTime(o.Now)
+		d.Partition, held = o.Replicas, "every pod is held, as it is refused ("+reason+")"
+	}
 	d.upgrading(true, v1alpha1.ReasonUpgradeInProgress, fmt.Sprintf("spec.version changed to %s during the rollout to %s: "+
-		"every pod is held until the StatefulSet reports the new template", o.SpecVersion, up.TargetVersion))
+		"%s until the StatefulSet reports the new template", o.SpecVersion, up.TargetVersion, held))
 	d.wait(pollInterval)
 }
 

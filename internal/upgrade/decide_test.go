@@ -210,9 +210,13 @@ func TestDecide(t *testing.T) {
 		{name: "the pod about to be released may itself be down: the others hold quorum",
 			obs:       cluster(rolled(2), notReady(1), inProgress(2, "", -10*time.Second, "bao-2")),
 			partition: 1, step: upgrade.StepPodReady},
-		{name: "a spec.version changed mid-rollout holds every pod until the StatefulSet reports the new template",
-			obs: cluster(rolled(2), inProgress(1, upgrade.StepPodReady, -10*time.Second, "bao-2"), func(o *upgrade.Observed) {
+		{name: "a newer spec.version mid-rollout releases no further pod until the StatefulSet reports the new template",
+			obs: cluster(rolled(2), rolled(1), inProgress(1, upgrade.StepPodReady, -10*time.Second, "bao-2"), func(o *upgrade.Observed) {
 				o.SpecVersion = "2.4.2"
+			}), partition: 1, step: upgrade.StepPodReady, upgrading: v1alpha1.ReasonUpgradeInProgress},
+		{name: "an older spec.version mid-rollout holds every pod in the pass that renders its template",
+			obs: cluster(rolled(2), rolled(1), inProgress(1, upgrade.StepPodReady, -10*time.Second, "bao-2"), func(o *upgrade.Observed) {
+				o.SpecVersion, o.CurrentVersion, o.HighestVersion = "2.4.0", "", "2.4.1"
 			}), partition: 3, step: "", upgrading: v1alpha1.ReasonUpgradeInProgress},
 		{name: "a rebuild of the target release mid-rollout does not hold the pods",
 			obs: cluster(rolled(2), inProgress(2, upgrade.StepPodReady, -10*time.Second), func(o *upgrade.Observed) {
@@ -420,14 +424,14 @@ func TestALongTerminationMessageIsCut(t *testing.T) {
 	}
 }
 
-// run plays passes of Decide against a StatefulSet controller that
-// replaces every pod at or above the rendered partition onto the revision
-// of the template rendered in the same pass, and reports that revision
-// one pass later; and a leader that moves when asked to step down.
-// change alters the world before a pass and returns the revision of a
-// template it changed, or "". run fails the test when a pass replaces two
-// pods at once, and returns the last decision, how often each pod was
-// replaced, and the world as it ended.
+// run plays passes of Decide against a StatefulSet controller as it
+// runs a Parallel StatefulSet: it replaces the highest pod at or above the
+// rendered partition that is not on the revision of the template
+// rendered in the same pass, one per pass, and reports that revision one
+// pass later; and a leader that moves when asked to step down. change
+// alters the world before a pass and returns the revision of a template
+// it changed, or "". run returns the last decision, how often each pod
+// was replaced, and the world as it ended.
 func run(t *testing.T, o upgrade.Observed, passes int, change func(o *upgrade.Observed) string) (upgrade.Decision, map[string]int, upgrade.Observed) {
 	t.Helper()
 	released := map[string]int{}
@@ -449,16 +453,12 @@ func run(t *testing.T, o upgrade.Observed, passes int, change func(o *upgrade.Ob
 			}
 		}
 		o.Upgrade = d.Upgrade
-		replaced := 0
-		for i := range o.Pods {
-			if int32(i) >= d.Partition && o.Pods[i].Revision != template {
+		for i := len(o.Pods) - 1; i >= int(d.Partition); i-- {
+			if o.Pods[i].Revision != template {
 				o.Pods[i].Revision = template
 				released[o.Pods[i].Name]++
-				replaced++
+				break
 			}
-		}
-		if replaced > 1 {
-			t.Fatalf("pass %d replaced %d pods at once (partition %d, template %s)", pass, replaced, d.Partition, template)
 		}
 		if d.Completed {
 			return d, released, o
@@ -504,6 +504,34 @@ func TestATargetLoweredMidRolloutMovesNoPodBack(t *testing.T) {
 	for _, p := range o.Pods[1:] {
 		if p.Revision != newRev {
 			t.Errorf("%s, which ran 2.4.1, is on %s", p.Name, p.Revision)
+		}
+	}
+}
+
+// TestABrokenTargetIsRolledForwardByANewerRelease: 2.4.1 crash-loops on
+// the first rolled pod; the user sets 2.4.2 instead of waiting for a halt.
+// The StatefulSet replaces that pod onto 2.4.2 (the partition stays where
+// it was), and the rollout starts over and completes: holding every pod
+// instead would leave the broken pod on 2.4.1 and the preflight waiting
+// for it forever.
+func TestABrokenTargetIsRolledForwardByANewerRelease(t *testing.T) {
+	const fixed = "bao-fixed"
+	d, _, o := run(t, cluster(), 60, func(o *upgrade.Observed) string {
+		for i := range o.Pods {
+			o.Pods[i].Ready = o.Pods[i].Revision != newRev // 2.4.1 does not start
+		}
+		if o.SpecVersion == "2.4.1" && o.Upgrade != nil && o.Now.Sub(t0) >= 20*time.Second {
+			o.SpecVersion, o.CurrentVersion, o.HighestVersion = "2.4.2", "", "2.4.1"
+			return fixed
+		}
+		return ""
+	})
+	if !d.Completed {
+		t.Fatalf("not complete: partition %d, upgrade %+v, Upgrading %+v", d.Partition, d.Upgrade, d.Upgrading)
+	}
+	for _, p := range o.Pods {
+		if p.Revision != fixed {
+			t.Errorf("%s ended on %s", p.Name, p.Revision)
 		}
 	}
 }
