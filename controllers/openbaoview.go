@@ -145,8 +145,9 @@ func raftOf(leader openbao.Leader, state openbao.AutopilotState) *upgrade.Raft {
 }
 
 // rolloutPods is what the rollout needs of each pod: its template
-// revision, readiness and whether its server is active (the
-// service-registration label, else its own sys/health answer).
+// revision, readiness, whether its server is active (the
+// service-registration label, else its own sys/health answer), and the
+// kubelet's word on its container for messages.
 func rolloutPods(servers podstate.Snapshot, v *openbaoView) []upgrade.Pod {
 	out := make([]upgrade.Pod, 0, len(servers))
 	for _, s := range servers {
@@ -154,7 +155,9 @@ func rolloutPods(servers podstate.Snapshot, v *openbaoView) []upgrade.Pod {
 		if !known && v != nil {
 			active = v.active[s.Name]
 		}
-		out = append(out, upgrade.Pod{Name: s.Name, Ordinal: s.Ordinal, Revision: s.Revision, Ready: s.Ready, Active: active})
+		out = append(out, upgrade.Pod{Name: s.Name, Ordinal: s.Ordinal, Revision: s.Revision, Ready: s.Ready, Active: active,
+			Container: upgrade.Container{Waiting: s.WaitingReason, Restarts: s.RestartCount, LastReason: s.LastTerminationReason,
+				LastExitCode: s.LastExitCode, LastMessage: s.LastTerminationMessage}})
 	}
 	return out
 }

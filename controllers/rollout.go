@@ -13,6 +13,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/podstate"
 	"github.com/openbao/operator/internal/upgrade"
 )
 
@@ -92,6 +93,9 @@ func (r *OpenBaoClusterReconciler) observeRollout(ctx context.Context, p *pass) 
 		o.StatefulSetObserved = sts.Status.ObservedGeneration >= sts.Generation
 		o.UpdateRevision = sts.Status.UpdateRevision
 	}
+	settled := o.Upgrade == nil && o.StatefulSetObserved && len(o.Behind()) == 0
+	o.HighestVersion = upgrade.HighestVersion(p.status.HighestVersion, p.status.CurrentVersion, settled, reportedVersions(p.servers))
+	p.status.HighestVersion = o.HighestVersion
 	if !o.RolloutPending() {
 		return o, nil
 	}
@@ -105,6 +109,17 @@ func (r *OpenBaoClusterReconciler) observeRollout(ctx context.Context, p *pass) 
 		o.SnapshotDone, o.SnapshotProblem, err = r.preUpgradeSnapshot(ctx, c, o.UpdateRevision)
 	}
 	return o, err
+}
+
+// reportedVersions are the versions the servers' service registration
+// reports, Ready or not: a server that ran a release and crashed still
+// wrote its data with it.
+func reportedVersions(servers podstate.Snapshot) []string {
+	out := make([]string, 0, len(servers))
+	for _, s := range servers {
+		out = append(out, s.Version())
+	}
+	return out
 }
 
 func (r *OpenBaoClusterReconciler) preUpgradeSnapshot(ctx context.Context, c *v1alpha1.OpenBaoCluster, revision string) (bool, string, error) {

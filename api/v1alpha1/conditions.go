@@ -104,9 +104,13 @@ const (
 	ReasonPodReadyTimeout    = "PodReadyTimeout"
 	ReasonHealthCheckTimeout = "HealthCheckTimeout"
 	ReasonRaftSyncTimeout    = "RaftSyncTimeout"
-	ReasonDowngradeBlocked   = "DowngradeBlocked"
-	ReasonPreflightFailed    = "PreflightFailed"
-	ReasonScaleDownBlocked   = "ScaleDownBlocked"
+	// ReasonPeerNotReadyTimeout: a server other than the next to roll
+	// stayed not Ready, sealed, unhealthy or behind for podReadyTimeout,
+	// so the rollout did not release another pod (that could cost quorum).
+	ReasonPeerNotReadyTimeout = "PeerNotReadyTimeout"
+	ReasonDowngradeBlocked    = "DowngradeBlocked"
+	ReasonPreflightFailed     = "PreflightFailed"
+	ReasonScaleDownBlocked    = "ScaleDownBlocked"
 )
 
 // Labels and annotations the operator sets on what it manages.

@@ -36,6 +36,15 @@ type OpenBaoClusterStatus struct {
 	// CurrentVersion is the OpenBao version every server runs.
 	// +optional
 	CurrentVersion string `json:"currentVersion,omitempty"`
+	// HighestVersion is the newest OpenBao version any server has reported
+	// since the last rollout completed. During a rollout currentVersion is
+	// empty (the servers run two versions), so a change of spec.version is
+	// judged against the newer of the two: no server goes back to an older
+	// release over data a newer one wrote unless
+	// spec.upgrade.allowDowngrade says so. Once no rollout runs and every
+	// server reports one version, it is that version.
+	// +optional
+	HighestVersion string `json:"highestVersion,omitempty"`
 	// Initialized is true once the cluster has been initialized; it never
 	// returns to false.
 	// +optional

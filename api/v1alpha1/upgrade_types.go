@@ -47,7 +47,9 @@ type UpgradeSpec struct {
 	// +kubebuilder:default="30s"
 	// +optional
 	StepDownTimeout *metav1.Duration `json:"stepDownTimeout,omitempty"`
-	// PodReadyTimeout bounds the wait for a rolled pod to be Ready.
+	// PodReadyTimeout bounds the wait for a rolled pod to be Ready, and the
+	// wait before the next pod is released for every other server to be
+	// Ready, unsealed, healthy and caught up (PeerNotReadyTimeout).
 	// +kubebuilder:default="5m"
 	// +optional
 	PodReadyTimeout *metav1.Duration `json:"podReadyTimeout,omitempty"`

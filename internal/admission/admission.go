@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -44,7 +45,8 @@ func ValidateCluster(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
 var specPath = field.NewPath("spec")
 
 // validateConfig checks each new or changed spec.config key as config.hcl
-// is rendered from it (baoconfig.ValidateUser).
+// is rendered from it (baoconfig.ValidateUser: each key, then the keys
+// OpenBao checks against each other).
 func validateConfig(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
 	var errs field.ErrorList
 	for _, k := range sortedKeys(c.Spec.Config) {
@@ -60,11 +62,51 @@ func validateConfig(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
 			errs = append(errs, field.Invalid(path, field.OmitValueType{}, "not JSON: want "+baoconfig.ValueForms))
 			continue
 		}
-		if err := baoconfig.ValidateUser(map[string]any{k: v}); err != nil {
+		if err := baoconfig.ValidateUserKeys(map[string]any{k: v}); err != nil {
 			errs = append(errs, field.Invalid(path, field.OmitValueType{}, reason(err)))
 		}
 	}
-	return errs
+	if len(errs) > 0 {
+		return errs
+	}
+	return validateLeaseTTLs(old, c)
+}
+
+// leaseKeys are the spec.config keys OpenBao checks against each other at
+// start (baoconfig.CheckLeaseTTLs).
+var leaseKeys = []string{"default_lease_ttl", "max_lease_ttl"}
+
+// validateLeaseTTLs checks the lease TTLs against each other when either
+// is new or changed, and names the one that changed (default_lease_ttl
+// when both did).
+func validateLeaseTTLs(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
+	user, changed := map[string]any{}, ""
+	for _, k := range leaseKeys {
+		raw, ok := c.Spec.Config[k]
+		if !ok {
+			if _, had := configValue(old, k); had && changed == "" {
+				changed = k // removed: OpenBao's default now applies
+			}
+			continue
+		}
+		v, err := values.DecodeConfigValue(raw.Raw)
+		if err != nil {
+			return nil // refused by validateConfig already
+		}
+		user[k] = v
+		if prev, had := configValue(old, k); !had || !apiequality.Semantic.DeepEqual(prev, raw) {
+			if changed == "" {
+				changed = k
+			}
+		}
+	}
+	if changed == "" {
+		return nil
+	}
+	if err := baoconfig.CheckLeaseTTLs(user); err != nil {
+		return field.ErrorList{field.Invalid(specPath.Child("config", changed), field.OmitValueType{}, reason(err))}
+	}
+	return nil
 }
 
 // validateSelfInit checks new or changed self-init requests as the
@@ -126,21 +168,35 @@ func validateSchedule(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
 }
 
 // validateVersion refuses a change of spec.version that the upgrade step
-// would hold forever: a downgrade from the running version without
+// would hold forever: a downgrade from the newest release the servers run
+// or ran since the last rollout completed (status.currentVersion and
+// status.highestVersion, which stays set mid-rollout) without
 // spec.upgrade.allowDowngrade, or a release that cannot run the seal.
+// Before any server reported a version there is nothing to compare with.
 func validateVersion(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
-	if old == nil || old.Spec.Version == c.Spec.Version || old.Status.CurrentVersion == "" {
+	if old == nil || old.Spec.Version == c.Spec.Version ||
+		upgrade.Reference(old.Status.CurrentVersion, old.Status.HighestVersion) == "" {
 		return nil
 	}
 	seal := c.Spec.Unseal.Type
 	if seal == "" {
 		seal = v1alpha1.UnsealStatic
 	}
-	_, msg := upgrade.VersionRefused(old.Status.CurrentVersion, c.Spec.Version, c.Spec.Upgrade.AllowDowngrade, seal)
+	_, msg := upgrade.VersionRefused(old.Status.CurrentVersion, old.Status.HighestVersion, c.Spec.Version,
+		c.Spec.Upgrade.AllowDowngrade, seal)
 	if msg == "" {
 		return nil
 	}
 	return field.ErrorList{field.Invalid(specPath.Child("version"), c.Spec.Version, msg)}
+}
+
+// configValue is key k of c's spec.config; c may be nil (a new cluster).
+func configValue(c *v1alpha1.OpenBaoCluster, k string) (apiextensionsv1.JSON, bool) {
+	if c == nil {
+		return apiextensionsv1.JSON{}, false
+	}
+	v, ok := c.Spec.Config[k]
+	return v, ok
 }
 
 // ValidateBackup checks a new OpenBaoBackup against the cluster it names

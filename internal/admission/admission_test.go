@@ -54,6 +54,14 @@ func running(v string) func(*v1alpha1.OpenBaoCluster) {
 	return func(c *v1alpha1.OpenBaoCluster) { c.Status.CurrentVersion, c.Status.Initialized = v, true }
 }
 
+// midRollout is the status of a cluster whose servers run two versions,
+// the newest of them highest.
+func midRollout(highest string) func(*v1alpha1.OpenBaoCluster) {
+	return func(c *v1alpha1.OpenBaoCluster) {
+		c.Status.CurrentVersion, c.Status.HighestVersion, c.Status.Initialized = "", highest, true
+	}
+}
+
 func TestClusterRefusalsNameTheFieldAndWhatItTakes(t *testing.T) {
 	tests := map[string]struct {
 		old, new    *v1alpha1.OpenBaoCluster
@@ -78,6 +86,17 @@ func TestClusterRefusalsNameTheFieldAndWhatItTakes(t *testing.T) {
 			cluster(running("2.4.0"), func(c *v1alpha1.OpenBaoCluster) { c.Spec.Unseal.Type = v1alpha1.UnsealAWSKMS }),
 			cluster(version("2.7.0"), running("2.4.0"), func(c *v1alpha1.OpenBaoCluster) { c.Spec.Unseal.Type = v1alpha1.UnsealAWSKMS }),
 			"spec.version", "Stay on 2.6"},
+		"a downgrade mid-rollout, below the release a server ran": {cluster(version("2.4.1"), midRollout("2.4.1")),
+			cluster(version("2.4.0"), midRollout("2.4.1")), "spec.version", "Set spec.version back to 2.4.1"},
+		"a max_lease_ttl shorter than OpenBao's default lease TTL": {nil, cluster(config("max_lease_ttl", `"1h"`)),
+			"spec.config.max_lease_ttl", "cannot have DefaultLeaseTTL larger than MaxLeaseTTL"},
+		"a default_lease_ttl longer than max_lease_ttl": {nil, cluster(config("default_lease_ttl", `"2h"`), config("max_lease_ttl", `3600`)),
+			"spec.config.default_lease_ttl", "want default_lease_ttl at most max_lease_ttl"},
+		"a max_lease_ttl lowered below the default_lease_ttl": {cluster(config("default_lease_ttl", `"2h"`), config("max_lease_ttl", `"4h"`)),
+			cluster(config("default_lease_ttl", `"2h"`), config("max_lease_ttl", `"1h"`)), "spec.config.max_lease_ttl", "max_lease_ttl (\"1h\", 1h0m0s)"},
+		"a max_lease_ttl removed under a default_lease_ttl above OpenBao's default": {
+			cluster(config("default_lease_ttl", `"1000h"`), config("max_lease_ttl", `"2000h"`)),
+			cluster(config("default_lease_ttl", `"1000h"`)), "spec.config.max_lease_ttl", "unset, so 768h"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -106,6 +125,10 @@ func TestClusterChangesThatAreAllowed(t *testing.T) {
 			cluster(version("2.4.0"), running("2.5.0"), func(c *v1alpha1.OpenBaoCluster) { c.Spec.Upgrade.AllowDowngrade = true })},
 		"an upgrade": {cluster(running("2.4.0")), cluster(version("2.5.0"), running("2.4.0"))},
 		"a version change before any server reported one": {cluster(version("2.5.0")), cluster(version("2.4.0"))},
+		"a newer target mid-rollout":                      {cluster(version("2.4.1"), midRollout("2.4.1")), cluster(version("2.4.2"), midRollout("2.4.1"))},
+		"lease TTLs within OpenBao's defaults":            {nil, cluster(config("default_lease_ttl", `"1h"`), config("max_lease_ttl", `"0"`))},
+		"lease TTLs OpenBao refuses, stored before the rule, unchanged (ratchet)": {cluster(config("max_lease_ttl", `"1h"`)),
+			cluster(config("max_lease_ttl", `"1h"`), config("ui", `true`))},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -121,9 +121,37 @@ func TestRenderRejectsInvalidInput(t *testing.T) {
 
 func TestDurationsOpenBaoReadsAreAccepted(t *testing.T) {
 	for _, v := range []any{"768h", "30d", "3600", "90m", json.Number("3600"), int64(60), ""} {
-		if err := ValidateUser(map[string]any{"max_lease_ttl": v}); err != nil {
+		if err := ValidateUser(map[string]any{"max_lease_ttl": v, "default_lease_ttl": "60s"}); err != nil {
 			t.Errorf("max_lease_ttl %#v: %v", v, err)
 		}
+	}
+}
+
+func TestLeaseTTLsAreCheckedAgainstEachOtherAsOpenBaoDoes(t *testing.T) {
+	for _, tc := range []struct {
+		user map[string]any
+		ok   bool
+	}{
+		{map[string]any{}, true},
+		{map[string]any{"max_lease_ttl": "768h"}, true},
+		{map[string]any{"max_lease_ttl": "30d"}, false}, // OpenBao's default_lease_ttl is 32 days
+		{map[string]any{"max_lease_ttl": "1h", "default_lease_ttl": "1h"}, true},
+		{map[string]any{"max_lease_ttl": "1h", "default_lease_ttl": 3601}, false},
+		{map[string]any{"max_lease_ttl": "0", "default_lease_ttl": "768h"}, true}, // zero is the default
+		{map[string]any{"default_lease_ttl": "769h"}, false},
+		{map[string]any{"max_lease_ttl": "8760h", "default_lease_ttl": "769h"}, true},
+		{map[string]any{"max_lease_ttl": "a month"}, true}, // left to the duration check
+	} {
+		err := CheckLeaseTTLs(tc.user)
+		if (err == nil) != tc.ok {
+			t.Errorf("%v: error %v, want ok %v", tc.user, err, tc.ok)
+		}
+		if err != nil && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "cannot have DefaultLeaseTTL larger than MaxLeaseTTL")) {
+			t.Errorf("%v: error %v does not say what OpenBao would", tc.user, err)
+		}
+	}
+	if _, err := Render(testInput(user(map[string]any{"max_lease_ttl": "1h"}))); err == nil {
+		t.Error("Render accepted a max_lease_ttl below OpenBao's default lease TTL")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-secure-stdlib/parseutil"
@@ -48,10 +49,20 @@ const ValueForms = "a string, number, boolean, list of those, object (a block) o
 const maxDepth = 16
 
 // ValidateUser checks the user keys and values against the rules on
-// Input.User: what a JSON decode yields and HCL1 holds without loss, and
-// durations OpenBao reads. Render calls it; so does the admission webhook,
-// so that both refuse the same configurations with the same words.
+// Input.User: what a JSON decode yields and HCL1 holds without loss,
+// durations OpenBao reads (ValidateUserKeys), and the values OpenBao
+// checks against each other at start (CheckLeaseTTLs). Render calls it;
+// the admission webhook calls its two halves, so that both refuse the
+// same configurations with the same words.
 func ValidateUser(user map[string]any) error {
+	if err := ValidateUserKeys(user); err != nil {
+		return err
+	}
+	return CheckLeaseTTLs(user)
+}
+
+// ValidateUserKeys checks each user key and its value on its own.
+func ValidateUserKeys(user map[string]any) error {
 	for _, k := range sortedKeys(user) {
 		v := user[k]
 		if !userKey.MatchString(k) {
@@ -68,6 +79,59 @@ func ValidateUser(user map[string]any) error {
 		}
 	}
 	return nil
+}
+
+// DefaultLeaseTTL is what OpenBao takes for default_lease_ttl and for
+// max_lease_ttl when the configuration leaves either unset or zero
+// (vault/expiration.go: 32 days).
+const DefaultLeaseTTL = 32 * 24 * time.Hour
+
+// CheckLeaseTTLs checks the lease TTLs against each other as OpenBao does
+// when it starts (vault.CreateCore): default_lease_ttl may not be longer
+// than max_lease_ttl, each taken as DefaultLeaseTTL when unset or zero, or
+// the server exits with "cannot have DefaultLeaseTTL larger than
+// MaxLeaseTTL". So max_lease_ttl = "1h" alone is refused too. A value that
+// is not a duration is left to checkDuration's message. Render calls it
+// through ValidateUser; the admission webhook calls it whenever either key
+// is new or changed.
+func CheckLeaseTTLs(user map[string]any) error {
+	def, okDef := leaseTTL(user, "default_lease_ttl")
+	maxTTL, okMax := leaseTTL(user, "max_lease_ttl")
+	if !okDef || !okMax || def <= maxTTL {
+		return nil
+	}
+	return invalidf("default_lease_ttl (%s) is longer than max_lease_ttl (%s), and OpenBao refuses to start with "+
+		"\"cannot have DefaultLeaseTTL larger than MaxLeaseTTL\": want default_lease_ttl at most max_lease_ttl, "+
+		"where an unset or zero value means OpenBao's default of %s", leaseText(user, "default_lease_ttl", def),
+		leaseText(user, "max_lease_ttl", maxTTL), DefaultLeaseTTL)
+}
+
+// leaseTTL reads one lease TTL as OpenBao does; ok is false when it is
+// set to something that is not a duration.
+func leaseTTL(user map[string]any, key string) (d time.Duration, ok bool) {
+	v, set := user[key]
+	if !set {
+		return DefaultLeaseTTL, true
+	}
+	if _, isBool := v.(bool); isBool {
+		return 0, false
+	}
+	d, err := parseutil.ParseDurationSecond(v)
+	if err != nil {
+		return 0, false
+	}
+	if d == 0 {
+		return DefaultLeaseTTL, true
+	}
+	return d, true
+}
+
+func leaseText(user map[string]any, key string, d time.Duration) string {
+	v, set := user[key]
+	if !set {
+		return "unset, so " + d.String()
+	}
+	return describe(v) + ", " + d.String()
 }
 
 // durationKeys are the top-level keys OpenBao parses as durations

@@ -43,11 +43,14 @@ type Pod struct {
 	// WaitingReason is the container's waiting reason, for example
 	// CrashLoopBackOff or ImagePullBackOff.
 	WaitingReason string
-	// LastTerminationReason and LastExitCode describe the previous run
-	// (Error, OOMKilled).
-	LastTerminationReason string
-	LastExitCode          int32
-	RestartCount          int32
+	// LastTerminationReason, LastExitCode and LastTerminationMessage
+	// describe the previous run (Error, OOMKilled; the message is what the
+	// container left in its termination-message file, or its last log
+	// lines under FallbackToLogsOnError).
+	LastTerminationReason  string
+	LastExitCode           int32
+	LastTerminationMessage string
+	RestartCount           int32
 	// Revision is the StatefulSet revision of the pod's template.
 	Revision string
 	// IP is the pod's address; empty until the kubelet reports one.
@@ -74,7 +77,7 @@ func FromKube(p *corev1.Pod) Pod {
 			out.WaitingReason = cs.State.Waiting.Reason
 		}
 		if t := cs.LastTerminationState.Terminated; t != nil {
-			out.LastTerminationReason, out.LastExitCode = t.Reason, t.ExitCode
+			out.LastTerminationReason, out.LastExitCode, out.LastTerminationMessage = t.Reason, t.ExitCode, t.Message
 		}
 	}
 	return out

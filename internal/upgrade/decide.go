@@ -88,6 +88,10 @@ func Decide(o Observed) Decision {
 			up.TargetVersion, o.SpecVersion))
 		up = nil
 	}
+	if up != nil && core(o.SpecVersion) != core(up.TargetVersion) {
+		lock(o, up, &d)
+		return d
+	}
 	if up == nil {
 		up = preflight(o, &d)
 		if up == nil {
@@ -96,6 +100,31 @@ func Decide(o Observed) Decision {
 	}
 	roll(o, up, &d)
 	return d
+}
+
+// lock decides the pass in which spec.version changed during a rollout:
+// the chart renders the new template in this very pass, one pass before
+// the StatefulSet reports its revision, and the StatefulSet controller
+// replaces the pods at or above the partition onto it by itself, one at
+// a time. No further pod is released in this pass. When the new version
+// is refused (older than a release a server ran, or one that cannot run
+// the seal), every pod is held (partition at the replica count), so that
+// no server is taken onto it; otherwise the partition stays, so that a
+// rolled pod that crash-loops on the old target can be rolled forward by
+// a fixed release. Once the StatefulSet reports the new revision, the
+// rollout starts over from the highest ordinal (Decide) or is refused by
+// the preflight. A rebuild of the same release (2.4.1 and 2.4.1-<hash>) is
+// not a change of version here.
+func lock(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) {
+	d.Upgrade, d.Partition = up, up.CurrentPartition
+	held := "no further pod is released"
+	if reason, _ := VersionRefused(o.CurrentVersion, o.HighestVersion, o.SpecVersion, o.Settings.AllowDowngrade, o.SealType); reason != "" {
+		up.CurrentPartition, up.Step, up.StepStartedAt = o.Replicas, "", ptrTime(o.Now)
+		d.Partition, held = o.Replicas, "every pod is held, as it is refused ("+reason+")"
+	}
+	d.upgrading(true, v1alpha1.ReasonUpgradeInProgress, fmt.Sprintf("spec.version changed to %s during the rollout to %s: "+
+		"%s until the StatefulSet reports the new template", o.SpecVersion, up.TargetVersion, held))
+	d.wait(pollInterval)
 }
 
 // preflight starts a rollout when one is due and safe, and says what holds
@@ -127,9 +156,9 @@ func preflight(o Observed, d *Decision) *v1alpha1.UpgradeStatus {
 	}
 	d.Started = true
 	d.event(false, "UpgradeStarted", fmt.Sprintf("rolling %d servers to the new pod template (version %s, from %s)",
-		o.Replicas, o.SpecVersion, orUnknown(o.CurrentVersion)))
+		o.Replicas, o.SpecVersion, orUnknown(Reference(o.CurrentVersion, o.HighestVersion))))
 	return &v1alpha1.UpgradeStatus{
-		TargetVersion: o.SpecVersion, FromVersion: o.CurrentVersion, TargetRevision: o.UpdateRevision,
+		TargetVersion: o.SpecVersion, FromVersion: Reference(o.CurrentVersion, o.HighestVersion), TargetRevision: o.UpdateRevision,
 		StartedAt: metav1.NewTime(o.Now), CurrentPartition: o.Replicas, ResumeRequest: o.Settings.ResumeRequest,
 	}
 }
@@ -152,15 +181,21 @@ func hold(o Observed) (reason, message string, retry time.Duration) {
 	return "", "", 0
 }
 
-// VersionRefused says why a rollout from the running version current to
-// target must not run: a downgrade without allowDowngrade, or a release
-// that cannot run the cluster's seal. The admission webhook refuses the
-// same change of spec.version with the same words.
-func VersionRefused(current, target string, allowDowngrade bool, seal v1alpha1.UnsealType) (reason, message string) {
-	if IsDowngrade(current, target) && !allowDowngrade {
-		return v1alpha1.ReasonDowngradeBlocked, fmt.Sprintf("spec.version %s is older than the running %s, and Raft data written by a "+
-			"newer release may not be readable by an older one. Set spec.version back to %s, or restore a backup taken on the older "+
-			"release and set spec.upgrade.allowDowngrade", target, current, current)
+// VersionRefused says why a rollout to target must not run: a downgrade
+// without allowDowngrade from the newest release the servers run or ran
+// (Reference of current and highest), or a release that cannot run the
+// cluster's seal. The admission webhook refuses the same change of
+// spec.version with the same words.
+func VersionRefused(current, highest, target string, allowDowngrade bool, seal v1alpha1.UnsealType) (reason, message string) {
+	ran := Reference(current, highest)
+	if IsDowngrade(ran, target) && !allowDowngrade {
+		who := "the running " + ran
+		if core(ran) != core(current) {
+			who = ran + ", which a server ran since the last rollout completed (status.highestVersion)"
+		}
+		return v1alpha1.ReasonDowngradeBlocked, fmt.Sprintf("spec.version %s is older than %s, and Raft data written by a "+
+			"newer release may not be readable by an older one. Set spec.version back to %s or later, or restore a backup taken "+
+			"on the older release and set spec.upgrade.allowDowngrade", target, who, ran)
 	}
 	if msg := Incompatible(target, seal); msg != "" {
 		return v1alpha1.ReasonPreflightFailed, msg
@@ -170,7 +205,7 @@ func VersionRefused(current, target string, allowDowngrade bool, seal v1alpha1.U
 
 // refused says why the spec asks for a rollout that must not run.
 func refused(o Observed) (reason, message string) {
-	if reason, message := VersionRefused(o.CurrentVersion, o.SpecVersion, o.Settings.AllowDowngrade, o.SealType); reason != "" {
+	if reason, message := VersionRefused(o.CurrentVersion, o.HighestVersion, o.SpecVersion, o.Settings.AllowDowngrade, o.SealType); reason != "" {
 		return reason, message
 	}
 	if o.Settings.PreUpgradeSnapshot && o.SnapshotProblem != "" {

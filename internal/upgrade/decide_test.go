@@ -32,7 +32,7 @@ func cluster(opts ...func(*upgrade.Observed)) upgrade.Observed {
 	for i := range 3 {
 		name := fmt.Sprintf("bao-%d", i)
 		o.Pods = append(o.Pods, upgrade.Pod{Name: name, Ordinal: i, Revision: oldRev, Ready: true, Active: i == 0})
-		o.Raft.Servers[name] = upgrade.Server{Voter: true, LagKnown: true, Lag: 3}
+		o.Raft.Servers[name] = upgrade.Server{Voter: true, Healthy: true, LagKnown: true, Lag: 3}
 		o.Health[name] = upgrade.Health{Initialized: true}
 	}
 	for _, opt := range opts {
@@ -58,6 +58,18 @@ func active(i int) func(*upgrade.Observed) {
 		for j := range o.Pods {
 			o.Pods[j].Active = j == i
 		}
+	}
+}
+
+func notReady(i int) func(*upgrade.Observed) {
+	return pod(i, func(p *upgrade.Pod) { p.Ready = false })
+}
+
+func server(name string, f func(*upgrade.Server)) func(*upgrade.Observed) {
+	return func(o *upgrade.Observed) {
+		s := o.Raft.Servers[name]
+		f(&s)
+		o.Raft.Servers[name] = s
 	}
 }
 
@@ -163,6 +175,62 @@ func TestDecide(t *testing.T) {
 		{name: "a pod rolled before that is no longer Ready holds the next release",
 			obs:       cluster(rolled(2), pod(2, func(p *upgrade.Pod) { p.Ready = false }), inProgress(2, "", -10*time.Second, "bao-2")),
 			partition: 2, step: "", upgrading: v1alpha1.ReasonUpgradeInProgress},
+		{name: "an unrolled pod not Ready keeps the partition",
+			obs:       cluster(rolled(2), notReady(0), inProgress(2, "", -10*time.Second, "bao-2")),
+			partition: 2, step: "", upgrading: v1alpha1.ReasonUpgradeInProgress},
+		{name: "an unrolled pod that crashes while the pod above it is verified keeps the partition",
+			obs:       cluster(rolled(2), notReady(0), inProgress(2, upgrade.StepRaftSync, -10*time.Second)),
+			partition: 2, step: "", upgrading: v1alpha1.ReasonUpgradeInProgress},
+		{name: "an unrolled pod not Ready after podReadyTimeout halts the rollout",
+			obs:       cluster(rolled(2), notReady(0), inProgress(2, "", -6*time.Minute, "bao-2")),
+			partition: 2, step: "", problem: v1alpha1.ReasonPeerNotReadyTimeout, upgrading: v1alpha1.ReasonUpgradeHalted},
+		{name: "an unrolled pod not Ready does not make the active server step down",
+			obs:       cluster(rolled(2), active(1), notReady(0), inProgress(2, "", -10*time.Second, "bao-2")),
+			partition: 2, step: ""},
+		{name: "an unrolled server that is sealed keeps the partition",
+			obs: cluster(rolled(2), inProgress(2, "", -10*time.Second, "bao-2"), func(o *upgrade.Observed) {
+				o.Health["bao-0"] = upgrade.Health{Initialized: true, Sealed: true}
+			}), partition: 2, step: ""},
+		{name: "a voter autopilot reports unhealthy keeps the partition",
+			obs:       cluster(rolled(2), inProgress(2, "", -10*time.Second, "bao-2"), server("bao-0", func(s *upgrade.Server) { s.Healthy = false })),
+			partition: 2, step: ""},
+		{name: "a voter that trails the leader keeps the partition",
+			obs:       cluster(rolled(2), inProgress(2, "", -10*time.Second, "bao-2"), server("bao-0", func(s *upgrade.Server) { s.Lag = 5000 })),
+			partition: 2, step: ""},
+		{name: "a failure tolerance of zero keeps the partition",
+			obs:       cluster(rolled(2), inProgress(2, "", -10*time.Second, "bao-2"), func(o *upgrade.Observed) { o.Raft.FailureTolerance = 0 }),
+			partition: 2, step: ""},
+		{name: "two voters for three servers keep the partition",
+			obs:       cluster(rolled(2), inProgress(2, "", -10*time.Second, "bao-2"), server("bao-0", func(s *upgrade.Server) { s.Voter = false })),
+			partition: 2, step: ""},
+		{name: "an unreadable Raft state keeps the partition",
+			obs: cluster(rolled(2), inProgress(2, "", -10*time.Second, "bao-2"), func(o *upgrade.Observed) {
+				o.Raft, o.RaftProblem = nil, "sys/leader timed out"
+			}), partition: 2, step: ""},
+		{name: "the pod about to be released may itself be down: the others hold quorum",
+			obs:       cluster(rolled(2), notReady(1), inProgress(2, "", -10*time.Second, "bao-2")),
+			partition: 1, step: upgrade.StepPodReady},
+		{name: "a newer spec.version mid-rollout releases no further pod until the StatefulSet reports the new template",
+			obs: cluster(rolled(2), rolled(1), inProgress(1, upgrade.StepPodReady, -10*time.Second, "bao-2"), func(o *upgrade.Observed) {
+				o.SpecVersion = "2.4.2"
+			}), partition: 1, step: upgrade.StepPodReady, upgrading: v1alpha1.ReasonUpgradeInProgress},
+		{name: "an older spec.version mid-rollout holds every pod in the pass that renders its template",
+			obs: cluster(rolled(2), rolled(1), inProgress(1, upgrade.StepPodReady, -10*time.Second, "bao-2"), func(o *upgrade.Observed) {
+				o.SpecVersion, o.CurrentVersion, o.HighestVersion = "2.4.0", "", "2.4.1"
+			}), partition: 3, step: "", upgrading: v1alpha1.ReasonUpgradeInProgress},
+		{name: "a rebuild of the target release mid-rollout does not hold the pods",
+			obs: cluster(rolled(2), inProgress(2, upgrade.StepPodReady, -10*time.Second), func(o *upgrade.Observed) {
+				o.SpecVersion = "2.4.1-0a1b"
+			}), partition: 1, step: upgrade.StepPodReady},
+		{name: "a target changed mid-rollout to a release older than one a server ran is blocked",
+			obs: cluster(rolled(2), inProgress(1, upgrade.StepPodReady, -10*time.Second, "bao-2"), func(o *upgrade.Observed) {
+				o.UpdateRevision, o.SpecVersion, o.CurrentVersion, o.HighestVersion = "bao-older", "2.4.0", "", "2.4.1"
+			}), partition: 3, step: "-", problem: v1alpha1.ReasonDowngradeBlocked, upgrading: v1alpha1.ReasonDowngradeBlocked},
+		{name: "a target changed mid-rollout to an older release is allowed by allowDowngrade",
+			obs: cluster(rolled(2), inProgress(1, upgrade.StepPodReady, -10*time.Second, "bao-2"), func(o *upgrade.Observed) {
+				o.UpdateRevision, o.SpecVersion, o.CurrentVersion, o.HighestVersion = "bao-older", "2.4.0", "", "2.4.1"
+				o.Settings.AllowDowngrade = true
+			}), partition: 2, step: upgrade.StepPodReady},
 		{name: "a halted rollout holds while resumeRequest is unchanged",
 			obs: cluster(inProgress(2, upgrade.StepPodReady, -time.Hour), func(o *upgrade.Observed) {
 				o.Upgrade.Halted = v1alpha1.ReasonPodReadyTimeout
@@ -304,5 +372,209 @@ func TestARestoreUnderWayHoldsADueRollout(t *testing.T) {
 	}
 	if d := upgrade.Decide(cluster()); !d.Started {
 		t.Fatalf("without the restore the rollout starts: %+v", d)
+	}
+}
+
+// crashLooping is what the kubelet reports of an OpenBao container that
+// refuses its configuration at start.
+var crashLooping = upgrade.Container{Waiting: "CrashLoopBackOff", Restarts: 4, LastReason: "Error", LastExitCode: 1,
+	LastMessage: "==> OpenBao server configuration:\nError initializing core: cannot have DefaultLeaseTTL larger than MaxLeaseTTL\n"}
+
+func TestAHaltNamesTheRolledPodsOwnState(t *testing.T) {
+	crashing := pod(2, func(p *upgrade.Pod) { p.Revision, p.Ready, p.Container = newRev, false, crashLooping })
+	d := upgrade.Decide(cluster(crashing, inProgress(2, upgrade.StepPodReady, -6*time.Minute)))
+	if d.Problem == nil || d.Problem.Reason != v1alpha1.ReasonPodReadyTimeout {
+		t.Fatalf("problem %+v", d.Problem)
+	}
+	for _, want := range []string{"bao-2", "CrashLoopBackOff", "restarted 4 times", "exit code 1 (Error)", "cannot have DefaultLeaseTTL larger than MaxLeaseTTL"} {
+		if !strings.Contains(d.Problem.Message, want) {
+			t.Errorf("the halt does not say %q: %s", want, d.Problem.Message)
+		}
+	}
+	if strings.Contains(d.Problem.Message, "OpenBao server configuration") {
+		t.Errorf("the halt repeats more than the termination message's last line: %s", d.Problem.Message)
+	}
+	// Later passes hold the halt, and keep naming its cause.
+	held := cluster(crashing, inProgress(2, upgrade.StepPodReady, -time.Hour), func(o *upgrade.Observed) { o.Upgrade.Halted = d.Upgrade.Halted })
+	h := upgrade.Decide(held)
+	if h.Problem == nil || !strings.Contains(h.Problem.Message, "CrashLoopBackOff") || !strings.Contains(h.Problem.Message, "DefaultLeaseTTL") {
+		t.Errorf("a held halt does not name its cause: %+v", h.Problem)
+	}
+}
+
+func TestAHaltOnAnotherServerNamesIt(t *testing.T) {
+	down := pod(0, func(p *upgrade.Pod) { p.Ready, p.Container = false, crashLooping })
+	d := upgrade.Decide(cluster(rolled(2), down, inProgress(2, "", -6*time.Minute, "bao-2")))
+	if d.Problem == nil || d.Problem.Reason != v1alpha1.ReasonPeerNotReadyTimeout || d.Partition != 2 {
+		t.Fatalf("partition %d, problem %+v", d.Partition, d.Problem)
+	}
+	for _, want := range []string{"bao-1 is not released", "bao-0 is not Ready", "CrashLoopBackOff", "resumeRequest"} {
+		if !strings.Contains(d.Problem.Message, want) {
+			t.Errorf("the halt does not say %q: %s", want, d.Problem.Message)
+		}
+	}
+}
+
+func TestALongTerminationMessageIsCut(t *testing.T) {
+	long := upgrade.Container{Waiting: "CrashLoopBackOff", LastExitCode: 1, LastMessage: strings.Repeat("é", 400)}
+	d := upgrade.Decide(cluster(pod(2, func(p *upgrade.Pod) { p.Revision, p.Ready, p.Container = newRev, false, long }),
+		inProgress(2, upgrade.StepPodReady, -6*time.Minute)))
+	if d.Problem == nil || len(d.Problem.Message) > 1000 || !strings.Contains(d.Problem.Message, "…") {
+		t.Fatalf("problem %+v", d.Problem)
+	}
+}
+
+// run plays passes of Decide against a StatefulSet controller as it
+// runs a Parallel StatefulSet: it replaces the highest pod at or above the
+// rendered partition that is not on the revision of the template
+// rendered in the same pass, one per pass, and reports that revision one
+// pass later; and a leader that moves when asked to step down. change
+// alters the world before a pass and returns the revision of a template
+// it changed, or "". run returns the last decision, how often each pod
+// was replaced, and the world as it ended.
+func run(t *testing.T, o upgrade.Observed, passes int, change func(o *upgrade.Observed) string) (upgrade.Decision, map[string]int, upgrade.Observed) {
+	t.Helper()
+	released := map[string]int{}
+	template := o.UpdateRevision
+	var d upgrade.Decision
+	for pass := 0; pass < passes; pass++ {
+		o.Now = t0.Add(time.Duration(pass) * 5 * time.Second)
+		o.UpdateRevision = template
+		if rev := change(&o); rev != "" {
+			template = rev
+		}
+		d = upgrade.Decide(o)
+		if d.StepDown != "" { // the highest other server takes over
+			for i := len(o.Pods) - 1; i >= 0; i-- {
+				if o.Pods[i].Name != d.StepDown {
+					active(i)(&o)
+					break
+				}
+			}
+		}
+		o.Upgrade = d.Upgrade
+		for i := len(o.Pods) - 1; i >= int(d.Partition); i-- {
+			if o.Pods[i].Revision != template {
+				o.Pods[i].Revision = template
+				released[o.Pods[i].Name]++
+				break
+			}
+		}
+		if d.Completed {
+			return d, released, o
+		}
+	}
+	return d, released, o
+}
+
+// midway changes spec.version once bao-2 runs the rollout's target and
+// bao-1 is released: currentVersion is then empty and highestVersion is
+// the target's.
+func midway(version, revision string) func(o *upgrade.Observed) string {
+	return func(o *upgrade.Observed) string {
+		if o.Upgrade == nil || o.SpecVersion != "2.4.1" || len(o.Upgrade.CompletedPods) != 1 {
+			return ""
+		}
+		o.SpecVersion, o.CurrentVersion, o.HighestVersion = version, "", "2.4.1"
+		return revision
+	}
+}
+
+func TestATargetChangedMidRolloutRollsThePodsOnTheIntermediateTemplateAgain(t *testing.T) {
+	const newer = "bao-newer"
+	d, released, o := run(t, cluster(), 60, midway("2.4.2", newer))
+	if !d.Completed || d.Upgrade != nil || d.Partition != 3 {
+		t.Fatalf("not complete: %+v", d)
+	}
+	for _, p := range o.Pods {
+		if p.Revision != newer {
+			t.Errorf("%s ended on %s", p.Name, p.Revision)
+		}
+	}
+	if released["bao-2"] != 2 || released["bao-1"] != 2 || released["bao-0"] != 1 {
+		t.Errorf("released %v, want bao-2 and bao-1 twice (2.4.1, then 2.4.2), bao-0 once", released)
+	}
+}
+
+func TestATargetLoweredMidRolloutMovesNoPodBack(t *testing.T) {
+	d, _, o := run(t, cluster(), 30, midway("2.4.0", "bao-older"))
+	if reasonOf(d.Problem) != v1alpha1.ReasonDowngradeBlocked || d.Partition != 3 || d.Upgrade != nil {
+		t.Fatalf("partition %d, problem %+v, upgrade %+v", d.Partition, d.Problem, d.Upgrade)
+	}
+	for _, p := range o.Pods[1:] {
+		if p.Revision != newRev {
+			t.Errorf("%s, which ran 2.4.1, is on %s", p.Name, p.Revision)
+		}
+	}
+}
+
+// TestABrokenTargetIsRolledForwardByANewerRelease: 2.4.1 crash-loops on
+// the first rolled pod; the user sets 2.4.2 instead of waiting for a halt.
+// The StatefulSet replaces that pod onto 2.4.2 (the partition stays where
+// it was), and the rollout starts over and completes: holding every pod
+// instead would leave the broken pod on 2.4.1 and the preflight waiting
+// for it forever.
+func TestABrokenTargetIsRolledForwardByANewerRelease(t *testing.T) {
+	const fixed = "bao-fixed"
+	d, _, o := run(t, cluster(), 60, func(o *upgrade.Observed) string {
+		for i := range o.Pods {
+			o.Pods[i].Ready = o.Pods[i].Revision != newRev // 2.4.1 does not start
+		}
+		if o.SpecVersion == "2.4.1" && o.Upgrade != nil && o.Now.Sub(t0) >= 20*time.Second {
+			o.SpecVersion, o.CurrentVersion, o.HighestVersion = "2.4.2", "", "2.4.1"
+			return fixed
+		}
+		return ""
+	})
+	if !d.Completed {
+		t.Fatalf("not complete: partition %d, upgrade %+v, Upgrading %+v", d.Partition, d.Upgrade, d.Upgrading)
+	}
+	for _, p := range o.Pods {
+		if p.Revision != fixed {
+			t.Errorf("%s ended on %s", p.Name, p.Revision)
+		}
+	}
+}
+
+func TestSharedVersionRule(t *testing.T) {
+	for _, tc := range []struct {
+		current, highest, want string
+	}{
+		{"2.4.0", "", "2.4.0"}, {"", "2.4.1", "2.4.1"}, {"2.4.0", "2.4.1", "2.4.1"}, {"2.4.1", "2.4.0", "2.4.1"},
+		{"2.4.0", "2.4.0-abc", "2.4.0"}, {"", "", ""}, {"garbage", "2.4.1", "2.4.1"},
+	} {
+		if got := upgrade.Reference(tc.current, tc.highest); got != tc.want {
+			t.Errorf("Reference(%q, %q) = %q, want %q", tc.current, tc.highest, got, tc.want)
+		}
+	}
+	reason, msg := upgrade.VersionRefused("", "2.4.1", "2.4.0", false, v1alpha1.UnsealStatic)
+	if reason != v1alpha1.ReasonDowngradeBlocked || !strings.Contains(msg, "status.highestVersion") || !strings.Contains(msg, "back to 2.4.1") {
+		t.Errorf("a downgrade below the highest version a server ran: %q %q", reason, msg)
+	}
+	if reason, _ := upgrade.VersionRefused("", "2.4.1", "2.4.0", true, v1alpha1.UnsealStatic); reason != "" {
+		t.Errorf("allowDowngrade: refused with %s", reason)
+	}
+	if reason, _ := upgrade.VersionRefused("", "2.4.1", "2.4.2", false, v1alpha1.UnsealStatic); reason != "" {
+		t.Errorf("a newer target mid-rollout: refused with %s", reason)
+	}
+}
+
+func TestHighestVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name, prev, current string
+		settled             bool
+		reported            []string
+		want                string
+	}{
+		{"mid-rollout it rises with what a server reports", "2.4.0", "", false, []string{"2.4.0", "2.4.1", ""}, "2.4.1"},
+		{"mid-rollout it never falls", "2.4.1", "", false, []string{"2.4.0", "2.4.0", ""}, "2.4.1"},
+		{"a pod not Ready outside a rollout keeps it", "2.4.1", "", true, []string{"2.4.1", ""}, "2.4.1"},
+		{"settled it is the common version, after an allowed downgrade too", "2.4.1", "2.4.0", true, []string{"2.4.0"}, "2.4.0"},
+		{"first seen", "", "2.4.0", false, nil, "2.4.0"},
+		{"nothing reported", "", "", false, []string{"", "x"}, ""},
+	} {
+		if got := upgrade.HighestVersion(tc.prev, tc.current, tc.settled, tc.reported); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -9,12 +9,16 @@ import (
 
 // FuzzNoReleasePastAnUnverifiedOrActivePod feeds Decide arbitrary
 // sequences of observations (pods rolled or not, ready or not, active or
-// not; health and Raft lag good or bad; time passing) and holds two
-// invariants whenever a pass lowers the partition:
+// not; health, autopilot's verdicts, failure tolerance and Raft lag good
+// or bad; time passing) and holds three invariants whenever a pass lowers
+// the partition:
 //   - every pod above the new partition is, in that very observation,
 //     Ready on the new template, unsealed and caught up;
 //   - the pod just released is not the active server, unless it is the
-//     only one.
+//     only one;
+//   - never two voters down by our hand: every other server is Ready and
+//     unsealed, every other voter healthy and caught up as autopilot
+//     sees it, and autopilot tolerates a failure.
 func FuzzNoReleasePastAnUnverifiedOrActivePod(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 	f.Add([]byte{255, 0, 255, 0, 7, 7, 7, 7, 1, 2, 4, 8, 16, 32, 64, 128})
@@ -23,7 +27,7 @@ func FuzzNoReleasePastAnUnverifiedOrActivePod(f *testing.F) {
 		o := cluster()
 		for i, b := range script {
 			o.Now = t0.Add(time.Duration(i) * time.Duration(b%64+1) * time.Second)
-			applyObservation(&o, b, script[(i+1)%len(script)])
+			applyObservation(&o, b, script[(i+1)%len(script)], script[(i+2)%len(script)])
 			before := o.Replicas
 			if o.Upgrade != nil {
 				before = o.Upgrade.CurrentPartition
@@ -37,9 +41,10 @@ func FuzzNoReleasePastAnUnverifiedOrActivePod(f *testing.F) {
 	})
 }
 
-// applyObservation changes the world by two script bytes: which pods the
-// StatefulSet controller rolled, readiness, leadership, health and lag.
-func applyObservation(o *upgrade.Observed, b, c byte) {
+// applyObservation changes the world by three script bytes: which pods the
+// StatefulSet controller rolled, readiness, leadership, health, lag, and
+// autopilot's verdicts.
+func applyObservation(o *upgrade.Observed, b, c, e byte) {
 	for i := range o.Pods {
 		bit := byte(1) << i
 		if b&bit != 0 && (o.Upgrade == nil || int32(i) >= o.Upgrade.CurrentPartition) {
@@ -49,9 +54,10 @@ func applyObservation(o *upgrade.Observed, b, c byte) {
 		name := o.Pods[i].Name
 		o.Health[name] = upgrade.Health{Initialized: true, Sealed: c&(bit<<3) != 0}
 		lag := uint64(b>>4) * 20
-		o.Raft.Servers[name] = upgrade.Server{Voter: true, LagKnown: c&0x40 == 0, Lag: lag}
+		o.Raft.Servers[name] = upgrade.Server{Voter: e&(bit<<5) == 0 || e&0x10 == 0, Healthy: e&bit == 0, LagKnown: c&0x40 == 0, Lag: lag}
 	}
-	leader := int(c>>6) % 4 // 3: nobody leads
+	o.Raft.FailureTolerance = int(e>>3) % 3 // 0, 1 or 2
+	leader := int(c>>6) % 4                 // 3: nobody leads
 	for i := range o.Pods {
 		o.Pods[i].Active = i == leader
 	}
@@ -72,5 +78,31 @@ func checkRelease(t *testing.T, o upgrade.Observed, d upgrade.Decision) {
 	released := o.Pods[d.Partition]
 	if released.Active && released.Revision != newRev && o.Replicas > 1 {
 		t.Fatalf("partition lowered onto %s while it is the active server", released.Name)
+	}
+	checkPeers(t, o, released.Name)
+}
+
+// checkPeers holds "never two voters down by our hand" for a release of
+// the pod named released.
+func checkPeers(t *testing.T, o upgrade.Observed, released string) {
+	t.Helper()
+	voters := 0
+	for _, p := range o.Pods {
+		s := o.Raft.Servers[p.Name]
+		if s.Voter {
+			voters++
+		}
+		if p.Name == released {
+			continue
+		}
+		if h := o.Health[p.Name]; !p.Ready || !h.Initialized || h.Sealed {
+			t.Fatalf("%s released while %s is not Ready and unsealed: %+v %+v", released, p.Name, p, h)
+		}
+		if s.Voter && (!s.Healthy || !s.LagKnown || s.Lag > o.Settings.MaxRaftLag) {
+			t.Fatalf("%s released while the voter %s is unhealthy or behind: %+v", released, p.Name, s)
+		}
+	}
+	if voters < 3 || o.Raft.FailureTolerance < 1 {
+		t.Fatalf("%s released with %d voters and a failure tolerance of %d", released, voters, o.Raft.FailureTolerance)
 	}
 }

@@ -67,6 +67,20 @@ type Pod struct {
 	// service-registration label, or sys/health when the label is
 	// unknown).
 	Active bool
+	// Container is the kubelet's word on the OpenBao container, which a
+	// message about a pod that is not Ready repeats.
+	Container Container
+}
+
+// Container is what the kubelet reports of a server's container: why it
+// waits (CrashLoopBackOff, ImagePullBackOff), how often it restarted, and
+// how its last run ended (reason, exit code, termination message).
+type Container struct {
+	Waiting      string
+	Restarts     int32
+	LastReason   string
+	LastExitCode int32
+	LastMessage  string
 }
 
 // Server is what the leader's autopilot state says about one server.
@@ -100,9 +114,13 @@ type Observed struct {
 	Now      time.Time
 	Settings Settings
 	// SpecVersion is spec.version; CurrentVersion is status.currentVersion,
-	// the version every server reported last.
+	// the version every server reported last; HighestVersion is
+	// status.highestVersion, the newest any server has reported since the
+	// last rollout completed. A downgrade is judged against the newer of
+	// the two (Reference).
 	SpecVersion    string
 	CurrentVersion string
+	HighestVersion string
 	// SealType is spec.unseal.type; some releases drop seals.
 	SealType v1alpha1.UnsealType
 	// Replicas is what the StatefulSet runs; Name is its name, which

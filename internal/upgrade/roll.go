@@ -33,6 +33,9 @@ func roll(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) {
 func resume(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) bool {
 	if o.Settings.ResumeRequest == up.ResumeRequest {
 		msg := haltMessage(up)
+		if what := blocker(o, up); what != "" {
+			msg += ". Now: " + what
+		}
 		d.Problem = &Condition{Status: true, Reason: up.Halted, Message: msg}
 		d.upgrading(true, v1alpha1.ReasonUpgradeHalted, msg)
 		return false
@@ -65,16 +68,7 @@ func advance(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) bool {
 // done only when all hold in one observation.
 func verify(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) bool {
 	name := podName(o, up.CurrentPartition)
-	steps := []struct {
-		step    string
-		timeout time.Duration
-		reason  string
-		problem func() string
-	}{
-		{StepPodReady, o.Settings.PodReadyTimeout, v1alpha1.ReasonPodReadyTimeout, func() string { return notReadyProblem(o, up, name) }},
-		{StepHealthCheck, o.Settings.HealthCheckTimeout, v1alpha1.ReasonHealthCheckTimeout, func() string { return healthProblem(o, name) }},
-		{StepRaftSync, o.Settings.RaftSyncTimeout, v1alpha1.ReasonRaftSyncTimeout, func() string { return syncProblem(o, name) }},
-	}
+	steps := checks(o, up, name)
 	for i, s := range steps {
 		if problem := s.problem(); problem != "" {
 			// A check of an earlier step that fails again waits under the
@@ -97,6 +91,39 @@ func verify(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) bool {
 	return true
 }
 
+// check is one wait of verify, with its timeout and the reason it halts with.
+type check struct {
+	step    string
+	timeout time.Duration
+	reason  string
+	problem func() string
+}
+
+func checks(o Observed, up *v1alpha1.UpgradeStatus, name string) []check {
+	return []check{
+		{StepPodReady, o.Settings.PodReadyTimeout, v1alpha1.ReasonPodReadyTimeout, func() string { return notReadyProblem(o, up, name) }},
+		{StepHealthCheck, o.Settings.HealthCheckTimeout, v1alpha1.ReasonHealthCheckTimeout, func() string { return healthProblem(o, name) }},
+		{StepRaftSync, o.Settings.RaftSyncTimeout, v1alpha1.ReasonRaftSyncTimeout, func() string { return syncProblem(o, name) }},
+	}
+}
+
+// blocker says what the rollout waits on in this observation, as advance
+// would: a halted rollout keeps saying what still holds it.
+func blocker(o Observed, up *v1alpha1.UpgradeStatus) string {
+	if up.CurrentPartition < o.Replicas && up.Step != "" && up.Step != StepStepDown {
+		for _, c := range checks(o, up, podName(o, up.CurrentPartition)) {
+			if problem := c.problem(); problem != "" {
+				return problem
+			}
+		}
+		return ""
+	}
+	if problem := releasedProblem(o, up); problem != "" || up.CurrentPartition <= 0 {
+		return problem
+	}
+	return peersProblem(o, podName(o, up.CurrentPartition-1))
+}
+
 func stepIndex(step string) int {
 	switch step {
 	case StepHealthCheck:
@@ -108,10 +135,11 @@ func stepIndex(step string) int {
 }
 
 func notReadyProblem(o Observed, up *v1alpha1.UpgradeStatus, name string) string {
-	if p, ok := o.pod(int(up.CurrentPartition)); ok && p.Revision == up.TargetRevision && p.Ready {
+	p, ok := o.pod(int(up.CurrentPartition))
+	if ok && p.Revision == up.TargetRevision && p.Ready {
 		return ""
 	}
-	return fmt.Sprintf("%s is not Ready on the new template", name)
+	return fmt.Sprintf("%s is not Ready on the new template%s", name, p.Container.describe())
 }
 
 func healthProblem(o Observed, name string) string {
@@ -141,6 +169,10 @@ func release(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) bool {
 	k := up.CurrentPartition - 1
 	pod, _ := o.pod(int(k))
 	name := podName(o, k)
+	if problem := peersProblem(o, name); problem != "" {
+		return waitOrHalt(o, up, d, o.Settings.PodReadyTimeout, v1alpha1.ReasonPeerNotReadyTimeout,
+			fmt.Sprintf("%s is not released: %s", name, problem))
+	}
 	stepped := up.Step == StepStepDown
 	if o.Replicas > 1 && pod.Revision != up.TargetRevision {
 		if pod.Active && !stepped {
@@ -177,7 +209,7 @@ func releasedProblem(o Observed, up *v1alpha1.UpgradeStatus) string {
 	for ord := up.CurrentPartition; ord < o.Replicas; ord++ {
 		name := podName(o, ord)
 		if p, ok := o.pod(int(ord)); !ok || !p.Ready || p.Revision != up.TargetRevision {
-			return fmt.Sprintf("%s, already rolled, is not Ready on the new template", name)
+			return fmt.Sprintf("%s, already rolled, is not Ready on the new template%s", name, p.Container.describe())
 		}
 		if problem := healthProblem(o, name); problem != "" {
 			return problem

@@ -32,6 +32,51 @@ func IsDowngrade(from, to string) bool {
 	return f != "" && t != "" && semver.Compare(t, f) < 0
 }
 
+// newer returns the newer of two versions; a, when they name the same
+// release or b is not a version.
+func newer(a, b string) string {
+	if core(b) == "" || (core(a) != "" && semver.Compare(core(b), core(a)) <= 0) {
+		return a
+	}
+	return b
+}
+
+// Reference is the version a change of spec.version is judged against:
+// the newer of status.currentVersion and status.highestVersion. During a
+// rollout currentVersion is empty (the servers run two versions, or one
+// is not Ready), while highestVersion still holds the newest release any
+// of them ran: a target older than that would take a server back over
+// data a newer release wrote. The admission webhook and the rollout's
+// preflight both judge by it, through VersionRefused.
+func Reference(current, highest string) string {
+	if core(current) == "" {
+		return highest
+	}
+	return newer(current, highest)
+}
+
+// HighestVersion returns status.highestVersion after an observation: the
+// newest release any server has reported (reported: each pod's version,
+// "" when it reports none) since the last rollout completed. Once the
+// cluster is settled (no rollout runs or is due) and every server reports
+// one version, it is that version: an allowed downgrade, once complete,
+// lowers it. Otherwise it only rises, so that a server that ran a newer
+// release mid-rollout keeps counting after its pod restarted or the
+// rollout started over.
+func HighestVersion(prev, current string, settled bool, reported []string) string {
+	if settled && core(current) != "" {
+		return current
+	}
+	out := newer(prev, current)
+	for _, v := range reported {
+		out = newer(out, v)
+	}
+	if core(out) == "" {
+		return ""
+	}
+	return out
+}
+
 // cloudSeals are the seals OpenBao 2.7 removed from the server binary in
 // favour of external KMS plugins, which the operator does not install.
 var cloudSeals = map[v1alpha1.UnsealType]bool{

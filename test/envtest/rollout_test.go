@@ -289,6 +289,44 @@ func TestAVersionChangeRollsPodByPodWithAStepDownBeforeTheActiveServer(t *testin
 	}
 }
 
+// TestAVersionLoweredMidRolloutMovesNoPodBack: 2.4.0 → 2.4.1 with bao-2
+// rolled and bao-1 released, spec.version is set back to 2.4.0 (past the
+// webhook, which would refuse it). currentVersion is empty then, but
+// status.highestVersion holds 2.4.1: the partition is locked in the pass
+// that renders the 2.4.0 template, so the StatefulSet moves no pod onto
+// it, and the preflight refuses the new rollout (DowngradeBlocked).
+func TestAVersionLoweredMidRolloutMovesNoPodBack(t *testing.T) {
+	ro := newRollout(t, "rollout-lowered", 3)
+	ro.pass()
+	ro.setVersion("2.4.1")
+	ro.pass()
+	ro.kubeControllerManager()
+	ro.pass()
+	ro.expect("rollout started", 2, "PodReady")
+	ro.kubeControllerManager()
+	ro.pass()
+	ro.expect("bao-2 done, bao-1 released", 1, "PodReady")
+	ro.kubeControllerManager() // bao-1 recreated on 2.4.1
+	if c := ro.cluster(); c.Status.CurrentVersion != "" || c.Status.HighestVersion != "2.4.1" {
+		t.Fatalf("mid-rollout: currentVersion %q, highestVersion %q; want empty and 2.4.1", c.Status.CurrentVersion, c.Status.HighestVersion)
+	}
+
+	ro.setVersion("2.4.0")
+	ro.pass() // the 2.4.0 template is rendered; the partition is locked with it
+	ro.expect("locked", 3, "")
+	ro.kubeControllerManager()
+	ro.pass()
+	ro.expect("refused", 3, "-")
+	if d := findDegraded(ro.cluster()); d == nil || d.Reason != v1alpha1.ReasonDowngradeBlocked {
+		t.Errorf("Degraded %+v, want DowngradeBlocked", d)
+	}
+	for _, i := range []int{1, 2} {
+		if rev := ro.pod(i).Labels[appsv1.ControllerRevisionHashLabelKey]; rev != "rev-2.4.1" {
+			t.Errorf("bao-%d, which ran 2.4.1, is on %s", i, rev)
+		}
+	}
+}
+
 func assertEvents(t *testing.T, rec *events.FakeRecorder, reasons ...string) {
 	t.Helper()
 	var seen []string

@@ -118,6 +118,8 @@ var refusedCreations = []struct {
 		"spec.config.default_lease_ttl", "768h"},
 	{"a boolean max lease TTL", "OpenBaoCluster", `spec: {version: 2.4.0, config: {max_lease_ttl: true}}`,
 		"spec.config.max_lease_ttl", "a whole number of seconds"},
+	{"a max lease TTL below OpenBao's default lease TTL", "OpenBaoCluster", `spec: {version: 2.4.0, config: {max_lease_ttl: 30d}}`,
+		"spec.config.max_lease_ttl", "cannot have DefaultLeaseTTL larger than MaxLeaseTTL"},
 	{"a request duration in words", "OpenBaoCluster", `spec: {version: 2.4.0, config: {default_max_request_duration: "ten minutes"}}`,
 		"spec.config.default_max_request_duration", "30d"},
 	{"a null in a config block", "OpenBaoCluster", `spec: {version: 2.4.0, config: {audit: {type: file, options: null}}}`,
@@ -153,10 +155,14 @@ var refusedCreations = []struct {
 }
 
 // refusedUpdates change a stored cluster in a way that depends on the old
-// object: its running version (status.currentVersion) or its stored values.
+// object: its running version (status.currentVersion; "mid-rollout X"
+// leaves it empty, as while servers run two versions, with
+// status.highestVersion X) or its stored values.
 var refusedUpdates = []struct {
 	name, stored, running, changed, field, phrase string
 }{
+	{"a downgrade mid-rollout, below the release a server ran", `spec: {version: 2.4.1}`, "mid-rollout 2.4.1", `spec: {version: 2.4.0}`,
+		"spec.version", "Set spec.version back to 2.4.1"},
 	{"a downgrade from the running version", `spec: {version: 2.5.0}`, "2.5.0", `spec: {version: 2.4.0}`,
 		"spec.version", "Set spec.version back to 2.5.0"},
 	{"a release without the cluster's KMS seal", `spec: {version: 2.4.0, unseal: {type: awskms, options: {region: eu-west-1}}}`, "2.4.0",
@@ -246,6 +252,9 @@ func setRunningVersion(t *testing.T, c client.Client, name, version string) {
 		t.Fatal(err)
 	}
 	cl.Status.CurrentVersion, cl.Status.Initialized = version, true
+	if highest, ok := strings.CutPrefix(version, "mid-rollout "); ok {
+		cl.Status.CurrentVersion, cl.Status.HighestVersion = "", highest
+	}
 	if err := c.Status().Update(context.Background(), cl); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +268,7 @@ func acceptValid(t *testing.T, c client.Client) {
 	good := object(t, "OpenBaoCluster", `metadata: {name: good}
 spec:
   version: 2.4.0
-  config: {default_lease_ttl: 768h, max_lease_ttl: 30d, ui: true, audit: [{type: file, path: stdout}]}
+  config: {default_lease_ttl: 768h, max_lease_ttl: 32d, ui: true, audit: [{type: file, path: stdout}]}
   selfInit: {enabled: true, requests: [{name: audit, operation: update, path: sys/audit/stdout, data: {type: file, options: {file_path: /dev/stdout}}}]}
   `+backupSpec+`
 `)
