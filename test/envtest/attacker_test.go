@@ -50,7 +50,8 @@ type Attacker struct {
 }
 
 // authenticatedGroups are the groups the API server gives any user who
-// logged in; no binding of this suite names them.
+// logged in; RBAC's bootstrap binds that group only to discovery and
+// self-review roles, and no binding of this suite names it.
 var authenticatedGroups = []string{"system:authenticated"}
 
 // NewAttacker creates namespace if needed, installs config/rbac's editor
