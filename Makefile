@@ -48,6 +48,7 @@ chart-sync: ## Copy the CRDs, the roles, the webhooks and the admission policies
 	rm -f $(OPERATOR_CHART)/crds/*.yaml
 	cp config/crd/bases/*.yaml $(OPERATOR_CHART)/crds/
 	cp config/rbac/role.yaml $(OPERATOR_CHART)/files/manager-role.yaml
+	cp config/rbac/openbao_editor_role.yaml config/rbac/openbao_viewer_role.yaml $(OPERATOR_CHART)/files/
 	cp config/webhook/manifests.yaml $(OPERATOR_CHART)/files/webhook.yaml
 	cp config/admission/replicas-warning.yaml config/admission/disruption-budget.yaml config/admission/managed-objects.yaml $(OPERATOR_CHART)/files/admission/
 	cp config/tenancy/roles/*_role.yaml config/tenancy/tenant-bindings-policy.yaml $(OPERATOR_CHART)/files/tenancy/

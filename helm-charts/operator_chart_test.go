@@ -184,6 +184,8 @@ func TestOperatorChartLint(t *testing.T) {
 func TestOperatorChartMatchesConfig(t *testing.T) {
 	copies := map[string]string{
 		"files/manager-role.yaml":                   "../config/rbac/role.yaml",
+		"files/openbao_editor_role.yaml":            "../config/rbac/openbao_editor_role.yaml",
+		"files/openbao_viewer_role.yaml":            "../config/rbac/openbao_viewer_role.yaml",
 		"files/webhook.yaml":                        "../config/webhook/manifests.yaml",
 		"files/admission/replicas-warning.yaml":     "../config/admission/replicas-warning.yaml",
 		"files/admission/disruption-budget.yaml":    "../config/admission/disruption-budget.yaml",

@@ -23,6 +23,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 )
 
@@ -194,5 +196,36 @@ func readYAML(t *testing.T, path string, into any) {
 	}
 	if err := yaml.Unmarshal(data, into); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// TestBundleShipsTheUserRoles: the editor and viewer roles of config/rbac,
+// which operator-sdk writes beside the CSV as ClusterRoles of their own
+// (bound to no ServiceAccount of the CSV), with their rules and their
+// aggregation labels.
+func TestBundleShipsTheUserRoles(t *testing.T) {
+	b := loadBundle(t)
+	for _, file := range []string{"openbao_editor_role.yaml", "openbao_viewer_role.yaml"} {
+		var want rbacv1.ClusterRole
+		readYAML(t, "../config/rbac/"+file, &want)
+		i := slices.IndexFunc(b.Objects, func(o *unstructured.Unstructured) bool {
+			return o.GetKind() == "ClusterRole" && o.GetName() == want.Name
+		})
+		if i < 0 {
+			t.Errorf("the bundle lacks the ClusterRole %s of config/rbac/%s (run make bundle)", want.Name, file)
+			continue
+		}
+		var got rbacv1.ClusterRole
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(b.Objects[i].Object, &got); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range want.Labels {
+			if got.Labels[k] != v {
+				t.Errorf("the bundle's %s lacks the label %s=%s", want.Name, k, v)
+			}
+		}
+		if !reflect.DeepEqual(got.Rules, want.Rules) {
+			t.Errorf("the bundle's %s rules differ from config/rbac/%s (run make bundle)", want.Name, file)
+		}
 	}
 }
