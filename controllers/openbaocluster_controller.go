@@ -92,6 +92,7 @@ type OpenBaoClusterReconciler struct {
 func (r *OpenBaoClusterReconciler) steps() []step {
 	return []step{
 		{"pause", r.reconcilePause},
+		{"references", r.reconcileReferences},
 		{"tls", r.reconcileTLS},
 		{"seal", r.reconcileSealMaterial},
 		{"image", r.reconcileImage},
