@@ -26,6 +26,17 @@ import (
 // carry no label of the cache); clusters reads the source of a drill copy.
 func managedReferences(ctx context.Context, secrets, clusters client.Reader, c *v1alpha1.OpenBaoCluster) (field.ErrorList, error) {
 	refs := decide.ClusterReferences(c).Objects
+	o, err := observeManaged(ctx, secrets, clusters, c, refs)
+	if err != nil {
+		return nil, err
+	}
+	return decide.ManagedSecretRefs(refs, o), nil
+}
+
+// observeManaged reads what the rule needs about refs of c: which of the
+// Secrets carry the operator's label (none are read when secrets is nil),
+// and, for a drill copy, its source.
+func observeManaged(ctx context.Context, secrets, clusters client.Reader, c *v1alpha1.OpenBaoCluster, refs []decide.Ref) (decide.ManagedObserved, error) {
 	o := decide.ManagedObserved{Labelled: map[string]bool{}}
 	for _, r := range refs {
 		if r.Kind != decide.KindSecret || secrets == nil {
@@ -33,7 +44,7 @@ func managedReferences(ctx context.Context, secrets, clusters client.Reader, c *
 		}
 		labelled, err := managedLabelled(ctx, secrets, c.Namespace, r.Name)
 		if err != nil {
-			return nil, err
+			return o, err
 		}
 		o.Labelled[r.Name] = labelled
 	}
@@ -44,10 +55,10 @@ func managedReferences(ctx context.Context, secrets, clusters client.Reader, c *
 		case err == nil:
 			o.Exempt = decide.DrillCopyKey(c, source)
 		case !apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("read OpenBaoCluster %s, the source of drill copy %s: %w", name, c.Name, err)
+			return o, fmt.Errorf("read OpenBaoCluster %s, the source of drill copy %s: %w", name, c.Name, err)
 		}
 	}
-	return decide.ManagedSecretRefs(refs, o), nil
+	return o, nil
 }
 
 // managedLabelled says whether Secret name carries the operator's
