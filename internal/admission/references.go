@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/values"
 )
 
 // Kinds of the objects a spec may name.
@@ -71,6 +72,12 @@ func ClusterReferences(c *v1alpha1.OpenBaoCluster) References {
 	if iv := s.ImageVerification; iv != nil && iv.Keyless != nil {
 		refs.add(specPath.Child("imageVerification", "keyless", "trustedRootConfigMapRef"), KindConfigMap,
 			iv.Keyless.TrustedRootConfigMapRef.Name)
+	}
+	// The one reference inside the free-form spec.values: the servers'
+	// pull Secrets, which the kubelet uses for the spec's image.
+	pulls, _ := values.PullSecretNames(c, values.Operator{})
+	for i, name := range pulls {
+		refs.add(specPath.Child("values", "imagePullSecrets").Index(i).Child("name"), KindSecret, name)
 	}
 	return refs
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/admission"
@@ -167,4 +168,14 @@ func listed(refs admission.References, path, name string) bool {
 		}
 	}
 	return false
+}
+
+// TestThePullSecretsOfSpecValuesAreListed: spec.values is free-form, so
+// the reflective walk cannot see its imagePullSecrets; they are listed.
+func TestThePullSecretsOfSpecValuesAreListed(t *testing.T) {
+	c := &v1alpha1.OpenBaoCluster{}
+	c.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"imagePullSecrets":[{"name":"mine"},{"name":"theirs"}]}`)}
+	if refs := admission.ClusterReferences(c); !listed(refs, "spec.values.imagePullSecrets[1].name", "theirs") {
+		t.Fatalf("the second pull Secret is not listed: %+v", refs.Objects)
+	}
 }
