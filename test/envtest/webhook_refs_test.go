@@ -117,7 +117,7 @@ spec: {version: 2.4.0, backup: {jwtAuthRole: backup, `+storeTarget+`}}}`)
 			`spec: {version: 2.4.0, backup: {jwtAuthRole: backup, executorImage: "evil.example/exec:1", ` + storeTarget + `, credentialsSecretRef: {name: prod-root-token}}}}`,
 			"spec.backup.target.credentialsSecretRef", admission.RuleManagedSecret},
 		{"another cluster's seal key copied into the tenant's image", attacker, "OpenBaoCluster",
-			`spec: {version: 2.4.0, image: "evil.example/bao:1", bootstrap: {fromBackup: {` + storeTarget + `}, latest: true, sourceCluster: prod, keepSourceIdentity: true, unsealKeySecretRef: {name: prod-unseal-key}}}}`,
+			`spec: {version: 2.4.0, image: "evil.example/bao", bootstrap: {fromBackup: {` + storeTarget + `}, latest: true, sourceCluster: prod, keepSourceIdentity: true, unsealKeySecretRef: {name: prod-unseal-key}}}}`,
 			"spec.bootstrap.fromBackup.unsealKeySecretRef", admission.RuleManagedSecret},
 		{"a Secret the tenant may not read as its store credentials", attacker, "OpenBaoCluster",
 			`spec: {version: 2.4.0, backup: {jwtAuthRole: backup, ` + storeTarget + `, credentialsSecretRef: {name: other-s3}}}}`,
