@@ -37,9 +37,9 @@ func TestAClusterNamingAnOperatorManagedSecretIsHeldWithNothingApplied(t *testin
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ name, spec, field, why string }{
-		{"steal-token", `backup: {jwtAuthRole: backup, executorImage: "evil.example/exec:1", target: {endpoint: "https://s3.example.com", bucket: b, credentialsSecretRef: {name: prod-root-token}}}`,
+		{"steal-token", `backup: {jwtAuthRole: backup, executorImage: "evil.example/exec:1", target: {endpoint: "https://s3.example.com", bucket: backups, credentialsSecretRef: {name: prod-root-token}}}`,
 			"spec.backup.target.credentialsSecretRef", "ends in -root-token"},
-		{"steal-key", `bootstrap: {fromBackup: {target: {endpoint: "https://s3.example.com", bucket: b}, latest: true, unsealKeySecretRef: {name: renamed-key}}}`,
+		{"steal-key", `bootstrap: {fromBackup: {target: {endpoint: "https://s3.example.com", bucket: backups}, latest: true, unsealKeySecretRef: {name: renamed-key}}}`,
 			"spec.bootstrap.fromBackup.unsealKeySecretRef", "carries app.kubernetes.io/managed-by=openbao-operator"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,7 +89,7 @@ func TestABackupOfAClusterNamingAManagedSecretFailsWithoutAJob(t *testing.T) {
 	r := &controllers.OpenBaoBackupReconciler{Client: k8s, APIReader: k8s, Recorder: &events.FakeRecorder{},
 		Clock: clocktesting.NewFakeClock(time.Now())}
 	c := newCluster(t, ns, `metadata: {name: bao}
-spec: {version: 2.4.0, backup: {jwtAuthRole: backup, executorImage: "evil.example/exec:1", target: {endpoint: "https://s3.example.com", bucket: b, credentialsSecretRef: {name: prod-root-token}}}}`)
+spec: {version: 2.4.0, backup: {jwtAuthRole: backup, executorImage: "evil.example/exec:1", target: {endpoint: "https://s3.example.com", bucket: backups, credentialsSecretRef: {name: prod-root-token}}}}`)
 	if err := k8s.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
