@@ -80,8 +80,8 @@ func TestAClusterNamingAnOperatorManagedSecretIsHeldWithNothingApplied(t *testin
 }
 
 // TestABackupOfAClusterNamingAManagedSecretFailsWithoutAJob: the backup
-// controller asks the same rule before it mounts the cluster's store
-// credentials into a Job.
+// and restore controllers ask the same rule before they mount the
+// cluster's store credentials into a Job.
 func TestABackupOfAClusterNamingAManagedSecretFailsWithoutAJob(t *testing.T) {
 	ctx := context.Background()
 	ns := "refs-refused"
@@ -99,6 +99,23 @@ spec: {version: 2.4.0, backup: {jwtAuthRole: backup, executorImage: "evil.exampl
 	}
 	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}); err != nil {
 		t.Fatal(err)
+	}
+	rs := &v1alpha1.OpenBaoRestore{ObjectMeta: metav1.ObjectMeta{Name: "latest", Namespace: ns},
+		Spec: v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}}}
+	if err := k8s.Create(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	rr := &controllers.OpenBaoRestoreReconciler{Client: k8s, APIReader: k8s, Recorder: &events.FakeRecorder{},
+		Clock: clocktesting.NewFakeClock(time.Now())}
+	if _, err := rr.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(rs)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(rs), rs); err != nil {
+		t.Fatal(err)
+	}
+	if rs.Status.Phase != v1alpha1.RestoreFailed || rs.Status.Reason != admission.ReasonManagedSecretReferenced || rs.Status.JobName != "" ||
+		!strings.Contains(rs.Status.Message, "spec.backup.target.credentialsSecretRef") {
+		t.Errorf("restore status %+v, want Failed %s naming the field, no Job", rs.Status, admission.ReasonManagedSecretReferenced)
 	}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
 		t.Fatal(err)
