@@ -15,6 +15,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/admission"
+	"github.com/openbao/operator/internal/backup"
 )
 
 // The attacker tenant of issue "Confused deputy": in one namespace,
@@ -158,6 +159,21 @@ spec: {clusterName: mine, source: {latest: true}}`},
 			if err := attacker.Create(ctx, object(t, tc.kind, tc.manifest)); err != nil {
 				t.Errorf("the editor's %s of its own cluster was refused: %v", tc.kind, err)
 			}
+		}
+	})
+	t.Run("the operator's drill copy may name its source's seal key, a copy running another image may not", func(t *testing.T) {
+		source := &v1alpha1.OpenBaoCluster{}
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(prod), source); err != nil {
+			t.Fatal(err)
+		}
+		b := &v1alpha1.OpenBaoBackup{ObjectMeta: metav1.ObjectMeta{Name: "prod-1", Namespace: webhookNamespace}}
+		b.Status.Key, b.Status.SHA256 = "webhook/prod/1.snap", strings.Repeat("a", 64)
+		forged := backup.DrillCopyFor(source, b)
+		forged.Spec.Image = "evil.example/bao"
+		err := admin.Create(ctx, forged)
+		expectRefused(t, err, "spec.bootstrap.fromBackup.unsealKeySecretRef", admission.RuleManagedSecret)
+		if err := admin.Create(ctx, backup.DrillCopyFor(source, b)); err != nil {
+			t.Fatalf("the drill's own copy was refused: %v", err)
 		}
 	})
 	t.Run("an update that names a managed Secret anew is refused, one that keeps the spec's names is not", func(t *testing.T) {
