@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	decide "github.com/openbao/operator/internal/admission"
 	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/children"
 	"github.com/openbao/operator/internal/imagepolicy"
@@ -106,6 +107,13 @@ func (r *OpenBaoBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 // start in the status before creating the Job, so that a retried pass
 // creates the same Job, never a second one.
 func (r *OpenBaoBackupReconciler) start(ctx context.Context, b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster) (ctrl.Result, error) {
+	if refused, err := managedReferences(ctx, r.APIReader, r.Client, c); err != nil || len(refused) > 0 {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.finish(ctx, b, c, v1alpha1.BackupFailed, decide.ReasonManagedSecretReferenced,
+			"OpenBaoCluster "+c.Name+": "+refusalMessage(refused)+"; no Job was created")
+	}
 	backups, err := listClusterBackups(ctx, r.Client, b.Namespace, c.Name)
 	if err != nil {
 		return ctrl.Result{}, err

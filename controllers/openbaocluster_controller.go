@@ -96,6 +96,7 @@ type OpenBaoClusterReconciler struct {
 func (r *OpenBaoClusterReconciler) steps() []step {
 	return []step{
 		{"pause", r.reconcilePause},
+		{"references", r.reconcileReferences},
 		{"tls", r.reconcileTLS},
 		{"seal", r.reconcileSealMaterial},
 		{"image-policy", r.reconcileImagePolicy},

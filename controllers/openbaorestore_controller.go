@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	decide "github.com/openbao/operator/internal/admission"
 	"github.com/openbao/operator/internal/restore"
 )
 
@@ -38,9 +39,12 @@ type ServerObserver interface {
 // the servers after the restore) and carries out the decision: the status,
 // the Job, pod restarts, events, metrics and an audit line.
 type OpenBaoRestoreReconciler struct {
-	Client   client.Client
-	Recorder recorder.EventRecorder
-	Clock    clock.PassiveClock
+	Client client.Client
+	// APIReader reads the labels of the Secrets the cluster's spec names,
+	// which carry no label of the cache; nil checks their names only.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	Clock     clock.PassiveClock
 	// OperatorImage runs the executor unless spec.backup.executorImage is
 	// set.
 	OperatorImage string
@@ -117,6 +121,10 @@ func (r *OpenBaoRestoreReconciler) observe(ctx context.Context, rs *v1alpha1.Ope
 }
 
 func (r *OpenBaoRestoreReconciler) preflight(ctx context.Context, c *v1alpha1.OpenBaoCluster, rs *v1alpha1.OpenBaoRestore) (restore.Check, error) {
+	if refused, err := managedReferences(ctx, r.APIReader, r.Client, c); err != nil || len(refused) > 0 {
+		return restore.Check{Permanent: true, Reason: decide.ReasonManagedSecretReferenced,
+			Message: "OpenBaoCluster " + c.Name + ": " + refusalMessage(refused)}, err
+	}
 	backups, err := listClusterBackups(ctx, r.Client, c.Namespace, c.Name)
 	if err != nil {
 		return restore.Check{}, err

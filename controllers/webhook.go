@@ -33,25 +33,37 @@ const (
 // must count.
 func SetupWebhooks(mgr ctrl.Manager, images imagepolicy.Policy) {
 	reader := mgr.GetAPIReader()
+	rules := referenceRules{reader: reader, reviews: mgr.GetClient()}
 	srv := mgr.GetWebhookServer()
 	scheme := mgr.GetScheme()
-	srv.Register(ClusterWebhookPath, admission.WithValidator[*v1alpha1.OpenBaoCluster](scheme, clusterValidator{images: images}))
-	srv.Register(BackupWebhookPath, admission.WithValidator[*v1alpha1.OpenBaoBackup](scheme, backupValidator{reader: reader}))
-	srv.Register(RestoreWebhookPath, admission.WithValidator[*v1alpha1.OpenBaoRestore](scheme, restoreValidator{reader: reader}))
+	srv.Register(ClusterWebhookPath, admission.WithValidator[*v1alpha1.OpenBaoCluster](scheme, clusterValidator{rules: rules, images: images}))
+	srv.Register(BackupWebhookPath, admission.WithValidator[*v1alpha1.OpenBaoBackup](scheme, backupValidator{reader: reader, rules: rules}))
+	srv.Register(RestoreWebhookPath, admission.WithValidator[*v1alpha1.OpenBaoRestore](scheme, restoreValidator{reader: reader, rules: rules}))
 }
 
-// clusterValidator holds the platform's image policy besides the rules of
-// internal/admission.
-type clusterValidator struct{ images imagepolicy.Policy }
-
-func (v clusterValidator) ValidateCreate(_ context.Context, c *v1alpha1.OpenBaoCluster) (admission.Warnings, error) {
-	errs := append(decide.ValidateCluster(nil, c), v.images.CheckChanged(nil, c)...)
-	return nil, invalid("OpenBaoCluster", c.Name, errs)
+// clusterValidator checks a cluster's values, what its spec names against
+// the author's rights and the managed-Secret rule, and its images against
+// the platform's image policy.
+type clusterValidator struct {
+	rules  referenceRules
+	images imagepolicy.Policy
 }
 
-func (v clusterValidator) ValidateUpdate(_ context.Context, old, c *v1alpha1.OpenBaoCluster) (admission.Warnings, error) {
+func (v clusterValidator) ValidateCreate(ctx context.Context, c *v1alpha1.OpenBaoCluster) (admission.Warnings, error) {
+	return v.validate(ctx, nil, c)
+}
+
+func (v clusterValidator) ValidateUpdate(ctx context.Context, old, c *v1alpha1.OpenBaoCluster) (admission.Warnings, error) {
+	return v.validate(ctx, old, c)
+}
+
+func (v clusterValidator) validate(ctx context.Context, old, c *v1alpha1.OpenBaoCluster) (admission.Warnings, error) {
 	errs := append(decide.ValidateCluster(old, c), v.images.CheckChanged(old, c)...)
-	return nil, invalid("OpenBaoCluster", c.Name, errs)
+	refused, err := v.rules.cluster(ctx, old, c)
+	if err != nil {
+		return nil, err
+	}
+	return nil, invalid("OpenBaoCluster", c.Name, append(errs, refused...))
 }
 
 func (clusterValidator) ValidateDelete(context.Context, *v1alpha1.OpenBaoCluster) (admission.Warnings, error) {
@@ -60,14 +72,22 @@ func (clusterValidator) ValidateDelete(context.Context, *v1alpha1.OpenBaoCluster
 
 // backupValidator checks creations only: the spec is immutable, and an
 // update (a finalizer, a label) must go through after the cluster is gone.
-type backupValidator struct{ reader client.Reader }
+// The author must be allowed to update the cluster it backs up.
+type backupValidator struct {
+	reader client.Reader
+	rules  referenceRules
+}
 
 func (v backupValidator) ValidateCreate(ctx context.Context, b *v1alpha1.OpenBaoBackup) (admission.Warnings, error) {
 	c, err := readCluster(ctx, v.reader, b.Namespace, b.Spec.ClusterName)
 	if err != nil {
 		return nil, err
 	}
-	return nil, invalid("OpenBaoBackup", b.Name, decide.ValidateBackup(b, c))
+	denied, err := v.rules.authorMay(ctx, b.Namespace, decide.BackupReferences(b))
+	if err != nil {
+		return nil, err
+	}
+	return nil, invalid("OpenBaoBackup", b.Name, append(decide.ValidateBackup(b, c), denied...))
 }
 
 func (backupValidator) ValidateUpdate(context.Context, *v1alpha1.OpenBaoBackup, *v1alpha1.OpenBaoBackup) (admission.Warnings, error) {
@@ -78,15 +98,23 @@ func (backupValidator) ValidateDelete(context.Context, *v1alpha1.OpenBaoBackup) 
 	return nil, nil
 }
 
-// restoreValidator checks creations only, as backupValidator does.
-type restoreValidator struct{ reader client.Reader }
+// restoreValidator checks creations only, as backupValidator does; the
+// author must be allowed to update the cluster whose data it overwrites.
+type restoreValidator struct {
+	reader client.Reader
+	rules  referenceRules
+}
 
 func (v restoreValidator) ValidateCreate(ctx context.Context, r *v1alpha1.OpenBaoRestore) (admission.Warnings, error) {
 	c, err := readCluster(ctx, v.reader, r.Namespace, r.Spec.ClusterName)
 	if err != nil {
 		return nil, err
 	}
-	return nil, invalid("OpenBaoRestore", r.Name, decide.ValidateRestore(r, c))
+	denied, err := v.rules.authorMay(ctx, r.Namespace, decide.RestoreReferences(r))
+	if err != nil {
+		return nil, err
+	}
+	return nil, invalid("OpenBaoRestore", r.Name, append(decide.ValidateRestore(r, c), denied...))
 }
 
 func (restoreValidator) ValidateUpdate(context.Context, *v1alpha1.OpenBaoRestore, *v1alpha1.OpenBaoRestore) (admission.Warnings, error) {

@@ -244,7 +244,7 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 		return fmt.Errorf("set up OpenBaoBackup controller: %w", err)
 	}
 	restores := &controllers.OpenBaoRestoreReconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("openbao-operator"),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openbao-operator"),
 		Clock: clock.RealClock{}, OperatorImage: f.image, Servers: reconciler, Scope: scope, ProxyEnv: proxy.ReadProxyVarsFromEnv(),
 	}
 	if err := restores.SetupWithManager(mgr); err != nil {

@@ -171,7 +171,10 @@ func setVerify(ctx context.Context, t *testing.T, cl client.Client, ns string, o
 
 // createMovedCluster creates cluster "moved" from backup b of "bao": the
 // same store, bao's seal key, and bao's root token to bind the operator's
-// identity in the restored data to "moved".
+// identity in the restored data to "moved". The key and the token are
+// copied into Secrets of the user's own first, as a user who may read them
+// does: a spec may not name the operator's Secrets (admission's rule
+// "operator-managed Secrets are never credentials").
 func createMovedCluster(ctx context.Context, t *testing.T, cl client.Client, ns string, b *v1alpha1.OpenBaoBackup) time.Time {
 	t.Helper()
 	source := &v1alpha1.OpenBaoCluster{}
@@ -185,13 +188,27 @@ func createMovedCluster(ctx context.Context, t *testing.T, cl client.Client, ns 
 	u := clusterObject(t, ns, "moved", nil)
 	u.Object["spec"].(map[string]any)["bootstrap"] = map[string]any{"fromBackup": map[string]any{
 		"target": target, "sourceCluster": "bao", "key": b.Status.Key, "expectedSHA256": b.Status.SHA256,
-		"unsealKeySecretRef": map[string]any{"name": "bao-unseal-key"},
-		"tokenSecretRef":     map[string]any{"name": "bao-root-token"},
+		"unsealKeySecretRef": map[string]any{"name": copySecret(ctx, t, cl, ns, "bao-unseal-key", "bao-seal-key-copy")},
+		"tokenSecretRef":     map[string]any{"name": copySecret(ctx, t, cl, ns, "bao-root-token", "bao-token-copy")},
 	}}
 	if err := cl.Create(ctx, u); err != nil {
 		t.Fatal(err)
 	}
 	return time.Now()
+}
+
+// copySecret copies Secret from into a new Secret to, and returns its name.
+func copySecret(ctx context.Context, t *testing.T, cl client.Client, ns, from, to string) string {
+	t.Helper()
+	src := &corev1.Secret{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: from}, src); err != nil {
+		t.Fatal(err)
+	}
+	dst := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: to}, Data: src.Data}
+	if err := cl.Create(ctx, dst); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return to
 }
 
 // checkMovedCluster waits for "moved" to hold bao's snapshot: every server

@@ -183,7 +183,7 @@ spec:
     fromBackup:
       target: {endpoint: "https://s3.example.com", bucket: backups}
       latest: true
-      unsealKeySecretRef: {name: source-unseal-key}
+      unsealKeySecretRef: {name: source-seal-key}
 `)
 	if err := k8s.Create(ctx, c); err != nil {
 		t.Fatal(err)
@@ -203,7 +203,7 @@ spec:
 		t.Fatalf("a StatefulSet exists before the source's key: %v", err)
 	}
 	sourceKey := []byte("0123456789abcdef0123456789abcdef")
-	if err := k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "source-unseal-key", Namespace: managedNamespace},
+	if err := k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "source-seal-key", Namespace: managedNamespace},
 		Data: map[string][]byte{sealkey.DataKey: sourceKey}}); err != nil {
 		t.Fatal(err)
 	}

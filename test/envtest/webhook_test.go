@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -34,6 +35,14 @@ const webhookNamespace = "webhook"
 // what the webhook refuses (a backup of a missing cluster, to watch the
 // controller fail it).
 func startWebhook(t *testing.T) client.Client {
+	t.Helper()
+	c, _ := startWebhookServer(t)
+	return c
+}
+
+// startWebhookServer is startWebhook that also returns the API server's
+// admin config, from which a test impersonates users.
+func startWebhookServer(t *testing.T) (client.Client, *rest.Config) {
 	t.Helper()
 	binDir, err := testbin.Dir()
 	if err != nil {
@@ -73,7 +82,7 @@ func startWebhook(t *testing.T) client.Client {
 	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: webhookNamespace}}); err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return c, restCfg
 }
 
 func waitForTLS(t *testing.T, addr string) {
