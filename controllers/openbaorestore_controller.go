@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -49,6 +50,10 @@ type OpenBaoRestoreReconciler struct {
 	Scope Scope
 	// ProxyEnv is passed to the executor (operator-lib's proxy variables).
 	ProxyEnv []corev1.EnvVar
+	// APIReader reads around the cache: a Job the cache does not have yet
+	// must not be taken for a Job that is gone. Nil: Client (SetupWithManager
+	// sets the manager's).
+	APIReader client.Reader
 
 	mu sync.Mutex
 	// started remembers, per cluster, the restore this process started,
@@ -57,19 +62,30 @@ type OpenBaoRestoreReconciler struct {
 	started map[types.NamespacedName]string
 }
 
-// Reconcile takes one OpenBaoRestore one step further.
+// Reconcile takes one OpenBaoRestore one step further. The restore holds
+// a finalizer from its first pass until it has ended, so that deleting it
+// mid-restore leaves its holds on backups and rollouts in place until the
+// outcome is known.
 func (r *OpenBaoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rs := &v1alpha1.OpenBaoRestore{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if rs.Status.Phase.Done() || !rs.DeletionTimestamp.IsZero() {
+	if rs.Status.Phase.Done() {
 		r.forget(rs)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.release(ctx, rs)
 	}
 	if managed, _, err := manages(ctx, r.Scope, rs.Namespace); err != nil || !managed {
+		if err == nil && !rs.DeletionTimestamp.IsZero() {
+			// The operator holds no rights there to follow the Job.
+			log.FromContext(ctx).Info("restore let go unfinished: its namespace is not provisioned", "restore", rs.Name)
+			return ctrl.Result{}, r.release(ctx, rs)
+		}
 		// The cluster's status says why; the restore waits for its namespace.
 		return ctrl.Result{RequeueAfter: outOfScopeRetry}, err
+	}
+	if err := r.hold(ctx, rs); err != nil {
+		return ctrl.Result{}, err
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("cluster", rs.Spec.ClusterName))
 	o, err := r.observe(ctx, rs)
@@ -90,12 +106,44 @@ func (r *OpenBaoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, err
 	}
 	r.tell(ctx, rs, o)
+	if d.Release {
+		return ctrl.Result{}, r.release(ctx, rs)
+	}
 	return ctrl.Result{RequeueAfter: d.Requeue}, nil
+}
+
+// hold puts the finalizer on a restore that has not ended, before it can
+// start (a restore being deleted cannot take one, and starts nothing).
+func (r *OpenBaoRestoreReconciler) hold(ctx context.Context, rs *v1alpha1.OpenBaoRestore) error {
+	if !rs.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(rs, v1alpha1.RestoreFinalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(rs.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(rs, v1alpha1.RestoreFinalizer)
+	if err := r.Client.Patch(ctx, rs, patch); err != nil {
+		return fmt.Errorf("add finalizer %s: %w", v1alpha1.RestoreFinalizer, err)
+	}
+	return nil
+}
+
+// release removes the finalizer of a restore that has ended (or that the
+// operator can no longer follow); optimistic locking makes a stale cache
+// fail the removal instead of releasing a restore that is still running.
+func (r *OpenBaoRestoreReconciler) release(ctx context.Context, rs *v1alpha1.OpenBaoRestore) error {
+	if !controllerutil.ContainsFinalizer(rs, v1alpha1.RestoreFinalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(rs.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(rs, v1alpha1.RestoreFinalizer)
+	if err := r.Client.Patch(ctx, rs, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("remove finalizer %s: %w", v1alpha1.RestoreFinalizer, err)
+	}
+	return nil
 }
 
 // observe gathers what the restore's step needs.
 func (r *OpenBaoRestoreReconciler) observe(ctx context.Context, rs *v1alpha1.OpenBaoRestore) (restore.Observed, error) {
-	o := restore.Observed{Now: r.Clock.Now(), Restore: rs}
+	o := restore.Observed{Now: r.Clock.Now(), Restore: rs, Deleting: !rs.DeletionTimestamp.IsZero()}
 	c := &v1alpha1.OpenBaoCluster{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.ClusterName}, c)
 	switch {
@@ -147,7 +195,11 @@ func unfinishedStarted(backups []v1alpha1.OpenBaoBackup) []string {
 
 func (r *OpenBaoRestoreReconciler) observeJob(ctx context.Context, rs *v1alpha1.OpenBaoRestore) (*restore.Job, error) {
 	job := &batchv1.Job{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Status.JobName}, job)
+	key := types.NamespacedName{Namespace: rs.Namespace, Name: rs.Status.JobName}
+	err := r.Client.Get(ctx, key, job)
+	if apierrors.IsNotFound(err) && r.APIReader != nil {
+		err = r.APIReader.Get(ctx, key, job) // the cache may not have seen it yet
+	}
 	if apierrors.IsNotFound(err) {
 		return &restore.Job{}, nil
 	}

@@ -132,6 +132,9 @@ func listClusterRestores(ctx context.Context, reader client.Reader, namespace, c
 
 // SetupWithManager watches OpenBaoRestores and the Jobs they own.
 func (r *OpenBaoRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	// One at a time: restores of one cluster must not start side by side.
 	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.OpenBaoRestore{}).Owns(&batchv1.Job{}).
 		Named("openbaorestore").WithOptions(controllerOptions(1)).Complete(r)

@@ -182,6 +182,11 @@ func (c *OpenBaoCluster) RestoreJobName(r *OpenBaoRestore) string {
 	return boundedName("restore-"+c.Name+"-"+r.Name, maxLabelValue)
 }
 
+// RestoreFinalizer holds an OpenBaoRestore that has not ended: deleting it
+// mid-restore does not lift its holds on the cluster's backups and
+// rollouts while OpenBao may still be installing the snapshot.
+const RestoreFinalizer = "openbao.org/restore-outcome"
+
 // LabelRestore names the OpenBaoRestore a Job and its pod belong to.
 const LabelRestore = "openbao.org/restore"
 

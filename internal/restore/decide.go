@@ -25,6 +25,16 @@ const (
 	ReasonRestartingServers  = "RestartingServers"
 	ReasonVerificationFailed = "VerificationTimedOut"
 	ReasonRestored           = "Restored"
+	// ReasonAwaitingOutcome: the OpenBaoRestore was deleted while its Job
+	// may be posting the snapshot; it stays, holding the cluster, until
+	// the Job has ended.
+	ReasonAwaitingOutcome = "AwaitingOutcome"
+	// ReasonDeleted: the OpenBaoRestore was deleted and the outcome of its
+	// restore is known; it goes once that is recorded.
+	ReasonDeleted = "Deleted"
+	// ReasonOutcomeUnknown: the Job that was to post the snapshot is gone
+	// and its end was never seen.
+	ReasonOutcomeUnknown = "OutcomeUnknown"
 )
 
 // Timings of the state machine.
@@ -93,6 +103,9 @@ type Observed struct {
 	Job *Job
 	// Servers is read only while Verifying; nil when it could not be.
 	Servers *Servers
+	// Deleting says the OpenBaoRestore is being deleted: nothing new
+	// starts, and it goes once the outcome of what did start is known.
+	Deleting bool
 }
 
 // Decision is what to do: the new status, and the actions it records.
@@ -103,14 +116,22 @@ type Decision struct {
 	// RestartPods are server pods to delete so that they restart.
 	RestartPods []string
 	Requeue     time.Duration
+	// Release lets the OpenBaoRestore go (removes its finalizer): the
+	// restore has ended, so it no longer holds backups and rollouts.
+	Release bool
 }
 
-// Decide takes the restore one step further.
+// Decide takes the restore one step further. A restore being deleted
+// starts nothing; it ends at once when nothing was started or the snapshot
+// is already installed, and otherwise waits for its Job, so that the holds
+// on backups and rollouts last until OpenBao is done with the snapshot.
 func Decide(o Observed) Decision {
 	d := Decision{Status: *o.Restore.Status.DeepCopy()}
 	s := &d.Status
 	switch {
 	case s.Phase.Done():
+	case o.Deleting && s.JobName == "":
+		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonDeleted, "deleted before it started; nothing was changed")
 	case o.Cluster == nil && s.JobName == "":
 		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonClusterNotFound,
 			"OpenBaoCluster "+o.Restore.Spec.ClusterName+" does not exist in this namespace; nothing was changed")
@@ -120,10 +141,18 @@ func Decide(o Observed) Decision {
 	case s.JobName == "":
 		d.start(o)
 	case s.Step == v1alpha1.RestoreStepVerifying:
-		d.verify(o)
+		if !o.Deleting {
+			d.verify(o)
+		}
 	default:
 		d.follow(o)
 	}
+	if o.Deleting && !s.Phase.Done() && s.Step == v1alpha1.RestoreStepVerifying {
+		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonDeleted, fmt.Sprintf("OpenBao installed %s (Raft index %d); the OpenBaoRestore "+
+			"was deleted before every server was seen serving it: check that each server is unsealed and caught up, restart one that trails",
+			s.Key, s.RaftIndex))
+	}
+	d.Release = s.Phase.Done()
 	return d
 }
 
@@ -150,12 +179,18 @@ func (d *Decision) start(o Observed) {
 func (d *Decision) follow(o Observed) {
 	j, s := o.Job, &d.Status
 	switch {
+	case (j == nil || !j.Found) && o.Deleting:
+		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonOutcomeUnknown, outcomeUnknown(s.JobName))
 	case j == nil || !j.Found:
 		d.CreateJob = true // recorded, but the Job was not created (or not seen yet)
 	case !j.Owned:
 		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonJobNameTaken, "Job "+s.JobName+" exists and belongs to something else; nothing was changed")
 	case !j.Succeeded && !j.Failed, !j.ReportRead:
 		// the Job's changes bring the restore back
+		if o.Deleting {
+			s.Reason, s.Message = ReasonAwaitingOutcome, "deleted while Job "+s.JobName+" may be posting the snapshot to OpenBao; "+
+				"backups and rollouts stay held, and the OpenBaoRestore goes, once the Job has ended"
+		}
 	case j.Succeeded && !j.Report.Failed():
 		now := metav1.NewTime(o.Now)
 		s.Step, s.RestoredAt = v1alpha1.RestoreStepVerifying, &now
@@ -167,6 +202,15 @@ func (d *Decision) follow(o Observed) {
 		reason, msg := failureOf(j)
 		d.finish(o.Now, v1alpha1.RestoreFailed, reason, msg)
 	}
+}
+
+// outcomeUnknown says what a user must check when the Job that was to post
+// the snapshot is gone without its end having been seen.
+func outcomeUnknown(job string) string {
+	return "Job " + job + ", which was to post the snapshot to OpenBao, is gone and its end was never seen (it was deleted, or the " +
+		"operator stopped between recording it and creating it): the cluster holds either its old data or the snapshot's. The operator " +
+		"does not run it again, which could post the snapshot a second time and lose what was written since. Check the data (a value " +
+		"written after the snapshot was taken, or the Raft index in sys/storage/raft/autopilot/state), then create another OpenBaoRestore if needed"
 }
 
 // failureOf says why the executor failed and what state that left the

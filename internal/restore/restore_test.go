@@ -271,3 +271,57 @@ func TestABootstrapRestoreReadsTheSourcesStore(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideLetsADeletedRestoreGoOnlyOnceItsOutcomeIsKnown: a restore
+// being deleted starts nothing, keeps its holds (no Release) while its Job
+// may be posting the snapshot, and is released once the Job has ended or
+// nothing was ever started.
+func TestDecideLetsADeletedRestoreGoOnlyOnceItsOutcomeIsKnown(t *testing.T) {
+	ok := backup.Report{Key: "ns/bao/x.snap", Size: 10, SHA256: strings.Repeat("a", 64), RaftIndex: 42}
+	for _, tc := range []struct {
+		name    string
+		o       restore.Observed
+		release bool
+		reason  string
+	}{
+		{"deleted before it started: released, no Job", restore.Observed{Restore: newRestore(v1alpha1.OpenBaoRestoreStatus{}),
+			Preflight: restore.Check{OK: true}}, true, restore.ReasonDeleted},
+		{"deleted while held by the preflight: released", restore.Observed{Restore: newRestore(v1alpha1.OpenBaoRestoreStatus{Phase: v1alpha1.RestorePending}),
+			Preflight: restore.Check{Reason: backup.ReasonClusterPaused}}, true, restore.ReasonDeleted},
+		{"deleted while the Job runs: held, saying why", restore.Observed{Restore: newRestore(restoring()),
+			Job: &restore.Job{Found: true, Owned: true}}, false, restore.ReasonAwaitingOutcome},
+		{"deleted when the Job ended but its pod's report is not read yet: held", restore.Observed{Restore: newRestore(restoring()),
+			Job: &restore.Job{Found: true, Owned: true, Succeeded: true}}, false, restore.ReasonAwaitingOutcome},
+		{"deleted and the Job failed: released with the executor's reason", restore.Observed{Restore: newRestore(restoring()),
+			Job: &restore.Job{Found: true, Owned: true, Failed: true, ReportRead: true,
+				Report: backup.Report{Reason: restore.ReasonSealMismatch, Error: restore.SealMismatchMessage}}}, true, restore.ReasonSealMismatch},
+		{"deleted and the Job installed the snapshot: released, saying the servers are not checked", restore.Observed{Restore: newRestore(restoring()),
+			Job: &restore.Job{Found: true, Owned: true, Succeeded: true, ReportRead: true, Report: ok}}, true, restore.ReasonDeleted},
+		{"deleted while verifying: released, no restart", restore.Observed{Restore: newRestore(verifying(time.Minute)),
+			Servers: servers(0, 5, 0)}, true, restore.ReasonDeleted},
+		{"deleted and the Job is gone: released, the outcome unknown, no new Job", restore.Observed{Restore: newRestore(restoring()),
+			Job: &restore.Job{}}, true, restore.ReasonOutcomeUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Now, tc.o.Cluster, tc.o.Deleting = t0, runningCluster(), true
+			d := restore.Decide(tc.o)
+			if d.Release != tc.release || d.Status.Reason != tc.reason || d.CreateJob || len(d.RestartPods) > 0 {
+				t.Fatalf("got release %v reason %s (%s) createJob %v restart %v", d.Release, d.Status.Reason, d.Status.Message, d.CreateJob, d.RestartPods)
+			}
+			if d.Release != d.Status.Phase.Done() {
+				t.Errorf("released %v with phase %s", d.Release, d.Status.Phase)
+			}
+		})
+	}
+}
+
+// TestADeletedRestoreStillHoldsTheCluster: being deleted does not end a
+// restore's hold; only its end does.
+func TestADeletedRestoreStillHoldsTheCluster(t *testing.T) {
+	r := newRestore(restoring())
+	now := metav1.NewTime(t0)
+	r.DeletionTimestamp, r.Finalizers = &now, []string{v1alpha1.RestoreFinalizer}
+	if !restore.Running(r) || len(restore.RunningOf([]v1alpha1.OpenBaoRestore{*r}, "bao", "")) != 1 {
+		t.Fatal("a restore being deleted mid-restore no longer holds its cluster")
+	}
+}

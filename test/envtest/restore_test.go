@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/controllers"
@@ -230,5 +231,50 @@ func TestInvalidRestoresAreRejectedNamingTheField(t *testing.T) {
 				t.Fatalf("create: got %v, want Invalid naming %s with %q", err, tc.field, tc.phrase)
 			}
 		})
+	}
+}
+
+// TestDeletingARunningRestoreKeepsItsHoldsUntilTheJobHasEnded: a restore
+// deleted while its Job may be posting the snapshot stays (its finalizer)
+// and keeps a backup waiting; once the Job has ended it goes, and the
+// backup starts.
+func TestDeletingARunningRestoreKeepsItsHoldsUntilTheJobHasEnded(t *testing.T) {
+	rig := newRestoreRig(t, "restore-deleted")
+	ctx := context.Background()
+	rig.createRestore("r1", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}})
+	rig.reconcileRestore("r1")
+	rs := rig.restore("r1")
+	if rs.Status.JobName == "" || !controllerutil.ContainsFinalizer(rs, v1alpha1.RestoreFinalizer) {
+		t.Fatalf("a started restore without its Job or finalizer: %v %+v", rs.Finalizers, rs.Status)
+	}
+	job := &batchv1.Job{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: rig.ns, Name: rs.Status.JobName}, job); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	rig.reconcileRestore("r1")
+	rs = rig.restore("r1")
+	if rs.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(rs, v1alpha1.RestoreFinalizer) || rs.Status.Reason != restore.ReasonAwaitingOutcome {
+		t.Fatalf("deleted mid-restore: finalizers %v, status %+v", rs.Finalizers, rs.Status)
+	}
+	createBackup(t, rig.ns, "b1")
+	rig.reconcileBackup("b1")
+	if s := rig.backup("b1").Status; s.Phase != v1alpha1.BackupPending || !strings.Contains(s.Message, "restore r1") {
+		t.Fatalf("a backup beside a deleted restore whose Job runs: %+v", s)
+	}
+
+	endJob(t, job, 0, backup.Report{Key: "restore-deleted/bao/20250301T080000Z-00000001.snap", Size: 8, SHA256: strings.Repeat("ab", 32), RaftIndex: 42})
+	rig.reconcileRestore("r1")
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(rs), &v1alpha1.OpenBaoRestore{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the deleted restore stayed after its Job ended: %v", err)
+	}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(job), &batchv1.Job{}); err != nil {
+		t.Fatalf("the Job: %v", err)
+	}
+	rig.reconcileBackup("b1")
+	if s := rig.backup("b1").Status; s.Phase != v1alpha1.BackupRunning {
+		t.Fatalf("the backup did not start once the deleted restore went: %+v", s)
 	}
 }
