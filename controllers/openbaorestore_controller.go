@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -96,9 +98,8 @@ func (r *OpenBaoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.writeStatus(ctx, rs, d.Status); err != nil {
 		return ctrl.Result{}, err
 	}
-	if d.CreateJob {
-		r.remember(rs)
-		if err := r.createJob(ctx, rs, o.Cluster); err != nil {
+	if d.CreateJob { // the decision is recorded: the only pass that creates its Job
+		if d, err = r.createJob(ctx, rs, o.Cluster, d); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -201,7 +202,8 @@ func (r *OpenBaoRestoreReconciler) observeJob(ctx context.Context, rs *v1alpha1.
 		err = r.APIReader.Get(ctx, key, job) // the cache may not have seen it yet
 	}
 	if apierrors.IsNotFound(err) {
-		return &restore.Job{}, nil
+		left, err := r.podsLeft(ctx, rs)
+		return &restore.Job{PodsLeft: left}, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read Job %s: %w", rs.Status.JobName, err)
@@ -233,18 +235,59 @@ func (r *OpenBaoRestoreReconciler) observeServers(ctx context.Context, c *v1alph
 	return s
 }
 
-func (r *OpenBaoRestoreReconciler) createJob(ctx context.Context, rs *v1alpha1.OpenBaoRestore, c *v1alpha1.OpenBaoCluster) error {
+// createJob creates the Job of the decision just recorded in status, once.
+// An error after which the Job may exist is returned, and the next pass
+// follows the Job or finds it gone (OutcomeUnknown); a refusal by the API
+// server, after which it cannot exist, takes the decision back.
+func (r *OpenBaoRestoreReconciler) createJob(ctx context.Context, rs *v1alpha1.OpenBaoRestore, c *v1alpha1.OpenBaoCluster,
+	d restore.Decision) (restore.Decision, error) {
+	r.remember(rs)
 	job := restore.JobFor(c, rs, r.OperatorImage, r.ProxyEnv)
 	err := r.Client.Create(ctx, job)
-	if apierrors.IsAlreadyExists(err) {
-		return nil // the cache has not seen it yet
-	}
-	if err != nil {
-		return fmt.Errorf("create Job %s: %w", job.Name, err)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return d, nil // the next pass checks whose it is
+	case refused(err):
+		r.forget(rs)
+		d = restore.JobNotCreated(rs.Status, err.Error())
+		return d, r.writeStatus(ctx, rs, d.Status)
+	case err != nil:
+		return d, fmt.Errorf("create Job %s: %w", job.Name, err)
 	}
 	log.FromContext(ctx).Info("restore Job created", "job", job.Name)
 	r.Recorder.Eventf(rs, nil, corev1.EventTypeNormal, "RestoreStarted", "CreateJob", "Job %s restores a snapshot into %s", job.Name, c.Name)
-	return nil
+	return d, nil
+}
+
+// refused says the API server answered a create with a refusal, so the
+// object was not stored: a client error other than a timeout.
+func refused(err error) bool {
+	var status apierrors.APIStatus
+	if err == nil || !errors.As(err, &status) {
+		return false
+	}
+	code := status.Status().Code
+	return code >= 400 && code < 500 && code != http.StatusRequestTimeout
+}
+
+// podsLeft names the pods of the restore's Job, read around the cache,
+// that have not ended: a Job deleted mid-run may leave its pod running.
+func (r *OpenBaoRestoreReconciler) podsLeft(ctx context.Context, rs *v1alpha1.OpenBaoRestore) ([]string, error) {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	pods := &corev1.PodList{}
+	if err := reader.List(ctx, pods, client.InNamespace(rs.Namespace), client.MatchingLabels{batchv1.JobNameLabel: rs.Status.JobName}); err != nil {
+		return nil, fmt.Errorf("list the pods of Job %s: %w", rs.Status.JobName, err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out = append(out, p.Name)
+		}
+	}
+	return out, nil
 }
 
 // restartPods deletes the server pods that trail the restored state; the

@@ -35,6 +35,9 @@ const (
 	// ReasonOutcomeUnknown: the Job that was to post the snapshot is gone
 	// and its end was never seen.
 	ReasonOutcomeUnknown = "OutcomeUnknown"
+	// ReasonJobNotCreated: the API server refused the Job; nothing was
+	// started, and the restore decides afresh.
+	ReasonJobNotCreated = "JobNotCreated"
 )
 
 // Timings of the state machine.
@@ -63,6 +66,9 @@ type Job struct {
 	ReportRead        bool
 	// FailureMessage is the Job's own reason for failing.
 	FailureMessage string
+	// PodsLeft names, when the Job is not Found, the pods it left that have
+	// not ended: one may still be posting the snapshot.
+	PodsLeft []string
 }
 
 // Server is what one server pod says after the snapshot was installed.
@@ -111,7 +117,10 @@ type Observed struct {
 // Decision is what to do: the new status, and the actions it records.
 type Decision struct {
 	Status v1alpha1.OpenBaoRestoreStatus
-	// CreateJob asks for the Job named in Status.JobName.
+	// CreateJob asks for the Job named in Status.JobName. It is set only in
+	// the pass that records that name (the decision to post the snapshot),
+	// and carried out only once that record is written: a Job that is
+	// missing later is never created again, since it may have posted.
 	CreateJob bool
 	// RestartPods are server pods to delete so that they restart.
 	RestartPods []string
@@ -179,10 +188,14 @@ func (d *Decision) start(o Observed) {
 func (d *Decision) follow(o Observed) {
 	j, s := o.Job, &d.Status
 	switch {
-	case (j == nil || !j.Found) && o.Deleting:
+	case j == nil:
+		d.Requeue = HoldRetry // not observed
+	case !j.Found && len(j.PodsLeft) > 0:
+		s.Message = "Job " + s.JobName + " is gone; waiting for its pod " + strings.Join(j.PodsLeft, ", ") +
+			", which may be posting the snapshot, to end"
+		d.Requeue = HoldRetry
+	case !j.Found:
 		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonOutcomeUnknown, outcomeUnknown(s.JobName))
-	case j == nil || !j.Found:
-		d.CreateJob = true // recorded, but the Job was not created (or not seen yet)
 	case !j.Owned:
 		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonJobNameTaken, "Job "+s.JobName+" exists and belongs to something else; nothing was changed")
 	case !j.Succeeded && !j.Failed, !j.ReportRead:
@@ -202,6 +215,19 @@ func (d *Decision) follow(o Observed) {
 		reason, msg := failureOf(j)
 		d.finish(o.Now, v1alpha1.RestoreFailed, reason, msg)
 	}
+}
+
+// JobNotCreated takes back the decision recorded in status when the API
+// server refused to create its Job (an answer, so the Job does not exist
+// and nothing was posted): the restore is Pending again and decides
+// afresh, which records a new decision before any Job is created.
+func JobNotCreated(s v1alpha1.OpenBaoRestoreStatus, why string) Decision {
+	d := Decision{Status: *s.DeepCopy(), Requeue: HoldRetry}
+	job := d.Status.JobName
+	d.Status.Phase, d.Status.Step, d.Status.JobName, d.Status.StartTime = v1alpha1.RestorePending, "", "", nil
+	d.Status.Reason, d.Status.Message = ReasonJobNotCreated, "the API server refused to create Job "+job+" ("+why+
+		"); nothing was started, the restore tries again"
+	return d
 }
 
 // outcomeUnknown says what a user must check when the Job that was to post

@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
@@ -150,8 +153,14 @@ func TestDecideTakesARestoreFromPendingToItsOutcome(t *testing.T) {
 			Preflight: restore.Check{Permanent: true, Reason: backup.ReasonNotConfigured}}, v1alpha1.RestoreFailed, "", backup.ReasonNotConfigured, false, nil},
 		{"preflight passes: the Job is named, then created", restore.Observed{Restore: newRestore(v1alpha1.OpenBaoRestoreStatus{}),
 			Preflight: restore.Check{OK: true}}, v1alpha1.RestoreRunning, v1alpha1.RestoreStepRestoring, restore.ReasonJobCreated, true, nil},
-		{"restarted after naming the Job, which is missing: created again", restore.Observed{Restore: newRestore(restoring()),
-			Job: &restore.Job{}}, v1alpha1.RestoreRunning, v1alpha1.RestoreStepRestoring, "", true, nil},
+		{"the recorded Job is gone and its end was never seen: Failed, outcome unknown, never created again", restore.Observed{
+			Restore: newRestore(restoring()), Job: &restore.Job{}}, v1alpha1.RestoreFailed, "", restore.ReasonOutcomeUnknown, false, nil},
+		{"the recorded Job is gone but its pod still runs: wait for the pod, create nothing", restore.Observed{
+			Restore: newRestore(restoring()), Job: &restore.Job{PodsLeft: []string{"restore-bao-r1-x1"}}},
+			v1alpha1.RestoreRunning, v1alpha1.RestoreStepRestoring, "", false, nil},
+		{"the Job failed without a report (a disrupted pod): Failed, saying the snapshot may have reached OpenBao, no new Job",
+			restore.Observed{Restore: newRestore(restoring()), Job: &restore.Job{Found: true, Owned: true, Failed: true, ReportRead: true,
+				FailureMessage: "PodFailurePolicy: pod disrupted"}}, v1alpha1.RestoreFailed, "", restore.ReasonJobFailed, false, nil},
 		{"a Job of someone else's", restore.Observed{Restore: newRestore(restoring()), Job: &restore.Job{Found: true}},
 			v1alpha1.RestoreFailed, "", restore.ReasonJobNameTaken, false, nil},
 		{"the Job runs", restore.Observed{Restore: newRestore(restoring()), Job: &restore.Job{Found: true, Owned: true}},
@@ -323,5 +332,50 @@ func TestADeletedRestoreStillHoldsTheCluster(t *testing.T) {
 	r.DeletionTimestamp, r.Finalizers = &now, []string{v1alpha1.RestoreFinalizer}
 	if !restore.Running(r) || len(restore.RunningOf([]v1alpha1.OpenBaoRestore{*r}, "bao", "")) != 1 {
 		t.Fatal("a restore being deleted mid-restore no longer holds its cluster")
+	}
+}
+
+func TestARefusedJobTakesTheDecisionBack(t *testing.T) {
+	d := restore.JobNotCreated(restoring(), "Forbidden: exceeded quota")
+	s := d.Status
+	if s.Phase != v1alpha1.RestorePending || s.JobName != "" || s.StartTime != nil || s.Step != "" || s.Reason != restore.ReasonJobNotCreated ||
+		!strings.Contains(s.Message, "restore-bao-r1") || !strings.Contains(s.Message, "exceeded quota") || d.CreateJob || d.Requeue == 0 {
+		t.Fatalf("%+v", d)
+	}
+	// The next pass decides afresh, recording the name before asking for the Job.
+	next := restore.Decide(restore.Observed{Now: t0, Restore: newRestore(s), Cluster: runningCluster(), Preflight: restore.Check{OK: true}})
+	if !next.CreateJob || next.Status.JobName != "restore-bao-r1" {
+		t.Fatalf("%+v", next)
+	}
+}
+
+// TestTheRestoreJobRunsOnePodOnce: the Job never runs a second pod, which
+// would post the snapshot again: no retry, a disruption fails it, and no
+// replacement starts beside a terminating pod.
+func TestTheRestoreJobRunsOnePodOnce(t *testing.T) {
+	c := runningCluster()
+	c.Spec.Backup.Target = v1alpha1.BackupTarget{Endpoint: "https://s3.example.com", Bucket: "b"}
+	job := restore.JobFor(c, newRestore(restoring()), "operator:1", nil)
+	spec := job.Spec
+	if spec.BackoffLimit == nil || *spec.BackoffLimit != 0 {
+		t.Errorf("backoffLimit %d, want 0", ptr.Deref(spec.BackoffLimit, -1))
+	}
+	if spec.PodReplacementPolicy == nil || *spec.PodReplacementPolicy != batchv1.Failed {
+		t.Errorf("podReplacementPolicy %v, want Failed", spec.PodReplacementPolicy)
+	}
+	if spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("restartPolicy %s", spec.Template.Spec.RestartPolicy)
+	}
+	disruption := false
+	for _, rule := range spec.PodFailurePolicy.Rules {
+		if rule.Action != batchv1.PodFailurePolicyActionFailJob {
+			t.Errorf("rule %+v does not fail the Job: a pod failure it matches would be retried", rule)
+		}
+		for _, p := range rule.OnPodConditions {
+			disruption = disruption || (p.Type == corev1.DisruptionTarget && p.Status == corev1.ConditionTrue)
+		}
+	}
+	if !disruption {
+		t.Error("no rule fails the Job on a disrupted pod")
 	}
 }

@@ -278,3 +278,62 @@ func TestDeletingARunningRestoreKeepsItsHoldsUntilTheJobHasEnded(t *testing.T) {
 		t.Fatalf("the backup did not start once the deleted restore went: %+v", s)
 	}
 }
+
+// TestARestoreWhoseJobIsDeletedMidRunNeverCreatesItAgain injects the
+// fault: the executor Job is deleted while it runs. While a pod it left
+// still runs the restore waits; then it fails saying the outcome is
+// unknown, and no pass creates a second Job that would post the snapshot
+// again. The Job the API server accepted runs one pod, once.
+func TestARestoreWhoseJobIsDeletedMidRunNeverCreatesItAgain(t *testing.T) {
+	rig := newRestoreRig(t, "restore-job-deleted")
+	ctx := context.Background()
+	rig.createRestore("r1", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}})
+	rig.reconcileRestore("r1")
+	key := client.ObjectKey{Namespace: rig.ns, Name: "restore-bao-r1"}
+	job := &batchv1.Job{}
+	if err := k8s.Get(ctx, key, job); err != nil {
+		t.Fatal(err)
+	}
+	if job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit != 0 || job.Spec.PodFailurePolicy == nil ||
+		job.Spec.PodFailurePolicy.Rules[0].Action != batchv1.PodFailurePolicyActionFailJob {
+		t.Fatalf("the Job may run a second pod:\n%s", mustYAML(t, job.Spec))
+	}
+	// A pod of the Job, still running, and the Job deleted (orphaning it).
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x1", Namespace: rig.ns,
+		Labels: map[string]string{batchv1.JobNameLabel: job.Name}}, Spec: job.Spec.Template.Spec}
+	if err := k8s.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
+		t.Fatal(err)
+	}
+	rig.reconcileRestore("r1")
+	if s := rig.restore("r1").Status; s.Phase != v1alpha1.RestoreRunning || !strings.Contains(s.Message, pod.Name) {
+		t.Fatalf("a restore whose Job is gone but whose pod runs: %+v", s)
+	}
+	noJob(t, key)
+	if err := k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		rig.reconcileRestore("r1")
+		noJob(t, key)
+	}
+	rs := rig.restore("r1")
+	if s := rs.Status; s.Phase != v1alpha1.RestoreFailed || s.Reason != restore.ReasonOutcomeUnknown || !strings.Contains(s.Message, "Check the data") {
+		t.Fatalf("a restore whose Job is gone: %+v", s)
+	}
+	if controllerutil.ContainsFinalizer(rs, v1alpha1.RestoreFinalizer) {
+		t.Error("a restore that ended keeps its finalizer")
+	}
+	if events := rig.drainEvents(); !strings.Contains(events, "Warning RestoreFailed") {
+		t.Errorf("events:\n%s", events)
+	}
+}
+
+func noJob(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	if err := k8s.Get(context.Background(), key, &batchv1.Job{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Job %s was created again: %v", key.Name, err)
+	}
+}
