@@ -29,6 +29,7 @@ import (
 // +kubebuilder:rbac:groups=openbao.org,resources=openbaorestores/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=openbao.org,resources=openbaorestores/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=delete
+// +kubebuilder:rbac:groups=openbao.org,resources=openbaobackups,verbs=get;list;watch;create
 
 // ServerObserver reads, after a snapshot was installed, whether each
 // server of a cluster is healthy and caught up with the leader.
@@ -98,6 +99,11 @@ func (r *OpenBaoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.writeStatus(ctx, rs, d.Status); err != nil {
 		return ctrl.Result{}, err
 	}
+	if d.CreateBackup {
+		if err := r.createBackup(ctx, rs); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if d.CreateJob { // the decision is recorded: the only pass that creates its Job
 		if d, err = r.createJob(ctx, rs, o.Cluster, d); err != nil {
 			return ctrl.Result{}, err
@@ -156,7 +162,9 @@ func (r *OpenBaoRestoreReconciler) observe(ctx context.Context, rs *v1alpha1.Ope
 	o.Cluster = c
 	switch {
 	case rs.Status.JobName == "":
-		o.Preflight, err = r.preflight(ctx, c, rs)
+		if o.Preflight, err = r.preflight(ctx, c, rs); err == nil && rs.WantsPreRestoreSnapshot() {
+			o.PreRestore, err = r.observeBackup(ctx, rs)
+		}
 	case rs.Status.Step == v1alpha1.RestoreStepVerifying:
 		o.Servers = r.observeServers(ctx, c)
 	default:
@@ -180,14 +188,16 @@ func (r *OpenBaoRestoreReconciler) preflight(ctx context.Context, c *v1alpha1.Op
 		running = append(running, other)
 	}
 	r.mu.Unlock()
-	return restore.Preflight(restore.PreflightInput{Cluster: c, Restore: rs, RunningBackups: unfinishedStarted(backups), RunningRestores: running}), nil
+	return restore.Preflight(restore.PreflightInput{Cluster: c, Restore: rs, RunningRestores: running,
+		RunningBackups: unfinishedStarted(backups, rs.PreRestoreBackupName())}), nil
 }
 
-// unfinishedStarted names the backups that have a Job and have not ended.
-func unfinishedStarted(backups []v1alpha1.OpenBaoBackup) []string {
+// unfinishedStarted names the backups that have a Job and have not ended,
+// except the restore's own pre-restore snapshot, which it waits for.
+func unfinishedStarted(backups []v1alpha1.OpenBaoBackup, except string) []string {
 	var out []string
 	for _, b := range backups {
-		if b.Status.JobName != "" && !b.Status.Phase.Done() {
+		if b.Status.JobName != "" && !b.Status.Phase.Done() && b.Name != except {
 			out = append(out, b.Name)
 		}
 	}
@@ -220,6 +230,45 @@ func (r *OpenBaoRestoreReconciler) observeJob(ctx context.Context, rs *v1alpha1.
 	}
 	out.Report, out.ReportRead, err = jobReport(ctx, r.Client, job, out.Succeeded)
 	return out, err
+}
+
+// observeBackup reads the restore's pre-restore OpenBaoBackup.
+func (r *OpenBaoRestoreReconciler) observeBackup(ctx context.Context, rs *v1alpha1.OpenBaoRestore) (*restore.Backup, error) {
+	b := &v1alpha1.OpenBaoBackup{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.PreRestoreBackupName()}, b)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read OpenBaoBackup %s: %w", rs.PreRestoreBackupName(), err)
+	}
+	ours := b.Labels[v1alpha1.LabelRestore] == rs.Name && b.Labels[v1alpha1.LabelBackupTrigger] == v1alpha1.BackupTriggerPreRestore &&
+		b.Spec.ClusterName == rs.Spec.ClusterName
+	return &restore.Backup{Found: true, Ours: ours, Phase: b.Status.Phase, Key: b.Status.Key, Reason: b.Status.Reason,
+		Message: b.Status.Message}, nil
+}
+
+// createBackup asks for the pre-restore snapshot recorded in status; the
+// OpenBaoBackup reconciler takes it like any other backup.
+func (r *OpenBaoRestoreReconciler) createBackup(ctx context.Context, rs *v1alpha1.OpenBaoRestore) error {
+	b := &v1alpha1.OpenBaoBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: rs.Status.PreRestoreBackup, Namespace: rs.Namespace, Labels: map[string]string{
+			v1alpha1.LabelCluster: rs.Spec.ClusterName, v1alpha1.LabelBackupTrigger: v1alpha1.BackupTriggerPreRestore,
+			v1alpha1.LabelRestore: rs.Name, v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue,
+		}},
+		Spec: v1alpha1.OpenBaoBackupSpec{ClusterName: rs.Spec.ClusterName},
+	}
+	err := r.Client.Create(ctx, b)
+	if apierrors.IsAlreadyExists(err) {
+		return nil // the cache has not seen it yet
+	}
+	if err != nil {
+		return fmt.Errorf("create OpenBaoBackup %s: %w", b.Name, err)
+	}
+	log.FromContext(ctx).Info("pre-restore snapshot requested", "backup", b.Name, "restore", rs.Name)
+	r.Recorder.Eventf(rs, nil, corev1.EventTypeNormal, "PreRestoreSnapshot", "CreateBackup",
+		"OpenBaoBackup %s takes a snapshot of %s before the restore", b.Name, rs.Spec.ClusterName)
+	return nil
 }
 
 // observeServers asks the servers; a failure to ask is an observation

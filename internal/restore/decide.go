@@ -38,6 +38,14 @@ const (
 	// ReasonJobNotCreated: the API server refused the Job; nothing was
 	// started, and the restore decides afresh.
 	ReasonJobNotCreated = "JobNotCreated"
+	// ReasonTakingSnapshot: the pre-restore snapshot is being taken.
+	ReasonTakingSnapshot = "TakingPreRestoreSnapshot"
+	// ReasonSnapshotFailed: the pre-restore snapshot failed; nothing was
+	// posted.
+	ReasonSnapshotFailed = "PreRestoreSnapshotFailed"
+	// ReasonBackupNameTaken: an OpenBaoBackup of the pre-restore
+	// snapshot's name is not this restore's.
+	ReasonBackupNameTaken = "BackupNameTaken"
 )
 
 // Timings of the state machine.
@@ -69,6 +77,16 @@ type Job struct {
 	// PodsLeft names, when the Job is not Found, the pods it left that have
 	// not ended: one may still be posting the snapshot.
 	PodsLeft []string
+}
+
+// Backup is what was observed of the restore's pre-restore OpenBaoBackup.
+type Backup struct {
+	// Found says it exists; Ours that it is this restore's (its labels
+	// name the restore and the cluster).
+	Found, Ours bool
+	Phase       v1alpha1.BackupPhase
+	// Key is the stored snapshot's; Reason and Message say why it failed.
+	Key, Reason, Message string
 }
 
 // Server is what one server pod says after the snapshot was installed.
@@ -105,6 +123,9 @@ type Observed struct {
 	Cluster *v1alpha1.OpenBaoCluster
 	// Preflight is the verdict for a restore that has not started.
 	Preflight Check
+	// PreRestore is the pre-restore OpenBaoBackup, read while the restore
+	// has not started and wants one; nil when it does not exist.
+	PreRestore *Backup
 	// Job is nil before the restore started.
 	Job *Job
 	// Servers is read only while Verifying; nil when it could not be.
@@ -122,6 +143,9 @@ type Decision struct {
 	// and carried out only once that record is written: a Job that is
 	// missing later is never created again, since it may have posted.
 	CreateJob bool
+	// CreateBackup asks for the pre-restore OpenBaoBackup named in
+	// Status.PreRestoreBackup.
+	CreateBackup bool
 	// RestartPods are server pods to delete so that they restart.
 	RestartPods []string
 	Requeue     time.Duration
@@ -166,20 +190,58 @@ func Decide(o Observed) Decision {
 }
 
 // start runs the preflight: a held restore waits, a permanent refusal
-// fails it, else the Job is named and asked for.
+// fails it; then the pre-restore snapshot is taken, and once it is stored
+// the Job is named and asked for.
 func (d *Decision) start(o Observed) {
 	s, check := &d.Status, o.Preflight
 	switch {
-	case check.OK:
-		now := metav1.NewTime(o.Now)
-		s.Phase, s.Step, s.StartTime = v1alpha1.RestoreRunning, v1alpha1.RestoreStepRestoring, &now
-		s.JobName = o.Cluster.RestoreJobName(o.Restore)
-		s.Reason, s.Message = ReasonJobCreated, "Job "+s.JobName+" checks the snapshot, then streams it into the active server"
-		d.CreateJob = true
 	case check.Permanent:
 		d.finish(o.Now, v1alpha1.RestoreFailed, check.Reason, check.Message+"; nothing was changed")
-	default:
+	case !check.OK:
 		s.Phase, s.Reason, s.Message = v1alpha1.RestorePending, check.Reason, check.Message
+		d.Requeue = HoldRetry
+	case o.Restore.WantsPreRestoreSnapshot() && s.PreRestoreKey == "":
+		d.snapshot(o)
+	default:
+		d.begin(o)
+	}
+}
+
+// begin names the Job and asks for it: the decision to post the snapshot.
+func (d *Decision) begin(o Observed) {
+	s := &d.Status
+	now := metav1.NewTime(o.Now)
+	s.Phase, s.Step, s.StartTime = v1alpha1.RestoreRunning, v1alpha1.RestoreStepRestoring, &now
+	s.JobName = o.Cluster.RestoreJobName(o.Restore)
+	s.Reason, s.Message = ReasonJobCreated, "Job "+s.JobName+" checks the snapshot, then streams it into the active server"
+	d.CreateJob = true
+}
+
+// snapshot takes the pre-restore snapshot through an OpenBaoBackup and
+// begins the restore in the pass that sees it stored.
+func (d *Decision) snapshot(o Observed) {
+	s, b := &d.Status, o.PreRestore
+	s.Phase, s.PreRestoreBackup = v1alpha1.RestorePending, o.Restore.PreRestoreBackupName()
+	switch {
+	case b == nil || !b.Found:
+		d.CreateBackup = true
+		s.Reason, s.Message = ReasonTakingSnapshot, "OpenBaoBackup "+s.PreRestoreBackup+
+			" takes a snapshot of the cluster as it is; the restore starts once it is stored"
+		d.Requeue = HoldRetry
+	case !b.Ours:
+		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonBackupNameTaken, "OpenBaoBackup "+s.PreRestoreBackup+
+			" exists and is not this restore's pre-restore snapshot; nothing was changed")
+	case b.Phase == v1alpha1.BackupSucceeded && b.Key != "":
+		s.PreRestoreKey = b.Key
+		d.begin(o)
+		s.Message += "; the data it replaces is stored at " + b.Key + " (status.preRestoreKey): restore that key to undo this restore"
+	case b.Phase == v1alpha1.BackupFailed:
+		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonSnapshotFailed, fmt.Sprintf("the pre-restore snapshot (OpenBaoBackup %s) "+
+			"failed (%s: %s); nothing was changed. Create another OpenBaoRestore to try again, or one with preRestoreSnapshot: false "+
+			"to restore without a way back", s.PreRestoreBackup, b.Reason, b.Message))
+	default:
+		s.Reason, s.Message = ReasonTakingSnapshot, "waiting for OpenBaoBackup "+s.PreRestoreBackup+
+			" to store a snapshot of the cluster as it is; the restore starts once it is stored"
 		d.Requeue = HoldRetry
 	}
 }

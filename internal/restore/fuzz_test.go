@@ -20,7 +20,8 @@ type world struct {
 // observations (preflight verdicts, the restore deleted, the cluster gone,
 // the Job created, refused, ended, deleted with or without a pod left
 // behind) and holds, in every pass:
-//   - a Job is asked for only in the pass that records its name in status
+//   - a Job is asked for only once the pre-restore snapshot is stored (when
+//     one is wanted), and only in the pass that records its name in status
 //     (a new decision), never for a restore being deleted; hence at most one
 //     Job creation per recorded decision, and a Job that went missing is
 //     never created again;
@@ -33,8 +34,12 @@ func FuzzAtMostOneJobPerRecordedDecision(f *testing.F) {
 	f.Add([]byte{0, 0x80, 0, 0, 0x20, 0x18, 0, 0, 0, 0})
 	f.Add([]byte{3, 0, 0x04, 0x01, 0x10, 0x04, 0x40, 0, 0x20, 0x08})
 	f.Add([]byte{0, 0, 0x20, 0x18, 0x04, 0x01, 0, 0})
+	f.Add([]byte{0, 0, 0, 0x40, 0x20, 0x18, 0})
 	f.Fuzz(func(t *testing.T, script []byte) {
 		rs := newRestore(v1alpha1.OpenBaoRestoreStatus{})
+		if len(script)%2 == 1 {
+			rs.Spec.PreRestoreSnapshot = nil // the default: a snapshot first
+		}
 		w := &world{}
 		decisions, created := 0, map[int]int{}
 		for i := 0; i+1 < len(script); i += 2 {
@@ -50,6 +55,9 @@ func FuzzAtMostOneJobPerRecordedDecision(f *testing.F) {
 				if before.JobName != "" || after.JobName == "" || o.Deleting {
 					t.Fatalf("pass %d asks for a Job without recording a new decision (before %q, after %q, deleting %v)",
 						i/2, before.JobName, after.JobName, o.Deleting)
+				}
+				if rs.WantsPreRestoreSnapshot() && after.PreRestoreKey == "" {
+					t.Fatalf("pass %d asks for a Job before the pre-restore snapshot is stored", i/2)
 				}
 				if created[decisions]++; created[decisions] > 1 {
 					t.Fatalf("decision %d created its Job twice", decisions)
@@ -88,6 +96,15 @@ func (w *world) observe(rs *v1alpha1.OpenBaoRestore, b, c byte, now time.Time) r
 	}
 	if b&0x08 != 0 && c&0x02 != 0 {
 		o.Cluster = nil
+	}
+	if rs.Status.PreRestoreBackup != "" {
+		o.PreRestore = &restore.Backup{Found: true, Ours: c&0x20 == 0, Phase: v1alpha1.BackupRunning}
+		switch c & 0x60 {
+		case 0x40:
+			o.PreRestore.Phase, o.PreRestore.Key = v1alpha1.BackupSucceeded, "ns/bao/x.snap"
+		case 0x60:
+			o.PreRestore.Phase = v1alpha1.BackupFailed
+		}
 	}
 	switch {
 	case rs.Status.JobName == "":

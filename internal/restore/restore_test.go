@@ -106,9 +106,10 @@ func TestPreflightHoldsARestoreThatHasNotStarted(t *testing.T) {
 
 func newRestore(status v1alpha1.OpenBaoRestoreStatus) *v1alpha1.OpenBaoRestore {
 	return &v1alpha1.OpenBaoRestore{
-		ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "ns"},
-		Spec:       v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}},
-		Status:     status,
+		ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "ns", UID: "0a1b2c3d-0000-4000-8000-000000000001"},
+		Spec: v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true},
+			PreRestoreSnapshot: ptr.To(false)},
+		Status: status,
 	}
 }
 
@@ -377,5 +378,114 @@ func TestTheRestoreJobRunsOnePodOnce(t *testing.T) {
 	}
 	if !disruption {
 		t.Error("no rule fails the Job on a disrupted pod")
+	}
+}
+
+// TestARestoreStartsOnlyOnceItsPreRestoreSnapshotIsStored walks
+// spec.preRestoreSnapshot (the default): the OpenBaoBackup is named and
+// asked for once the preflight passes, the restore waits for it, fails
+// without touching OpenBao when it fails, and begins, with the key in its
+// status, in the pass that sees it stored.
+func TestARestoreStartsOnlyOnceItsPreRestoreSnapshotIsStored(t *testing.T) {
+	pending := v1alpha1.OpenBaoRestoreStatus{Phase: v1alpha1.RestorePending, PreRestoreBackup: "r1-pre-restore-0a1b2c3d"}
+	for _, tc := range []struct {
+		name         string
+		status       v1alpha1.OpenBaoRestoreStatus
+		preflight    restore.Check
+		backup       *restore.Backup
+		phase        v1alpha1.RestorePhase
+		reason       string
+		createBackup bool
+		createJob    bool
+	}{
+		{"held by the preflight: no snapshot yet", v1alpha1.OpenBaoRestoreStatus{}, restore.Check{Reason: backup.ReasonUpgradeInProgress},
+			nil, v1alpha1.RestorePending, backup.ReasonUpgradeInProgress, false, false},
+		{"the preflight passes: the backup is named and asked for, no Job", v1alpha1.OpenBaoRestoreStatus{}, restore.Check{OK: true},
+			nil, v1alpha1.RestorePending, restore.ReasonTakingSnapshot, true, false},
+		{"the backup runs: wait", pending, restore.Check{OK: true}, &restore.Backup{Found: true, Ours: true, Phase: v1alpha1.BackupRunning},
+			v1alpha1.RestorePending, restore.ReasonTakingSnapshot, false, false},
+		{"the backup succeeded: the Job is asked for, the key recorded", pending, restore.Check{OK: true},
+			&restore.Backup{Found: true, Ours: true, Phase: v1alpha1.BackupSucceeded, Key: "ns/bao/20261123T115900Z-00000009.snap"},
+			v1alpha1.RestoreRunning, restore.ReasonJobCreated, false, true},
+		{"the backup succeeded but a rollout began since: held, nothing posted", pending, restore.Check{Reason: backup.ReasonUpgradeInProgress},
+			&restore.Backup{Found: true, Ours: true, Phase: v1alpha1.BackupSucceeded, Key: "k"}, v1alpha1.RestorePending, backup.ReasonUpgradeInProgress, false, false},
+		{"the backup failed: Failed, nothing changed", pending, restore.Check{OK: true},
+			&restore.Backup{Found: true, Ours: true, Phase: v1alpha1.BackupFailed, Reason: "StoreFailed", Message: "access denied"},
+			v1alpha1.RestoreFailed, restore.ReasonSnapshotFailed, false, false},
+		{"a backup of that name is someone else's: Failed, nothing changed", v1alpha1.OpenBaoRestoreStatus{}, restore.Check{OK: true},
+			&restore.Backup{Found: true, Phase: v1alpha1.BackupSucceeded, Key: "k"}, v1alpha1.RestoreFailed, restore.ReasonBackupNameTaken, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRestore(tc.status)
+			r.Spec.PreRestoreSnapshot = nil // the default
+			d := restore.Decide(restore.Observed{Now: t0, Restore: r, Cluster: runningCluster(), Preflight: tc.preflight, PreRestore: tc.backup})
+			s := d.Status
+			if s.Phase != tc.phase || s.Reason != tc.reason || d.CreateBackup != tc.createBackup || d.CreateJob != tc.createJob {
+				t.Fatalf("got phase %s reason %s (%s) createBackup %v createJob %v", s.Phase, s.Reason, s.Message, d.CreateBackup, d.CreateJob)
+			}
+			if d.CreateBackup && s.PreRestoreBackup != r.PreRestoreBackupName() {
+				t.Errorf("asks for backup %q without recording it", s.PreRestoreBackup)
+			}
+			if d.CreateJob && (s.PreRestoreKey != tc.backup.Key || !strings.Contains(s.Message, tc.backup.Key)) {
+				t.Errorf("began without recording the pre-restore key: %+v", s)
+			}
+			if s.Phase.Done() && !strings.Contains(s.Message, "nothing was changed") {
+				t.Errorf("a restore that failed before posting does not say nothing changed: %s", s.Message)
+			}
+		})
+	}
+}
+
+func TestNoPreRestoreSnapshotWhenTurnedOffOrForABootstrapRestore(t *testing.T) {
+	r := newRestore(v1alpha1.OpenBaoRestoreStatus{})
+	if r.WantsPreRestoreSnapshot() {
+		t.Error("preRestoreSnapshot: false takes one")
+	}
+	r.Spec.PreRestoreSnapshot = nil
+	if !r.WantsPreRestoreSnapshot() {
+		t.Error("the default takes none")
+	}
+	if b := bootstrapRestore(); b.WantsPreRestoreSnapshot() {
+		t.Error("a bootstrap restore, of a cluster holding nothing yet, takes one")
+	}
+	if name := r.PreRestoreBackupName(); name != "r1-pre-restore-0a1b2c3d" {
+		t.Errorf("name %q", name)
+	}
+}
+
+// TestLatestAfterAPreRestoreSnapshotIsTheNewestBeforeIt: source.latest
+// with a pre-restore snapshot restores the newest snapshot older than it,
+// never that copy of the data the restore replaces (nor anything newer).
+func TestLatestAfterAPreRestoreSnapshotIsTheNewestBeforeIt(t *testing.T) {
+	prefix := backup.ObjectPrefix("p", "ns", "bao")
+	key := func(age time.Duration, id string) string { return backup.ObjectKey(prefix, t0.Add(-age), id) }
+	pre := key(time.Minute, "0000000f")
+	objects := []objectstore.Object{{Key: key(time.Hour, "00000001")}, {Key: key(2*time.Hour, "00000002")}, {Key: pre},
+		{Key: key(0, "00000003")}, {Key: key(time.Minute, "00000000")}}
+	for _, tc := range []struct{ name, before, want string }{
+		{"no bound: the newest", "", key(0, "00000003")},
+		{"bounded by the pre-restore snapshot: the newest before it, same second ordered by key", pre, key(time.Minute, "00000000")},
+		{"a bound that is not a snapshot of this cluster: none", "elsewhere/x.snap", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := restore.SelectLatestBefore(objects, prefix, tc.before)
+			if tc.want == "" {
+				if err != restore.ErrNoSnapshot {
+					t.Fatalf("got %v, %v", got, err)
+				}
+				return
+			}
+			if err != nil || got.Key != tc.want {
+				t.Fatalf("got %q, %v; want %q", got.Key, err, tc.want)
+			}
+		})
+	}
+	c := runningCluster()
+	c.Spec.Backup.Target = v1alpha1.BackupTarget{Endpoint: "https://s3.example.com", Bucket: "b"}
+	r := newRestore(restoring())
+	r.Status.PreRestoreKey = pre
+	cfg, err := restore.ParseExecutorArgs(restore.ExecutorConfigFor(c, r).Args()[1:], nil)
+	if err != nil || !cfg.Latest || cfg.LatestBefore != pre {
+		t.Fatalf("the executor reads back %+v, %v", cfg, err)
 	}
 }

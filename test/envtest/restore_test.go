@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -83,7 +84,7 @@ func (r *restoreRig) restore(name string) *v1alpha1.OpenBaoRestore {
 func TestARestoreRunsItsJobHoldsBackupsAndRolloutsAndRecordsItsOutcome(t *testing.T) {
 	rig := newRestoreRig(t, "restore-flow")
 	ctx := context.Background()
-	rig.createRestore("r1", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}})
+	rig.createRestore("r1", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}, PreRestoreSnapshot: ptr.To(false)})
 	rig.reconcileRestore("r1")
 	rs := rig.restore("r1")
 	if rs.Status.Phase != v1alpha1.RestoreRunning || rs.Status.Step != v1alpha1.RestoreStepRestoring || rs.Status.JobName != "restore-bao-r1" {
@@ -106,7 +107,7 @@ func TestARestoreRunsItsJobHoldsBackupsAndRolloutsAndRecordsItsOutcome(t *testin
 	if s := rig.backup("b1").Status; s.Phase != v1alpha1.BackupPending || s.Reason != "Waiting" || !strings.Contains(s.Message, "restore r1") {
 		t.Fatalf("a backup beside a restore: %+v", s)
 	}
-	rig.createRestore("r2", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Key: "x.snap"}})
+	rig.createRestore("r2", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Key: "x.snap"}, PreRestoreSnapshot: ptr.To(false)})
 	rig.reconcileRestore("r2")
 	if s := rig.restore("r2").Status; s.Phase != v1alpha1.RestorePending || s.Reason != restore.ReasonRestoreInProgress {
 		t.Fatalf("a second restore beside the first: %+v", s)
@@ -192,7 +193,7 @@ func setUpdateRevision(t *testing.T, rig *backupRig, revision string) {
 // and a False Complete condition.
 func TestARestoreRefusedByOpenBaoFailsSayingNothingChanged(t *testing.T) {
 	rig := newRestoreRig(t, "restore-refused")
-	rig.createRestore("r1", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Key: "team-b/other/x.snap"}})
+	rig.createRestore("r1", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Key: "team-b/other/x.snap"}, PreRestoreSnapshot: ptr.To(false)})
 	rig.reconcileRestore("r1")
 	job := &batchv1.Job{}
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: rig.ns, Name: "restore-bao-r1"}, job); err != nil {
@@ -241,7 +242,7 @@ func TestInvalidRestoresAreRejectedNamingTheField(t *testing.T) {
 func TestDeletingARunningRestoreKeepsItsHoldsUntilTheJobHasEnded(t *testing.T) {
 	rig := newRestoreRig(t, "restore-deleted")
 	ctx := context.Background()
-	rig.createRestore("r1", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}})
+	rig.createRestore("r1", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}, PreRestoreSnapshot: ptr.To(false)})
 	rig.reconcileRestore("r1")
 	rs := rig.restore("r1")
 	if rs.Status.JobName == "" || !controllerutil.ContainsFinalizer(rs, v1alpha1.RestoreFinalizer) {
@@ -287,7 +288,7 @@ func TestDeletingARunningRestoreKeepsItsHoldsUntilTheJobHasEnded(t *testing.T) {
 func TestARestoreWhoseJobIsDeletedMidRunNeverCreatesItAgain(t *testing.T) {
 	rig := newRestoreRig(t, "restore-job-deleted")
 	ctx := context.Background()
-	rig.createRestore("r1", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}})
+	rig.createRestore("r1", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}, PreRestoreSnapshot: ptr.To(false)})
 	rig.reconcileRestore("r1")
 	key := client.ObjectKey{Namespace: rig.ns, Name: "restore-bao-r1"}
 	job := &batchv1.Job{}
@@ -335,5 +336,45 @@ func noJob(t *testing.T, key client.ObjectKey) {
 	t.Helper()
 	if err := k8s.Get(context.Background(), key, &batchv1.Job{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("Job %s was created again: %v", key.Name, err)
+	}
+}
+
+// TestARestoreTakesItsPreRestoreSnapshotFirst: by default (no
+// spec.preRestoreSnapshot) the restore asks for an OpenBaoBackup of the
+// cluster and creates no Job until that backup is stored; then it starts,
+// with the snapshot's key in its status.
+func TestARestoreTakesItsPreRestoreSnapshotFirst(t *testing.T) {
+	rig := newRestoreRig(t, "restore-snapshot-first")
+	ctx := context.Background()
+	rig.createRestore("r1", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}})
+	rig.reconcileRestore("r1")
+	rs := rig.restore("r1")
+	name := rs.PreRestoreBackupName()
+	if s := rs.Status; s.Phase != v1alpha1.RestorePending || s.Reason != restore.ReasonTakingSnapshot || s.PreRestoreBackup != name || s.JobName != "" {
+		t.Fatalf("status %+v", s)
+	}
+	b := rig.backup(name)
+	if b.Labels[v1alpha1.LabelBackupTrigger] != v1alpha1.BackupTriggerPreRestore || b.Labels[v1alpha1.LabelRestore] != "r1" || b.Spec.ClusterName != "bao" {
+		t.Fatalf("pre-restore backup %+v", b.ObjectMeta)
+	}
+	rig.reconcileBackup(name)
+	if s := rig.backup(name).Status; s.Phase != v1alpha1.BackupRunning {
+		t.Fatalf("the pre-restore backup does not run beside its waiting restore: %+v", s)
+	}
+	rig.reconcileRestore("r1")
+	if s := rig.restore("r1").Status; s.Phase != v1alpha1.RestorePending || s.Reason != restore.ReasonTakingSnapshot || s.JobName != "" {
+		t.Fatalf("while the snapshot is taken: %+v", s)
+	}
+	noJob(t, client.ObjectKey{Namespace: rig.ns, Name: "restore-bao-r1"})
+
+	rig.finishBackup(name, v1alpha1.BackupSucceeded)
+	rig.reconcileRestore("r1")
+	rs = rig.restore("r1")
+	key := rig.backup(name).Status.Key
+	if s := rs.Status; s.Phase != v1alpha1.RestoreRunning || s.PreRestoreKey != key || key == "" || !strings.Contains(s.Message, key) {
+		t.Fatalf("once the snapshot is stored: %+v", s)
+	}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: rig.ns, Name: rs.Status.JobName}, &batchv1.Job{}); err != nil {
+		t.Fatalf("the restore Job: %v", err)
 	}
 }
