@@ -299,13 +299,14 @@ func TestARestoreWhoseJobIsDeletedMidRunNeverCreatesItAgain(t *testing.T) {
 		job.Spec.PodFailurePolicy.Rules[0].Action != batchv1.PodFailurePolicyActionFailJob {
 		t.Fatalf("the Job may run a second pod:\n%s", mustYAML(t, job.Spec))
 	}
-	// A pod of the Job, still running, and the Job deleted (orphaning it).
+	// A pod of the Job, still running, and the Job deleted (no garbage
+	// collector here: the pod stays, as it does until the collector runs).
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x1", Namespace: rig.ns,
 		Labels: map[string]string{batchv1.JobNameLabel: job.Name}}, Spec: job.Spec.Template.Spec}
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	if err := k8s.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
+	if err := k8s.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
 	rig.reconcileRestore("r1")
