@@ -166,7 +166,9 @@ func (r *OpenBaoRestoreReconciler) observe(ctx context.Context, rs *v1alpha1.Ope
 			o.PreRestore, err = r.observeBackup(ctx, rs)
 		}
 	case rs.Status.Step == v1alpha1.RestoreStepVerifying:
-		o.Servers = r.observeServers(ctx, c)
+		if !o.Deleting { // a restore deleted while verifying ends without asking them
+			o.Servers = r.observeServers(ctx, c)
+		}
 	default:
 		o.Job, err = r.observeJob(ctx, rs)
 	}
