@@ -242,6 +242,9 @@ func (d *Decision) snapshot(o Observed) {
 	default:
 		s.Reason, s.Message = ReasonTakingSnapshot, "waiting for OpenBaoBackup "+s.PreRestoreBackup+
 			" to store a snapshot of the cluster as it is; the restore starts once it is stored"
+		if b.Reason != "" && b.Message != "" {
+			s.Message += " (the backup is " + orNone(string(b.Phase)) + ", " + b.Reason + ": " + b.Message + ")"
+		}
 		d.Requeue = HoldRetry
 	}
 }

@@ -404,6 +404,9 @@ func TestARestoreStartsOnlyOnceItsPreRestoreSnapshotIsStored(t *testing.T) {
 			nil, v1alpha1.RestorePending, restore.ReasonTakingSnapshot, true, false},
 		{"the backup runs: wait", pending, restore.Check{OK: true}, &restore.Backup{Found: true, Ours: true, Phase: v1alpha1.BackupRunning},
 			v1alpha1.RestorePending, restore.ReasonTakingSnapshot, false, false},
+		{"the backup is held: wait, saying why", pending, restore.Check{OK: true}, &restore.Backup{Found: true, Ours: true,
+			Phase: v1alpha1.BackupPending, Reason: "Waiting", Message: "a rollout is under way"},
+			v1alpha1.RestorePending, restore.ReasonTakingSnapshot, false, false},
 		{"the backup succeeded: the Job is asked for, the key recorded", pending, restore.Check{OK: true},
 			&restore.Backup{Found: true, Ours: true, Phase: v1alpha1.BackupSucceeded, Key: "ns/bao/20261123T115900Z-00000009.snap"},
 			v1alpha1.RestoreRunning, restore.ReasonJobCreated, false, true},
@@ -428,6 +431,9 @@ func TestARestoreStartsOnlyOnceItsPreRestoreSnapshotIsStored(t *testing.T) {
 			}
 			if d.CreateJob && (s.PreRestoreKey != tc.backup.Key || !strings.Contains(s.Message, tc.backup.Key)) {
 				t.Errorf("began without recording the pre-restore key: %+v", s)
+			}
+			if tc.backup != nil && tc.backup.Message != "" && !strings.Contains(s.Message, tc.backup.Message) {
+				t.Errorf("the message does not say why the backup waits or failed: %s", s.Message)
 			}
 			if s.Phase.Done() && !strings.Contains(s.Message, "nothing was changed") {
 				t.Errorf("a restore that failed before posting does not say nothing changed: %s", s.Message)
