@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -27,6 +30,7 @@ import (
 // +kubebuilder:rbac:groups=openbao.org,resources=openbaorestores/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=openbao.org,resources=openbaorestores/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=delete
+// +kubebuilder:rbac:groups=openbao.org,resources=openbaobackups,verbs=get;list;watch;create
 
 // ServerObserver reads, after a snapshot was installed, whether each
 // server of a cluster is healthy and caught up with the leader.
@@ -53,6 +57,10 @@ type OpenBaoRestoreReconciler struct {
 	Scope Scope
 	// ProxyEnv is passed to the executor (operator-lib's proxy variables).
 	ProxyEnv []corev1.EnvVar
+	// APIReader reads around the cache: a Job the cache does not have yet
+	// must not be taken for a Job that is gone. Nil: Client (SetupWithManager
+	// sets the manager's).
+	APIReader client.Reader
 
 	mu sync.Mutex
 	// started remembers, per cluster, the restore this process started,
@@ -61,19 +69,30 @@ type OpenBaoRestoreReconciler struct {
 	started map[types.NamespacedName]string
 }
 
-// Reconcile takes one OpenBaoRestore one step further.
+// Reconcile takes one OpenBaoRestore one step further. The restore holds
+// a finalizer from its first pass until it has ended, so that deleting it
+// mid-restore leaves its holds on backups and rollouts in place until the
+// outcome is known.
 func (r *OpenBaoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rs := &v1alpha1.OpenBaoRestore{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if rs.Status.Phase.Done() || !rs.DeletionTimestamp.IsZero() {
+	if rs.Status.Phase.Done() {
 		r.forget(rs)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.release(ctx, rs)
 	}
 	if managed, _, err := manages(ctx, r.Scope, rs.Namespace); err != nil || !managed {
+		if err == nil && !rs.DeletionTimestamp.IsZero() {
+			// The operator holds no rights there to follow the Job.
+			log.FromContext(ctx).Info("restore let go unfinished: its namespace is not provisioned", "restore", rs.Name)
+			return ctrl.Result{}, r.release(ctx, rs)
+		}
 		// The cluster's status says why; the restore waits for its namespace.
 		return ctrl.Result{RequeueAfter: outOfScopeRetry}, err
+	}
+	if err := r.hold(ctx, rs); err != nil {
+		return ctrl.Result{}, err
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("cluster", rs.Spec.ClusterName))
 	o, err := r.observe(ctx, rs)
@@ -84,9 +103,13 @@ func (r *OpenBaoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.writeStatus(ctx, rs, d.Status); err != nil {
 		return ctrl.Result{}, err
 	}
-	if d.CreateJob {
-		r.remember(rs)
-		if err := r.createJob(ctx, rs, o.Cluster); err != nil {
+	if d.CreateBackup {
+		if err := r.createBackup(ctx, rs); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if d.CreateJob { // the decision is recorded: the only pass that creates its Job
+		if d, err = r.createJob(ctx, rs, o.Cluster, d); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -94,12 +117,44 @@ func (r *OpenBaoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, err
 	}
 	r.tell(ctx, rs, o)
+	if d.Release {
+		return ctrl.Result{}, r.release(ctx, rs)
+	}
 	return ctrl.Result{RequeueAfter: d.Requeue}, nil
+}
+
+// hold puts the finalizer on a restore that has not ended, before it can
+// start (a restore being deleted cannot take one, and starts nothing).
+func (r *OpenBaoRestoreReconciler) hold(ctx context.Context, rs *v1alpha1.OpenBaoRestore) error {
+	if !rs.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(rs, v1alpha1.RestoreFinalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(rs.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(rs, v1alpha1.RestoreFinalizer)
+	if err := r.Client.Patch(ctx, rs, patch); err != nil {
+		return fmt.Errorf("add finalizer %s: %w", v1alpha1.RestoreFinalizer, err)
+	}
+	return nil
+}
+
+// release removes the finalizer of a restore that has ended (or that the
+// operator can no longer follow); optimistic locking makes a stale cache
+// fail the removal instead of releasing a restore that is still running.
+func (r *OpenBaoRestoreReconciler) release(ctx context.Context, rs *v1alpha1.OpenBaoRestore) error {
+	if !controllerutil.ContainsFinalizer(rs, v1alpha1.RestoreFinalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(rs.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(rs, v1alpha1.RestoreFinalizer)
+	if err := r.Client.Patch(ctx, rs, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("remove finalizer %s: %w", v1alpha1.RestoreFinalizer, err)
+	}
+	return nil
 }
 
 // observe gathers what the restore's step needs.
 func (r *OpenBaoRestoreReconciler) observe(ctx context.Context, rs *v1alpha1.OpenBaoRestore) (restore.Observed, error) {
-	o := restore.Observed{Now: r.Clock.Now(), Restore: rs}
+	o := restore.Observed{Now: r.Clock.Now(), Restore: rs, Deleting: !rs.DeletionTimestamp.IsZero()}
 	c := &v1alpha1.OpenBaoCluster{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.ClusterName}, c)
 	switch {
@@ -111,9 +166,13 @@ func (r *OpenBaoRestoreReconciler) observe(ctx context.Context, rs *v1alpha1.Ope
 	o.Cluster = c
 	switch {
 	case rs.Status.JobName == "":
-		o.Preflight, err = r.preflight(ctx, c, rs)
+		if o.Preflight, err = r.preflight(ctx, c, rs); err == nil && rs.WantsPreRestoreSnapshot() {
+			o.PreRestore, err = r.observeBackup(ctx, rs)
+		}
 	case rs.Status.Step == v1alpha1.RestoreStepVerifying:
-		o.Servers = r.observeServers(ctx, c)
+		if !o.Deleting { // a restore deleted while verifying ends without asking them
+			o.Servers = r.observeServers(ctx, c)
+		}
 	default:
 		o.Job, err = r.observeJob(ctx, rs)
 	}
@@ -139,14 +198,16 @@ func (r *OpenBaoRestoreReconciler) preflight(ctx context.Context, c *v1alpha1.Op
 		running = append(running, other)
 	}
 	r.mu.Unlock()
-	return restore.Preflight(restore.PreflightInput{Cluster: c, Restore: rs, RunningBackups: unfinishedStarted(backups), RunningRestores: running}), nil
+	return restore.Preflight(restore.PreflightInput{Cluster: c, Restore: rs, RunningRestores: running,
+		RunningBackups: unfinishedStarted(backups, rs.PreRestoreBackupName())}), nil
 }
 
-// unfinishedStarted names the backups that have a Job and have not ended.
-func unfinishedStarted(backups []v1alpha1.OpenBaoBackup) []string {
+// unfinishedStarted names the backups that have a Job and have not ended,
+// except the restore's own pre-restore snapshot, which it waits for.
+func unfinishedStarted(backups []v1alpha1.OpenBaoBackup, except string) []string {
 	var out []string
 	for _, b := range backups {
-		if b.Status.JobName != "" && !b.Status.Phase.Done() {
+		if b.Status.JobName != "" && !b.Status.Phase.Done() && b.Name != except {
 			out = append(out, b.Name)
 		}
 	}
@@ -155,9 +216,14 @@ func unfinishedStarted(backups []v1alpha1.OpenBaoBackup) []string {
 
 func (r *OpenBaoRestoreReconciler) observeJob(ctx context.Context, rs *v1alpha1.OpenBaoRestore) (*restore.Job, error) {
 	job := &batchv1.Job{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Status.JobName}, job)
+	key := types.NamespacedName{Namespace: rs.Namespace, Name: rs.Status.JobName}
+	err := r.Client.Get(ctx, key, job)
+	if apierrors.IsNotFound(err) && r.APIReader != nil {
+		err = r.APIReader.Get(ctx, key, job) // the cache may not have seen it yet
+	}
 	if apierrors.IsNotFound(err) {
-		return &restore.Job{}, nil
+		left, err := r.podsLeft(ctx, rs)
+		return &restore.Job{PodsLeft: left}, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read Job %s: %w", rs.Status.JobName, err)
@@ -176,6 +242,45 @@ func (r *OpenBaoRestoreReconciler) observeJob(ctx context.Context, rs *v1alpha1.
 	return out, err
 }
 
+// observeBackup reads the restore's pre-restore OpenBaoBackup.
+func (r *OpenBaoRestoreReconciler) observeBackup(ctx context.Context, rs *v1alpha1.OpenBaoRestore) (*restore.Backup, error) {
+	b := &v1alpha1.OpenBaoBackup{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.PreRestoreBackupName()}, b)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read OpenBaoBackup %s: %w", rs.PreRestoreBackupName(), err)
+	}
+	ours := b.Labels[v1alpha1.LabelRestore] == rs.Name && b.Labels[v1alpha1.LabelBackupTrigger] == v1alpha1.BackupTriggerPreRestore &&
+		b.Spec.ClusterName == rs.Spec.ClusterName
+	return &restore.Backup{Found: true, Ours: ours, Phase: b.Status.Phase, Key: b.Status.Key, Reason: b.Status.Reason,
+		Message: b.Status.Message}, nil
+}
+
+// createBackup asks for the pre-restore snapshot recorded in status; the
+// OpenBaoBackup reconciler takes it like any other backup.
+func (r *OpenBaoRestoreReconciler) createBackup(ctx context.Context, rs *v1alpha1.OpenBaoRestore) error {
+	b := &v1alpha1.OpenBaoBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: rs.Status.PreRestoreBackup, Namespace: rs.Namespace, Labels: map[string]string{
+			v1alpha1.LabelCluster: rs.Spec.ClusterName, v1alpha1.LabelBackupTrigger: v1alpha1.BackupTriggerPreRestore,
+			v1alpha1.LabelRestore: rs.Name, v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue,
+		}},
+		Spec: v1alpha1.OpenBaoBackupSpec{ClusterName: rs.Spec.ClusterName},
+	}
+	err := r.Client.Create(ctx, b)
+	if apierrors.IsAlreadyExists(err) {
+		return nil // the cache has not seen it yet
+	}
+	if err != nil {
+		return fmt.Errorf("create OpenBaoBackup %s: %w", b.Name, err)
+	}
+	log.FromContext(ctx).Info("pre-restore snapshot requested", "backup", b.Name, "restore", rs.Name)
+	r.Recorder.Eventf(rs, nil, corev1.EventTypeNormal, "PreRestoreSnapshot", "CreateBackup",
+		"OpenBaoBackup %s takes a snapshot of %s before the restore", b.Name, rs.Spec.ClusterName)
+	return nil
+}
+
 // observeServers asks the servers; a failure to ask is an observation
 // (the decision waits), not an error of the pass.
 func (r *OpenBaoRestoreReconciler) observeServers(ctx context.Context, c *v1alpha1.OpenBaoCluster) *restore.Servers {
@@ -189,18 +294,59 @@ func (r *OpenBaoRestoreReconciler) observeServers(ctx context.Context, c *v1alph
 	return s
 }
 
-func (r *OpenBaoRestoreReconciler) createJob(ctx context.Context, rs *v1alpha1.OpenBaoRestore, c *v1alpha1.OpenBaoCluster) error {
+// createJob creates the Job of the decision just recorded in status, once.
+// An error after which the Job may exist is returned, and the next pass
+// follows the Job or finds it gone (OutcomeUnknown); a refusal by the API
+// server, after which it cannot exist, takes the decision back.
+func (r *OpenBaoRestoreReconciler) createJob(ctx context.Context, rs *v1alpha1.OpenBaoRestore, c *v1alpha1.OpenBaoCluster,
+	d restore.Decision) (restore.Decision, error) {
+	r.remember(rs)
 	job := restore.JobFor(c, rs, r.OperatorImage, r.ProxyEnv)
 	err := r.Client.Create(ctx, job)
-	if apierrors.IsAlreadyExists(err) {
-		return nil // the cache has not seen it yet
-	}
-	if err != nil {
-		return fmt.Errorf("create Job %s: %w", job.Name, err)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return d, nil // the next pass checks whose it is
+	case refused(err):
+		r.forget(rs)
+		d = restore.JobNotCreated(rs.Status, err.Error())
+		return d, r.writeStatus(ctx, rs, d.Status)
+	case err != nil:
+		return d, fmt.Errorf("create Job %s: %w", job.Name, err)
 	}
 	log.FromContext(ctx).Info("restore Job created", "job", job.Name)
 	r.Recorder.Eventf(rs, nil, corev1.EventTypeNormal, "RestoreStarted", "CreateJob", "Job %s restores a snapshot into %s", job.Name, c.Name)
-	return nil
+	return d, nil
+}
+
+// refused says the API server answered a create with a refusal, so the
+// object was not stored: a client error other than a timeout.
+func refused(err error) bool {
+	var status apierrors.APIStatus
+	if err == nil || !errors.As(err, &status) {
+		return false
+	}
+	code := status.Status().Code
+	return code >= 400 && code < 500 && code != http.StatusRequestTimeout
+}
+
+// podsLeft names the pods of the restore's Job, read around the cache,
+// that have not ended: a Job deleted mid-run may leave its pod running.
+func (r *OpenBaoRestoreReconciler) podsLeft(ctx context.Context, rs *v1alpha1.OpenBaoRestore) ([]string, error) {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	pods := &corev1.PodList{}
+	if err := reader.List(ctx, pods, client.InNamespace(rs.Namespace), client.MatchingLabels{batchv1.JobNameLabel: rs.Status.JobName}); err != nil {
+		return nil, fmt.Errorf("list the pods of Job %s: %w", rs.Status.JobName, err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out = append(out, p.Name)
+		}
+	}
+	return out, nil
 }
 
 // restartPods deletes the server pods that trail the restored state; the

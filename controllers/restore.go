@@ -9,7 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/pki"
@@ -132,7 +134,21 @@ func listClusterRestores(ctx context.Context, reader client.Reader, namespace, c
 
 // SetupWithManager watches OpenBaoRestores and the Jobs they own.
 func (r *OpenBaoRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	// One at a time: restores of one cluster must not start side by side.
 	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.OpenBaoRestore{}).Owns(&batchv1.Job{}).
+		Watches(&v1alpha1.OpenBaoBackup{}, handler.EnqueueRequestsFromMapFunc(restoreOfPreRestoreBackup)).
 		Named("openbaorestore").WithOptions(controllerOptions(1)).Complete(r)
+}
+
+// restoreOfPreRestoreBackup maps a pre-restore OpenBaoBackup to the
+// restore waiting for it.
+func restoreOfPreRestoreBackup(_ context.Context, obj client.Object) []reconcile.Request {
+	labels := obj.GetLabels()
+	if labels[v1alpha1.LabelBackupTrigger] != v1alpha1.BackupTriggerPreRestore || labels[v1alpha1.LabelRestore] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: labels[v1alpha1.LabelRestore]}}}
 }

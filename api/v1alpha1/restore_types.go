@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -52,6 +54,23 @@ type OpenBaoRestoreSpec struct {
 	// can also open; otherwise the restored data cannot be unsealed.
 	// +optional
 	Force bool `json:"force,omitempty"`
+
+	// PreRestoreSnapshot takes a snapshot of the cluster as it is (an
+	// OpenBaoBackup, status.preRestoreBackup) before the restore replaces
+	// its data; the restore starts only once that snapshot is stored, and
+	// status.preRestoreKey names it, so a wrong restore is undone by
+	// restoring that key. A restore of source.bootstrap takes none: the
+	// cluster holds nothing yet.
+	// +kubebuilder:default=true
+	// +optional
+	PreRestoreSnapshot *bool `json:"preRestoreSnapshot,omitempty"`
+}
+
+// WantsPreRestoreSnapshot says whether the restore takes a snapshot of the
+// cluster before replacing its data: spec.preRestoreSnapshot, true unless
+// set false, and never for source.bootstrap.
+func (r *OpenBaoRestore) WantsPreRestoreSnapshot() bool {
+	return !r.Spec.Source.Bootstrap && (r.Spec.PreRestoreSnapshot == nil || *r.Spec.PreRestoreSnapshot)
 }
 
 // RestorePhase is where one restore is.
@@ -91,7 +110,18 @@ type OpenBaoRestoreStatus struct {
 	// Step is Restoring or Verifying while Running.
 	// +optional
 	Step RestoreStep `json:"step,omitempty"`
-	// JobName is the Job that runs the executor.
+	// PreRestoreBackup is the OpenBaoBackup that takes the pre-restore
+	// snapshot (spec.preRestoreSnapshot).
+	// +optional
+	PreRestoreBackup string `json:"preRestoreBackup,omitempty"`
+	// PreRestoreKey is the object key of the pre-restore snapshot, stored
+	// before anything was posted to OpenBao: restoring it undoes this
+	// restore.
+	// +optional
+	PreRestoreKey string `json:"preRestoreKey,omitempty"`
+	// JobName is the Job that runs the executor. It is recorded before the
+	// Job is created, and a Job of that name that is gone is never created
+	// again: it may have posted the snapshot.
 	// +optional
 	JobName string `json:"jobName,omitempty"`
 	// Key is the object key restored (resolved from source.latest).
@@ -181,6 +211,30 @@ func (r *OpenBaoRestore) ControllerReference() metav1.OwnerReference {
 func (c *OpenBaoCluster) RestoreJobName(r *OpenBaoRestore) string {
 	return boundedName("restore-"+c.Name+"-"+r.Name, maxLabelValue)
 }
+
+// PreRestoreBackupName is the OpenBaoBackup that takes restore r's
+// pre-restore snapshot: one per restore object (its UID), so a restore
+// created again under the same name takes its own.
+func (r *OpenBaoRestore) PreRestoreBackupName() string {
+	uid := strings.ReplaceAll(string(r.UID), "-", "")
+	if len(uid) > 8 {
+		uid = uid[:8]
+	}
+	name := r.Name + "-pre-restore"
+	if uid != "" {
+		name += "-" + uid
+	}
+	return boundedName(name, maxLabelValue)
+}
+
+// BackupTriggerPreRestore marks the snapshot a restore takes of the
+// cluster before replacing its data (spec.preRestoreSnapshot).
+const BackupTriggerPreRestore = "pre-restore"
+
+// RestoreFinalizer holds an OpenBaoRestore that has not ended: deleting it
+// mid-restore does not lift its holds on the cluster's backups and
+// rollouts while OpenBao may still be installing the snapshot.
+const RestoreFinalizer = "openbao.org/restore-outcome"
 
 // LabelRestore names the OpenBaoRestore a Job and its pod belong to.
 const LabelRestore = "openbao.org/restore"

@@ -118,7 +118,7 @@ func (s *runner) resolve(ctx context.Context, cfg restore.ExecutorConfig) (objec
 		if err != nil {
 			return objectstore.Object{}, stage(ReasonStoreFailed, err)
 		}
-		latest, err := restore.SelectLatest(objects, s.prefix)
+		latest, err := restore.SelectLatestBefore(objects, s.prefix, cfg.LatestBefore)
 		if err != nil {
 			return objectstore.Object{}, stage(restore.ReasonNoSnapshot, fmt.Errorf("%w (under %s)", err, s.prefix))
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/openbao/operator/api/v1alpha1"
 )
@@ -137,6 +138,7 @@ func BootstrapRestoreFor(c *v1alpha1.OpenBaoCluster) *v1alpha1.OpenBaoRestore {
 			Labels:          map[string]string{v1alpha1.LabelCluster: c.Name, v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(c, v1alpha1.GroupVersion.WithKind(v1alpha1.Kind))},
 		},
-		Spec: v1alpha1.OpenBaoRestoreSpec{ClusterName: c.Name, Source: v1alpha1.RestoreSource{Bootstrap: true}},
+		// No pre-restore snapshot: the cluster holds nothing yet.
+		Spec: v1alpha1.OpenBaoRestoreSpec{ClusterName: c.Name, Source: v1alpha1.RestoreSource{Bootstrap: true}, PreRestoreSnapshot: ptr.To(false)},
 	}
 }

@@ -25,6 +25,27 @@ const (
 	ReasonRestartingServers  = "RestartingServers"
 	ReasonVerificationFailed = "VerificationTimedOut"
 	ReasonRestored           = "Restored"
+	// ReasonAwaitingOutcome: the OpenBaoRestore was deleted while its Job
+	// may be posting the snapshot; it stays, holding the cluster, until
+	// the Job has ended.
+	ReasonAwaitingOutcome = "AwaitingOutcome"
+	// ReasonDeleted: the OpenBaoRestore was deleted and the outcome of its
+	// restore is known; it goes once that is recorded.
+	ReasonDeleted = "Deleted"
+	// ReasonOutcomeUnknown: the Job that was to post the snapshot is gone
+	// and its end was never seen.
+	ReasonOutcomeUnknown = "OutcomeUnknown"
+	// ReasonJobNotCreated: the API server refused the Job; nothing was
+	// started, and the restore decides afresh.
+	ReasonJobNotCreated = "JobNotCreated"
+	// ReasonTakingSnapshot: the pre-restore snapshot is being taken.
+	ReasonTakingSnapshot = "TakingPreRestoreSnapshot"
+	// ReasonSnapshotFailed: the pre-restore snapshot failed; nothing was
+	// posted.
+	ReasonSnapshotFailed = "PreRestoreSnapshotFailed"
+	// ReasonBackupNameTaken: an OpenBaoBackup of the pre-restore
+	// snapshot's name is not this restore's.
+	ReasonBackupNameTaken = "BackupNameTaken"
 )
 
 // Timings of the state machine.
@@ -53,6 +74,19 @@ type Job struct {
 	ReportRead        bool
 	// FailureMessage is the Job's own reason for failing.
 	FailureMessage string
+	// PodsLeft names, when the Job is not Found, the pods it left that have
+	// not ended: one may still be posting the snapshot.
+	PodsLeft []string
+}
+
+// Backup is what was observed of the restore's pre-restore OpenBaoBackup.
+type Backup struct {
+	// Found says it exists; Ours that it is this restore's (its labels
+	// name the restore and the cluster).
+	Found, Ours bool
+	Phase       v1alpha1.BackupPhase
+	// Key is the stored snapshot's; Reason and Message say why it failed.
+	Key, Reason, Message string
 }
 
 // Server is what one server pod says after the snapshot was installed.
@@ -89,28 +123,48 @@ type Observed struct {
 	Cluster *v1alpha1.OpenBaoCluster
 	// Preflight is the verdict for a restore that has not started.
 	Preflight Check
+	// PreRestore is the pre-restore OpenBaoBackup, read while the restore
+	// has not started and wants one; nil when it does not exist.
+	PreRestore *Backup
 	// Job is nil before the restore started.
 	Job *Job
 	// Servers is read only while Verifying; nil when it could not be.
 	Servers *Servers
+	// Deleting says the OpenBaoRestore is being deleted: nothing new
+	// starts, and it goes once the outcome of what did start is known.
+	Deleting bool
 }
 
 // Decision is what to do: the new status, and the actions it records.
 type Decision struct {
 	Status v1alpha1.OpenBaoRestoreStatus
-	// CreateJob asks for the Job named in Status.JobName.
+	// CreateJob asks for the Job named in Status.JobName. It is set only in
+	// the pass that records that name (the decision to post the snapshot),
+	// and carried out only once that record is written: a Job that is
+	// missing later is never created again, since it may have posted.
 	CreateJob bool
+	// CreateBackup asks for the pre-restore OpenBaoBackup named in
+	// Status.PreRestoreBackup.
+	CreateBackup bool
 	// RestartPods are server pods to delete so that they restart.
 	RestartPods []string
 	Requeue     time.Duration
+	// Release lets the OpenBaoRestore go (removes its finalizer): the
+	// restore has ended, so it no longer holds backups and rollouts.
+	Release bool
 }
 
-// Decide takes the restore one step further.
+// Decide takes the restore one step further. A restore being deleted
+// starts nothing; it ends at once when nothing was started or the snapshot
+// is already installed, and otherwise waits for its Job, so that the holds
+// on backups and rollouts last until OpenBao is done with the snapshot.
 func Decide(o Observed) Decision {
 	d := Decision{Status: *o.Restore.Status.DeepCopy()}
 	s := &d.Status
 	switch {
 	case s.Phase.Done():
+	case o.Deleting && s.JobName == "":
+		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonDeleted, "deleted before it started; nothing was changed")
 	case o.Cluster == nil && s.JobName == "":
 		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonClusterNotFound,
 			"OpenBaoCluster "+o.Restore.Spec.ClusterName+" does not exist in this namespace; nothing was changed")
@@ -120,28 +174,77 @@ func Decide(o Observed) Decision {
 	case s.JobName == "":
 		d.start(o)
 	case s.Step == v1alpha1.RestoreStepVerifying:
-		d.verify(o)
+		if !o.Deleting {
+			d.verify(o)
+		}
 	default:
 		d.follow(o)
 	}
+	if o.Deleting && !s.Phase.Done() && s.Step == v1alpha1.RestoreStepVerifying {
+		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonDeleted, fmt.Sprintf("OpenBao installed %s (Raft index %d); the OpenBaoRestore "+
+			"was deleted before every server was seen serving it: check that each server is unsealed and caught up, restart one that trails",
+			s.Key, s.RaftIndex))
+	}
+	d.Release = s.Phase.Done()
 	return d
 }
 
 // start runs the preflight: a held restore waits, a permanent refusal
-// fails it, else the Job is named and asked for.
+// fails it; then the pre-restore snapshot is taken, and once it is stored
+// the Job is named and asked for.
 func (d *Decision) start(o Observed) {
 	s, check := &d.Status, o.Preflight
 	switch {
-	case check.OK:
-		now := metav1.NewTime(o.Now)
-		s.Phase, s.Step, s.StartTime = v1alpha1.RestoreRunning, v1alpha1.RestoreStepRestoring, &now
-		s.JobName = o.Cluster.RestoreJobName(o.Restore)
-		s.Reason, s.Message = ReasonJobCreated, "Job "+s.JobName+" checks the snapshot, then streams it into the active server"
-		d.CreateJob = true
 	case check.Permanent:
 		d.finish(o.Now, v1alpha1.RestoreFailed, check.Reason, check.Message+"; nothing was changed")
-	default:
+	case !check.OK:
 		s.Phase, s.Reason, s.Message = v1alpha1.RestorePending, check.Reason, check.Message
+		d.Requeue = HoldRetry
+	case o.Restore.WantsPreRestoreSnapshot() && s.PreRestoreKey == "":
+		d.snapshot(o)
+	default:
+		d.begin(o)
+	}
+}
+
+// begin names the Job and asks for it: the decision to post the snapshot.
+func (d *Decision) begin(o Observed) {
+	s := &d.Status
+	now := metav1.NewTime(o.Now)
+	s.Phase, s.Step, s.StartTime = v1alpha1.RestoreRunning, v1alpha1.RestoreStepRestoring, &now
+	s.JobName = o.Cluster.RestoreJobName(o.Restore)
+	s.Reason, s.Message = ReasonJobCreated, "Job "+s.JobName+" checks the snapshot, then streams it into the active server"
+	d.CreateJob = true
+}
+
+// snapshot takes the pre-restore snapshot through an OpenBaoBackup and
+// begins the restore in the pass that sees it stored.
+func (d *Decision) snapshot(o Observed) {
+	s, b := &d.Status, o.PreRestore
+	s.Phase, s.PreRestoreBackup = v1alpha1.RestorePending, o.Restore.PreRestoreBackupName()
+	switch {
+	case b == nil || !b.Found:
+		d.CreateBackup = true
+		s.Reason, s.Message = ReasonTakingSnapshot, "OpenBaoBackup "+s.PreRestoreBackup+
+			" takes a snapshot of the cluster as it is; the restore starts once it is stored"
+		d.Requeue = HoldRetry
+	case !b.Ours:
+		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonBackupNameTaken, "OpenBaoBackup "+s.PreRestoreBackup+
+			" exists and is not this restore's pre-restore snapshot; nothing was changed")
+	case b.Phase == v1alpha1.BackupSucceeded && b.Key != "":
+		s.PreRestoreKey = b.Key
+		d.begin(o)
+		s.Message += "; the data it replaces is stored at " + b.Key + " (status.preRestoreKey): restore that key to undo this restore"
+	case b.Phase == v1alpha1.BackupFailed:
+		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonSnapshotFailed, fmt.Sprintf("the pre-restore snapshot (OpenBaoBackup %s) "+
+			"failed (%s: %s); nothing was changed. Create another OpenBaoRestore to try again, or one with preRestoreSnapshot: false "+
+			"to restore without a way back", s.PreRestoreBackup, b.Reason, b.Message))
+	default:
+		s.Reason, s.Message = ReasonTakingSnapshot, "waiting for OpenBaoBackup "+s.PreRestoreBackup+
+			" to store a snapshot of the cluster as it is; the restore starts once it is stored"
+		if b.Reason != "" && b.Message != "" {
+			s.Message += " (the backup is " + orNone(string(b.Phase)) + ", " + b.Reason + ": " + b.Message + ")"
+		}
 		d.Requeue = HoldRetry
 	}
 }
@@ -150,12 +253,22 @@ func (d *Decision) start(o Observed) {
 func (d *Decision) follow(o Observed) {
 	j, s := o.Job, &d.Status
 	switch {
-	case j == nil || !j.Found:
-		d.CreateJob = true // recorded, but the Job was not created (or not seen yet)
+	case j == nil:
+		d.Requeue = HoldRetry // not observed
+	case !j.Found && len(j.PodsLeft) > 0:
+		s.Message = "Job " + s.JobName + " is gone; waiting for its pod " + strings.Join(j.PodsLeft, ", ") +
+			", which may be posting the snapshot, to end"
+		d.Requeue = HoldRetry
+	case !j.Found:
+		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonOutcomeUnknown, outcomeUnknown(s.JobName))
 	case !j.Owned:
 		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonJobNameTaken, "Job "+s.JobName+" exists and belongs to something else; nothing was changed")
 	case !j.Succeeded && !j.Failed, !j.ReportRead:
 		// the Job's changes bring the restore back
+		if o.Deleting {
+			s.Reason, s.Message = ReasonAwaitingOutcome, "deleted while Job "+s.JobName+" may be posting the snapshot to OpenBao; "+
+				"backups and rollouts stay held, and the OpenBaoRestore goes, once the Job has ended"
+		}
 	case j.Succeeded && !j.Report.Failed():
 		now := metav1.NewTime(o.Now)
 		s.Step, s.RestoredAt = v1alpha1.RestoreStepVerifying, &now
@@ -167,6 +280,28 @@ func (d *Decision) follow(o Observed) {
 		reason, msg := failureOf(j)
 		d.finish(o.Now, v1alpha1.RestoreFailed, reason, msg)
 	}
+}
+
+// JobNotCreated takes back the decision recorded in status when the API
+// server refused to create its Job (an answer, so the Job does not exist
+// and nothing was posted): the restore is Pending again and decides
+// afresh, which records a new decision before any Job is created.
+func JobNotCreated(s v1alpha1.OpenBaoRestoreStatus, why string) Decision {
+	d := Decision{Status: *s.DeepCopy(), Requeue: HoldRetry}
+	job := d.Status.JobName
+	d.Status.Phase, d.Status.Step, d.Status.JobName, d.Status.StartTime = v1alpha1.RestorePending, "", "", nil
+	d.Status.Reason, d.Status.Message = ReasonJobNotCreated, "the API server refused to create Job "+job+" ("+why+
+		"); nothing was started, the restore tries again"
+	return d
+}
+
+// outcomeUnknown says what a user must check when the Job that was to post
+// the snapshot is gone without its end having been seen.
+func outcomeUnknown(job string) string {
+	return "Job " + job + ", which was to post the snapshot to OpenBao, is gone and its end was never seen (it was deleted, or the " +
+		"operator stopped between recording it and creating it): the cluster holds either its old data or the snapshot's. The operator " +
+		"does not run it again, which could post the snapshot a second time and lose what was written since. Check the data (a value " +
+		"written after the snapshot was taken, or the Raft index in sys/storage/raft/autopilot/state), then create another OpenBaoRestore if needed"
 }
 
 // failureOf says why the executor failed and what state that left the

@@ -20,6 +20,9 @@ type ExecutorConfig struct {
 	// Key, or Latest: the newest snapshot under the cluster's prefix.
 	Key    string
 	Latest bool
+	// LatestBefore bounds Latest to the snapshots older than this key:
+	// the restore's pre-restore snapshot.
+	LatestBefore string
 	// ExpectedSHA256 refuses another object; empty checks nothing.
 	ExpectedSHA256 string
 	// Force posts to sys/storage/raft/snapshot-force.
@@ -42,6 +45,7 @@ func (c ExecutorConfig) Args() []string {
 	add("key", c.Key)
 	if c.Latest {
 		add("latest", "true")
+		add("latest-before", c.LatestBefore)
 	}
 	add("expected-sha256", c.ExpectedSHA256)
 	add("source-cluster", c.SourceCluster)
@@ -62,6 +66,7 @@ func ParseExecutorArgs(args []string, output io.Writer) (ExecutorConfig, error) 
 	fs.StringVar(&c.Restore, "restore", "", "name of the OpenBaoRestore (for the logs)")
 	fs.StringVar(&c.Key, "key", "", "object key of the snapshot")
 	fs.BoolVar(&c.Latest, "latest", false, "restore the newest snapshot under the cluster's prefix")
+	fs.StringVar(&c.LatestBefore, "latest-before", "", "with --latest, only snapshots older than this key (the pre-restore snapshot)")
 	fs.StringVar(&c.ExpectedSHA256, "expected-sha256", "", "hex SHA-256 the object must have")
 	fs.BoolVar(&c.Force, "force", false, "post to sys/storage/raft/snapshot-force (no seal check)")
 	fs.StringVar(&c.SourceCluster, "source-cluster", "", "cluster under whose prefix --latest looks (default --cluster)")
@@ -95,7 +100,7 @@ func ExecutorConfigFor(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) E
 	}
 	out := ExecutorConfig{
 		ExecutorConfig: base, Restore: r.Name, Key: r.Spec.Source.Key, Latest: r.Spec.Source.Latest,
-		ExpectedSHA256: r.Spec.ExpectedSHA256, Force: r.Spec.Force,
+		ExpectedSHA256: r.Spec.ExpectedSHA256, Force: r.Spec.Force, LatestBefore: r.Status.PreRestoreKey,
 	}
 	if fb := c.FromBackup(); r.Spec.Source.Bootstrap && fb != nil {
 		out.Key, out.Latest, out.ExpectedSHA256 = fb.Key, fb.Latest, fb.ExpectedSHA256

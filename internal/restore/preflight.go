@@ -103,9 +103,10 @@ func orNone(s string) string {
 }
 
 // Running says a restore holds its cluster's other Day-2 steps: it has
-// started (its Job was named) and has not finished.
+// started (its Job was named) and has not finished. Being deleted does not
+// end it: its finalizer keeps it until the outcome is known.
 func Running(r *v1alpha1.OpenBaoRestore) bool {
-	return r.Status.JobName != "" && !r.Status.Phase.Done() && r.DeletionTimestamp.IsZero()
+	return r.Status.JobName != "" && !r.Status.Phase.Done()
 }
 
 // RunningOf names the restores of cluster that are Running, except one.

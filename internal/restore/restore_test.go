@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
@@ -103,9 +106,10 @@ func TestPreflightHoldsARestoreThatHasNotStarted(t *testing.T) {
 
 func newRestore(status v1alpha1.OpenBaoRestoreStatus) *v1alpha1.OpenBaoRestore {
 	return &v1alpha1.OpenBaoRestore{
-		ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "ns"},
-		Spec:       v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}},
-		Status:     status,
+		ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "ns", UID: "0a1b2c3d-0000-4000-8000-000000000001"},
+		Spec: v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true},
+			PreRestoreSnapshot: ptr.To(false)},
+		Status: status,
 	}
 }
 
@@ -150,8 +154,14 @@ func TestDecideTakesARestoreFromPendingToItsOutcome(t *testing.T) {
 			Preflight: restore.Check{Permanent: true, Reason: backup.ReasonNotConfigured}}, v1alpha1.RestoreFailed, "", backup.ReasonNotConfigured, false, nil},
 		{"preflight passes: the Job is named, then created", restore.Observed{Restore: newRestore(v1alpha1.OpenBaoRestoreStatus{}),
 			Preflight: restore.Check{OK: true}}, v1alpha1.RestoreRunning, v1alpha1.RestoreStepRestoring, restore.ReasonJobCreated, true, nil},
-		{"restarted after naming the Job, which is missing: created again", restore.Observed{Restore: newRestore(restoring()),
-			Job: &restore.Job{}}, v1alpha1.RestoreRunning, v1alpha1.RestoreStepRestoring, "", true, nil},
+		{"the recorded Job is gone and its end was never seen: Failed, outcome unknown, never created again", restore.Observed{
+			Restore: newRestore(restoring()), Job: &restore.Job{}}, v1alpha1.RestoreFailed, "", restore.ReasonOutcomeUnknown, false, nil},
+		{"the recorded Job is gone but its pod still runs: wait for the pod, create nothing", restore.Observed{
+			Restore: newRestore(restoring()), Job: &restore.Job{PodsLeft: []string{"restore-bao-r1-x1"}}},
+			v1alpha1.RestoreRunning, v1alpha1.RestoreStepRestoring, "", false, nil},
+		{"the Job failed without a report (a disrupted pod): Failed, saying the snapshot may have reached OpenBao, no new Job",
+			restore.Observed{Restore: newRestore(restoring()), Job: &restore.Job{Found: true, Owned: true, Failed: true, ReportRead: true,
+				FailureMessage: "PodFailurePolicy: pod disrupted"}}, v1alpha1.RestoreFailed, "", restore.ReasonJobFailed, false, nil},
 		{"a Job of someone else's", restore.Observed{Restore: newRestore(restoring()), Job: &restore.Job{Found: true}},
 			v1alpha1.RestoreFailed, "", restore.ReasonJobNameTaken, false, nil},
 		{"the Job runs", restore.Observed{Restore: newRestore(restoring()), Job: &restore.Job{Found: true, Owned: true}},
@@ -269,5 +279,219 @@ func TestABootstrapRestoreReadsTheSourcesStore(t *testing.T) {
 		if v.Secret != nil && v.Secret.SecretName == "backup-token" {
 			t.Errorf("the Job mounts spec.backup's token Secret")
 		}
+	}
+}
+
+// TestDecideLetsADeletedRestoreGoOnlyOnceItsOutcomeIsKnown: a restore
+// being deleted starts nothing, keeps its holds (no Release) while its Job
+// may be posting the snapshot, and is released once the Job has ended or
+// nothing was ever started.
+func TestDecideLetsADeletedRestoreGoOnlyOnceItsOutcomeIsKnown(t *testing.T) {
+	ok := backup.Report{Key: "ns/bao/x.snap", Size: 10, SHA256: strings.Repeat("a", 64), RaftIndex: 42}
+	for _, tc := range []struct {
+		name    string
+		o       restore.Observed
+		release bool
+		reason  string
+	}{
+		{"deleted before it started: released, no Job", restore.Observed{Restore: newRestore(v1alpha1.OpenBaoRestoreStatus{}),
+			Preflight: restore.Check{OK: true}}, true, restore.ReasonDeleted},
+		{"deleted while held by the preflight: released", restore.Observed{Restore: newRestore(v1alpha1.OpenBaoRestoreStatus{Phase: v1alpha1.RestorePending}),
+			Preflight: restore.Check{Reason: backup.ReasonClusterPaused}}, true, restore.ReasonDeleted},
+		{"deleted while the Job runs: held, saying why", restore.Observed{Restore: newRestore(restoring()),
+			Job: &restore.Job{Found: true, Owned: true}}, false, restore.ReasonAwaitingOutcome},
+		{"deleted when the Job ended but its pod's report is not read yet: held", restore.Observed{Restore: newRestore(restoring()),
+			Job: &restore.Job{Found: true, Owned: true, Succeeded: true}}, false, restore.ReasonAwaitingOutcome},
+		{"deleted and the Job failed: released with the executor's reason", restore.Observed{Restore: newRestore(restoring()),
+			Job: &restore.Job{Found: true, Owned: true, Failed: true, ReportRead: true,
+				Report: backup.Report{Reason: restore.ReasonSealMismatch, Error: restore.SealMismatchMessage}}}, true, restore.ReasonSealMismatch},
+		{"deleted and the Job installed the snapshot: released, saying the servers are not checked", restore.Observed{Restore: newRestore(restoring()),
+			Job: &restore.Job{Found: true, Owned: true, Succeeded: true, ReportRead: true, Report: ok}}, true, restore.ReasonDeleted},
+		{"deleted while verifying: released, no restart", restore.Observed{Restore: newRestore(verifying(time.Minute)),
+			Servers: servers(0, 5, 0)}, true, restore.ReasonDeleted},
+		{"deleted and the Job is gone: released, the outcome unknown, no new Job", restore.Observed{Restore: newRestore(restoring()),
+			Job: &restore.Job{}}, true, restore.ReasonOutcomeUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Now, tc.o.Cluster, tc.o.Deleting = t0, runningCluster(), true
+			d := restore.Decide(tc.o)
+			if d.Release != tc.release || d.Status.Reason != tc.reason || d.CreateJob || len(d.RestartPods) > 0 {
+				t.Fatalf("got release %v reason %s (%s) createJob %v restart %v", d.Release, d.Status.Reason, d.Status.Message, d.CreateJob, d.RestartPods)
+			}
+			if d.Release != d.Status.Phase.Done() {
+				t.Errorf("released %v with phase %s", d.Release, d.Status.Phase)
+			}
+		})
+	}
+}
+
+// TestADeletedRestoreStillHoldsTheCluster: being deleted does not end a
+// restore's hold; only its end does.
+func TestADeletedRestoreStillHoldsTheCluster(t *testing.T) {
+	r := newRestore(restoring())
+	now := metav1.NewTime(t0)
+	r.DeletionTimestamp, r.Finalizers = &now, []string{v1alpha1.RestoreFinalizer}
+	if !restore.Running(r) || len(restore.RunningOf([]v1alpha1.OpenBaoRestore{*r}, "bao", "")) != 1 {
+		t.Fatal("a restore being deleted mid-restore no longer holds its cluster")
+	}
+}
+
+func TestARefusedJobTakesTheDecisionBack(t *testing.T) {
+	d := restore.JobNotCreated(restoring(), "Forbidden: exceeded quota")
+	s := d.Status
+	if s.Phase != v1alpha1.RestorePending || s.JobName != "" || s.StartTime != nil || s.Step != "" || s.Reason != restore.ReasonJobNotCreated ||
+		!strings.Contains(s.Message, "restore-bao-r1") || !strings.Contains(s.Message, "exceeded quota") || d.CreateJob || d.Requeue == 0 {
+		t.Fatalf("%+v", d)
+	}
+	// The next pass decides afresh, recording the name before asking for the Job.
+	next := restore.Decide(restore.Observed{Now: t0, Restore: newRestore(s), Cluster: runningCluster(), Preflight: restore.Check{OK: true}})
+	if !next.CreateJob || next.Status.JobName != "restore-bao-r1" {
+		t.Fatalf("%+v", next)
+	}
+}
+
+// TestTheRestoreJobRunsOnePodOnce: the Job never runs a second pod, which
+// would post the snapshot again: no retry, a disruption fails it, and no
+// replacement starts beside a terminating pod.
+func TestTheRestoreJobRunsOnePodOnce(t *testing.T) {
+	c := runningCluster()
+	c.Spec.Backup.Target = v1alpha1.BackupTarget{Endpoint: "https://s3.example.com", Bucket: "b"}
+	job := restore.JobFor(c, newRestore(restoring()), "operator:1", nil)
+	spec := job.Spec
+	if spec.BackoffLimit == nil || *spec.BackoffLimit != 0 {
+		t.Errorf("backoffLimit %d, want 0", ptr.Deref(spec.BackoffLimit, -1))
+	}
+	if spec.PodReplacementPolicy == nil || *spec.PodReplacementPolicy != batchv1.Failed {
+		t.Errorf("podReplacementPolicy %v, want Failed", spec.PodReplacementPolicy)
+	}
+	if spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("restartPolicy %s", spec.Template.Spec.RestartPolicy)
+	}
+	disruption := false
+	for _, rule := range spec.PodFailurePolicy.Rules {
+		if rule.Action != batchv1.PodFailurePolicyActionFailJob {
+			t.Errorf("rule %+v does not fail the Job: a pod failure it matches would be retried", rule)
+		}
+		for _, p := range rule.OnPodConditions {
+			disruption = disruption || (p.Type == corev1.DisruptionTarget && p.Status == corev1.ConditionTrue)
+		}
+	}
+	if !disruption {
+		t.Error("no rule fails the Job on a disrupted pod")
+	}
+}
+
+// TestARestoreStartsOnlyOnceItsPreRestoreSnapshotIsStored walks
+// spec.preRestoreSnapshot (the default): the OpenBaoBackup is named and
+// asked for once the preflight passes, the restore waits for it, fails
+// without touching OpenBao when it fails, and begins, with the key in its
+// status, in the pass that sees it stored.
+func TestARestoreStartsOnlyOnceItsPreRestoreSnapshotIsStored(t *testing.T) {
+	pending := v1alpha1.OpenBaoRestoreStatus{Phase: v1alpha1.RestorePending, PreRestoreBackup: "r1-pre-restore-0a1b2c3d"}
+	for _, tc := range []struct {
+		name         string
+		status       v1alpha1.OpenBaoRestoreStatus
+		preflight    restore.Check
+		backup       *restore.Backup
+		phase        v1alpha1.RestorePhase
+		reason       string
+		createBackup bool
+		createJob    bool
+	}{
+		{"held by the preflight: no snapshot yet", v1alpha1.OpenBaoRestoreStatus{}, restore.Check{Reason: backup.ReasonUpgradeInProgress},
+			nil, v1alpha1.RestorePending, backup.ReasonUpgradeInProgress, false, false},
+		{"the preflight passes: the backup is named and asked for, no Job", v1alpha1.OpenBaoRestoreStatus{}, restore.Check{OK: true},
+			nil, v1alpha1.RestorePending, restore.ReasonTakingSnapshot, true, false},
+		{"the backup runs: wait", pending, restore.Check{OK: true}, &restore.Backup{Found: true, Ours: true, Phase: v1alpha1.BackupRunning},
+			v1alpha1.RestorePending, restore.ReasonTakingSnapshot, false, false},
+		{"the backup is held: wait, saying why", pending, restore.Check{OK: true}, &restore.Backup{Found: true, Ours: true,
+			Phase: v1alpha1.BackupPending, Reason: "Waiting", Message: "a rollout is under way"},
+			v1alpha1.RestorePending, restore.ReasonTakingSnapshot, false, false},
+		{"the backup succeeded: the Job is asked for, the key recorded", pending, restore.Check{OK: true},
+			&restore.Backup{Found: true, Ours: true, Phase: v1alpha1.BackupSucceeded, Key: "ns/bao/20261123T115900Z-00000009.snap"},
+			v1alpha1.RestoreRunning, restore.ReasonJobCreated, false, true},
+		{"the backup succeeded but a rollout began since: held, nothing posted", pending, restore.Check{Reason: backup.ReasonUpgradeInProgress},
+			&restore.Backup{Found: true, Ours: true, Phase: v1alpha1.BackupSucceeded, Key: "k"}, v1alpha1.RestorePending, backup.ReasonUpgradeInProgress, false, false},
+		{"the backup failed: Failed, nothing changed", pending, restore.Check{OK: true},
+			&restore.Backup{Found: true, Ours: true, Phase: v1alpha1.BackupFailed, Reason: "StoreFailed", Message: "access denied"},
+			v1alpha1.RestoreFailed, restore.ReasonSnapshotFailed, false, false},
+		{"a backup of that name is someone else's: Failed, nothing changed", v1alpha1.OpenBaoRestoreStatus{}, restore.Check{OK: true},
+			&restore.Backup{Found: true, Phase: v1alpha1.BackupSucceeded, Key: "k"}, v1alpha1.RestoreFailed, restore.ReasonBackupNameTaken, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRestore(tc.status)
+			r.Spec.PreRestoreSnapshot = nil // the default
+			d := restore.Decide(restore.Observed{Now: t0, Restore: r, Cluster: runningCluster(), Preflight: tc.preflight, PreRestore: tc.backup})
+			s := d.Status
+			if s.Phase != tc.phase || s.Reason != tc.reason || d.CreateBackup != tc.createBackup || d.CreateJob != tc.createJob {
+				t.Fatalf("got phase %s reason %s (%s) createBackup %v createJob %v", s.Phase, s.Reason, s.Message, d.CreateBackup, d.CreateJob)
+			}
+			if d.CreateBackup && s.PreRestoreBackup != r.PreRestoreBackupName() {
+				t.Errorf("asks for backup %q without recording it", s.PreRestoreBackup)
+			}
+			if d.CreateJob && (s.PreRestoreKey != tc.backup.Key || !strings.Contains(s.Message, tc.backup.Key)) {
+				t.Errorf("began without recording the pre-restore key: %+v", s)
+			}
+			if tc.backup != nil && tc.backup.Message != "" && !strings.Contains(s.Message, tc.backup.Message) {
+				t.Errorf("the message does not say why the backup waits or failed: %s", s.Message)
+			}
+			if s.Phase.Done() && !strings.Contains(s.Message, "nothing was changed") {
+				t.Errorf("a restore that failed before posting does not say nothing changed: %s", s.Message)
+			}
+		})
+	}
+}
+
+func TestNoPreRestoreSnapshotWhenTurnedOffOrForABootstrapRestore(t *testing.T) {
+	r := newRestore(v1alpha1.OpenBaoRestoreStatus{})
+	if r.WantsPreRestoreSnapshot() {
+		t.Error("preRestoreSnapshot: false takes one")
+	}
+	r.Spec.PreRestoreSnapshot = nil
+	if !r.WantsPreRestoreSnapshot() {
+		t.Error("the default takes none")
+	}
+	if b := bootstrapRestore(); b.WantsPreRestoreSnapshot() {
+		t.Error("a bootstrap restore, of a cluster holding nothing yet, takes one")
+	}
+	if name := r.PreRestoreBackupName(); name != "r1-pre-restore-0a1b2c3d" {
+		t.Errorf("name %q", name)
+	}
+}
+
+// TestLatestAfterAPreRestoreSnapshotIsTheNewestBeforeIt: source.latest
+// with a pre-restore snapshot restores the newest snapshot older than it,
+// never that copy of the data the restore replaces (nor anything newer).
+func TestLatestAfterAPreRestoreSnapshotIsTheNewestBeforeIt(t *testing.T) {
+	prefix := backup.ObjectPrefix("p", "ns", "bao")
+	key := func(age time.Duration, id string) string { return backup.ObjectKey(prefix, t0.Add(-age), id) }
+	pre := key(time.Minute, "0000000f")
+	objects := []objectstore.Object{{Key: key(time.Hour, "00000001")}, {Key: key(2*time.Hour, "00000002")}, {Key: pre},
+		{Key: key(0, "00000003")}, {Key: key(time.Minute, "00000000")}}
+	for _, tc := range []struct{ name, before, want string }{
+		{"no bound: the newest", "", key(0, "00000003")},
+		{"bounded by the pre-restore snapshot: the newest before it, same second ordered by key", pre, key(time.Minute, "00000000")},
+		{"a bound that is not a snapshot of this cluster: none", "elsewhere/x.snap", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := restore.SelectLatestBefore(objects, prefix, tc.before)
+			if tc.want == "" {
+				if err != restore.ErrNoSnapshot {
+					t.Fatalf("got %v, %v", got, err)
+				}
+				return
+			}
+			if err != nil || got.Key != tc.want {
+				t.Fatalf("got %q, %v; want %q", got.Key, err, tc.want)
+			}
+		})
+	}
+	c := runningCluster()
+	c.Spec.Backup.Target = v1alpha1.BackupTarget{Endpoint: "https://s3.example.com", Bucket: "b"}
+	r := newRestore(restoring())
+	r.Status.PreRestoreKey = pre
+	cfg, err := restore.ParseExecutorArgs(restore.ExecutorConfigFor(c, r).Args()[1:], nil)
+	if err != nil || !cfg.Latest || cfg.LatestBefore != pre {
+		t.Fatalf("the executor reads back %+v, %v", cfg, err)
 	}
 }

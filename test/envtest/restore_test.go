@@ -12,8 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/controllers"
@@ -82,7 +84,7 @@ func (r *restoreRig) restore(name string) *v1alpha1.OpenBaoRestore {
 func TestARestoreRunsItsJobHoldsBackupsAndRolloutsAndRecordsItsOutcome(t *testing.T) {
 	rig := newRestoreRig(t, "restore-flow")
 	ctx := context.Background()
-	rig.createRestore("r1", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}})
+	rig.createRestore("r1", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}, PreRestoreSnapshot: ptr.To(false)})
 	rig.reconcileRestore("r1")
 	rs := rig.restore("r1")
 	if rs.Status.Phase != v1alpha1.RestoreRunning || rs.Status.Step != v1alpha1.RestoreStepRestoring || rs.Status.JobName != "restore-bao-r1" {
@@ -105,7 +107,7 @@ func TestARestoreRunsItsJobHoldsBackupsAndRolloutsAndRecordsItsOutcome(t *testin
 	if s := rig.backup("b1").Status; s.Phase != v1alpha1.BackupPending || s.Reason != "Waiting" || !strings.Contains(s.Message, "restore r1") {
 		t.Fatalf("a backup beside a restore: %+v", s)
 	}
-	rig.createRestore("r2", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Key: "x.snap"}})
+	rig.createRestore("r2", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Key: "x.snap"}, PreRestoreSnapshot: ptr.To(false)})
 	rig.reconcileRestore("r2")
 	if s := rig.restore("r2").Status; s.Phase != v1alpha1.RestorePending || s.Reason != restore.ReasonRestoreInProgress {
 		t.Fatalf("a second restore beside the first: %+v", s)
@@ -191,7 +193,7 @@ func setUpdateRevision(t *testing.T, rig *backupRig, revision string) {
 // and a False Complete condition.
 func TestARestoreRefusedByOpenBaoFailsSayingNothingChanged(t *testing.T) {
 	rig := newRestoreRig(t, "restore-refused")
-	rig.createRestore("r1", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Key: "team-b/other/x.snap"}})
+	rig.createRestore("r1", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Key: "team-b/other/x.snap"}, PreRestoreSnapshot: ptr.To(false)})
 	rig.reconcileRestore("r1")
 	job := &batchv1.Job{}
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: rig.ns, Name: "restore-bao-r1"}, job); err != nil {
@@ -230,5 +232,150 @@ func TestInvalidRestoresAreRejectedNamingTheField(t *testing.T) {
 				t.Fatalf("create: got %v, want Invalid naming %s with %q", err, tc.field, tc.phrase)
 			}
 		})
+	}
+}
+
+// TestDeletingARunningRestoreKeepsItsHoldsUntilTheJobHasEnded: a restore
+// deleted while its Job may be posting the snapshot stays (its finalizer)
+// and keeps a backup waiting; once the Job has ended it goes, and the
+// backup starts.
+func TestDeletingARunningRestoreKeepsItsHoldsUntilTheJobHasEnded(t *testing.T) {
+	rig := newRestoreRig(t, "restore-deleted")
+	ctx := context.Background()
+	rig.createRestore("r1", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}, PreRestoreSnapshot: ptr.To(false)})
+	rig.reconcileRestore("r1")
+	rs := rig.restore("r1")
+	if rs.Status.JobName == "" || !controllerutil.ContainsFinalizer(rs, v1alpha1.RestoreFinalizer) {
+		t.Fatalf("a started restore without its Job or finalizer: %v %+v", rs.Finalizers, rs.Status)
+	}
+	job := &batchv1.Job{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: rig.ns, Name: rs.Status.JobName}, job); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	rig.reconcileRestore("r1")
+	rs = rig.restore("r1")
+	if rs.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(rs, v1alpha1.RestoreFinalizer) || rs.Status.Reason != restore.ReasonAwaitingOutcome {
+		t.Fatalf("deleted mid-restore: finalizers %v, status %+v", rs.Finalizers, rs.Status)
+	}
+	createBackup(t, rig.ns, "b1")
+	rig.reconcileBackup("b1")
+	if s := rig.backup("b1").Status; s.Phase != v1alpha1.BackupPending || !strings.Contains(s.Message, "restore r1") {
+		t.Fatalf("a backup beside a deleted restore whose Job runs: %+v", s)
+	}
+
+	endJob(t, job, 0, backup.Report{Key: "restore-deleted/bao/20250301T080000Z-00000001.snap", Size: 8, SHA256: strings.Repeat("ab", 32), RaftIndex: 42})
+	rig.reconcileRestore("r1")
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(rs), &v1alpha1.OpenBaoRestore{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the deleted restore stayed after its Job ended: %v", err)
+	}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(job), &batchv1.Job{}); err != nil {
+		t.Fatalf("the Job: %v", err)
+	}
+	rig.reconcileBackup("b1")
+	if s := rig.backup("b1").Status; s.Phase != v1alpha1.BackupRunning {
+		t.Fatalf("the backup did not start once the deleted restore went: %+v", s)
+	}
+}
+
+// TestARestoreWhoseJobIsDeletedMidRunNeverCreatesItAgain injects the
+// fault: the executor Job is deleted while it runs. While a pod it left
+// still runs the restore waits; then it fails saying the outcome is
+// unknown, and no pass creates a second Job that would post the snapshot
+// again. The Job the API server accepted runs one pod, once.
+func TestARestoreWhoseJobIsDeletedMidRunNeverCreatesItAgain(t *testing.T) {
+	rig := newRestoreRig(t, "restore-job-deleted")
+	ctx := context.Background()
+	rig.createRestore("r1", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}, PreRestoreSnapshot: ptr.To(false)})
+	rig.reconcileRestore("r1")
+	key := client.ObjectKey{Namespace: rig.ns, Name: "restore-bao-r1"}
+	job := &batchv1.Job{}
+	if err := k8s.Get(ctx, key, job); err != nil {
+		t.Fatal(err)
+	}
+	if job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit != 0 || job.Spec.PodFailurePolicy == nil ||
+		job.Spec.PodFailurePolicy.Rules[0].Action != batchv1.PodFailurePolicyActionFailJob {
+		t.Fatalf("the Job may run a second pod:\n%s", mustYAML(t, job.Spec))
+	}
+	// A pod of the Job, still running, and the Job deleted (no garbage
+	// collector here: the pod stays, as it does until the collector runs).
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x1", Namespace: rig.ns,
+		Labels: map[string]string{batchv1.JobNameLabel: job.Name}}, Spec: job.Spec.Template.Spec}
+	if err := k8s.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	rig.reconcileRestore("r1")
+	if s := rig.restore("r1").Status; s.Phase != v1alpha1.RestoreRunning || !strings.Contains(s.Message, pod.Name) {
+		t.Fatalf("a restore whose Job is gone but whose pod runs: %+v", s)
+	}
+	noJob(t, key)
+	if err := k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		rig.reconcileRestore("r1")
+		noJob(t, key)
+	}
+	rs := rig.restore("r1")
+	if s := rs.Status; s.Phase != v1alpha1.RestoreFailed || s.Reason != restore.ReasonOutcomeUnknown || !strings.Contains(s.Message, "Check the data") {
+		t.Fatalf("a restore whose Job is gone: %+v", s)
+	}
+	if controllerutil.ContainsFinalizer(rs, v1alpha1.RestoreFinalizer) {
+		t.Error("a restore that ended keeps its finalizer")
+	}
+	if events := rig.drainEvents(); !strings.Contains(events, "Warning RestoreFailed") {
+		t.Errorf("events:\n%s", events)
+	}
+}
+
+func noJob(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	if err := k8s.Get(context.Background(), key, &batchv1.Job{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Job %s was created again: %v", key.Name, err)
+	}
+}
+
+// TestARestoreTakesItsPreRestoreSnapshotFirst: by default (no
+// spec.preRestoreSnapshot) the restore asks for an OpenBaoBackup of the
+// cluster and creates no Job until that backup is stored; then it starts,
+// with the snapshot's key in its status.
+func TestARestoreTakesItsPreRestoreSnapshotFirst(t *testing.T) {
+	rig := newRestoreRig(t, "restore-snapshot-first")
+	ctx := context.Background()
+	rig.createRestore("r1", v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}})
+	rig.reconcileRestore("r1")
+	rs := rig.restore("r1")
+	name := rs.PreRestoreBackupName()
+	if s := rs.Status; s.Phase != v1alpha1.RestorePending || s.Reason != restore.ReasonTakingSnapshot || s.PreRestoreBackup != name || s.JobName != "" {
+		t.Fatalf("status %+v", s)
+	}
+	b := rig.backup(name)
+	if b.Labels[v1alpha1.LabelBackupTrigger] != v1alpha1.BackupTriggerPreRestore || b.Labels[v1alpha1.LabelRestore] != "r1" || b.Spec.ClusterName != "bao" {
+		t.Fatalf("pre-restore backup %+v", b.ObjectMeta)
+	}
+	rig.reconcileBackup(name)
+	if s := rig.backup(name).Status; s.Phase != v1alpha1.BackupRunning {
+		t.Fatalf("the pre-restore backup does not run beside its waiting restore: %+v", s)
+	}
+	rig.reconcileRestore("r1")
+	if s := rig.restore("r1").Status; s.Phase != v1alpha1.RestorePending || s.Reason != restore.ReasonTakingSnapshot || s.JobName != "" {
+		t.Fatalf("while the snapshot is taken: %+v", s)
+	}
+	noJob(t, client.ObjectKey{Namespace: rig.ns, Name: "restore-bao-r1"})
+
+	rig.finishBackup(name, v1alpha1.BackupSucceeded)
+	rig.reconcileRestore("r1")
+	rs = rig.restore("r1")
+	key := rig.backup(name).Status.Key
+	if s := rs.Status; s.Phase != v1alpha1.RestoreRunning || s.PreRestoreKey != key || key == "" || !strings.Contains(s.Message, key) {
+		t.Fatalf("once the snapshot is stored: %+v", s)
+	}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: rig.ns, Name: rs.Status.JobName}, &batchv1.Job{}); err != nil {
+		t.Fatalf("the restore Job: %v", err)
 	}
 }
