@@ -23,6 +23,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	decide "github.com/openbao/operator/internal/admission"
+	"github.com/openbao/operator/internal/imagepolicy"
 	"github.com/openbao/operator/internal/restore"
 )
 
@@ -44,8 +45,10 @@ type ServerObserver interface {
 // the Job, pod restarts, events, metrics and an audit line.
 type OpenBaoRestoreReconciler struct {
 	Client client.Client
-	// APIReader reads the labels of the Secrets the cluster's spec names,
-	// which carry no label of the cache; nil checks their names only.
+	// APIReader reads around the cache: the labels of the Secrets the
+	// cluster's spec names, which carry no label of the cache, and a Job
+	// the cache does not have yet, which must not be taken for a Job that
+	// is gone. Nil: Client (SetupWithManager sets the manager's).
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
 	Clock     clock.PassiveClock
@@ -57,10 +60,9 @@ type OpenBaoRestoreReconciler struct {
 	Scope Scope
 	// ProxyEnv is passed to the executor (operator-lib's proxy variables).
 	ProxyEnv []corev1.EnvVar
-	// APIReader reads around the cache: a Job the cache does not have yet
-	// must not be taken for a Job that is gone. Nil: Client (SetupWithManager
-	// sets the manager's).
-	APIReader client.Reader
+	// ImagePolicy is the platform's image policy, held against
+	// spec.backup.executorImage before a Job runs it.
+	ImagePolicy imagepolicy.Policy
 
 	mu sync.Mutex
 	// started remembers, per cluster, the restore this process started,
@@ -183,6 +185,10 @@ func (r *OpenBaoRestoreReconciler) preflight(ctx context.Context, c *v1alpha1.Op
 	if refused, err := managedReferences(ctx, r.APIReader, r.Client, c); err != nil || len(refused) > 0 {
 		return restore.Check{Permanent: true, Reason: decide.ReasonManagedSecretReferenced,
 			Message: "OpenBaoCluster " + c.Name + ": " + refusalMessage(refused)}, err
+	}
+	if errs := r.ImagePolicy.CheckCluster(c); len(errs) > 0 {
+		return restore.Check{Permanent: true, Reason: v1alpha1.ReasonImageNotAllowed,
+			Message: "OpenBaoCluster " + c.Name + ": " + errs.ToAggregate().Error()}, nil
 	}
 	backups, err := listClusterBackups(ctx, r.Client, c.Namespace, c.Name)
 	if err != nil {
