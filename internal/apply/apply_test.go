@@ -81,7 +81,7 @@ func TestApplyCreatesFreeNamesAndReappliesItsOwn(t *testing.T) {
 	ctx := context.Background()
 	a, c := newApplier(t)
 	objs := func() []*unstructured.Unstructured {
-		return []*unstructured.Unstructured{renderedChild(serviceAccountGVK, "bao"), renderedChild(networkPolicyGVK, "bao")}
+		return []*unstructured.Unstructured{renderedChild(serviceAccountGVK, "bao"), renderedChild(configMapGVK, "bao-config")}
 	}
 	if _, err := a.Apply(ctx, owner(), objs()); err != nil {
 		t.Fatalf("first apply: %v", err)
