@@ -1,6 +1,6 @@
 // Package apply makes a rendered set of objects real: server-side apply with
-// one field manager and owner references, then pruning of what is no longer
-// rendered. An object whose desired state and whose fields owned by the
+// one field manager and owner references, only where each name is free or
+// already the owner's (Claim), then pruning of what is no longer rendered. An object whose desired state and whose fields owned by the
 // operator are unchanged since the last apply is not sent again, so a
 // reconcile with nothing to do writes nothing.
 package apply

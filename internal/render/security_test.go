@@ -13,6 +13,7 @@ import (
 	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
+	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/values"
 	"github.com/openbao/operator/test/fixtures"
 )
@@ -221,6 +222,23 @@ func TestServersMayLabelOnlyTheirOwnPods(t *testing.T) {
 					if verb != "list" {
 						t.Errorf("%s on %v is not limited to the cluster's pods", verb, rule.Resources)
 					}
+				}
+			}
+		})
+	}
+}
+
+// TestEveryRenderedObjectCarriesTheOperatorsLabel: the operator applies
+// over an existing object only when it carries this label (apply.Claim),
+// so a child rendered without it would be refused at the next pass.
+func TestEveryRenderedObjectCarriesTheOperatorsLabel(t *testing.T) {
+	r := newRenderer(t)
+	files := fixtures.Files(t)
+	for _, name := range fixtures.Names(files) {
+		t.Run(name, func(t *testing.T) {
+			for _, obj := range renderWith(t, r, fixtures.Load(t, files[name]), testOperator) {
+				if obj.GetLabels()[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
+					t.Errorf("%s %s lacks %s=%s", obj.GetKind(), obj.GetName(), v1alpha1.LabelManagedBy, v1alpha1.ManagedByValue)
 				}
 			}
 		})
