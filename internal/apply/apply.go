@@ -1,8 +1,9 @@
 // Package apply makes a rendered set of objects real: server-side apply with
 // one field manager and owner references, only where each name is free or
-// already the owner's (Claim), then pruning of what is no longer rendered. An object whose desired state and whose fields owned by the
-// operator are unchanged since the last apply is not sent again, so a
-// reconcile with nothing to do writes nothing.
+// already the owner's (Claim), then pruning of what is no longer rendered.
+// An object whose desired state and whose fields owned by the operator are
+// unchanged since the last apply is not sent again, so a reconcile with
+// nothing to do writes nothing.
 package apply
 
 import (
@@ -72,8 +73,10 @@ type Options struct {
 	// applies.
 	Cache  client.Reader
 	Cached map[schema.GroupVersionKind]func() client.Object
-	// Live reads the metadata of other kinds and lists leftovers for
-	// pruning, uncached: it must never start informers.
+	// Live reads the metadata of other kinds, and of any kind at a name
+	// the cache does not hold as the owner's (the cache holds only
+	// labelled objects, so a stranger's object is not in it), and lists
+	// leftovers for pruning, uncached: it must never start informers.
 	Live         client.Reader
 	FieldManager string
 }
