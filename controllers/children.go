@@ -22,6 +22,10 @@ import (
 // CRD (Gateway API, Prometheus Operator) looks again.
 const missingKindRetry = time.Minute
 
+// childNameTakenRetry is how soon a cluster whose child's name is taken
+// by an object of someone else's looks again.
+const childNameTakenRetry = time.Minute
+
 // reconcileChildren renders the chart from the pass's input and applies it,
 // then prunes what it no longer renders. Its failures make the cluster
 // Degraded (see summarizeDegraded).
@@ -40,6 +44,13 @@ func (r *OpenBaoClusterReconciler) reconcileChildren(ctx context.Context, p *pas
 		return nil
 	}
 	res, err := r.Applier.Apply(ctx, c, objs)
+	if taken := (*apply.TakenError)(nil); errors.As(err, &taken) {
+		// Nothing was applied. The object in the way is not watched (it
+		// lacks the cluster's label), so look again in a while.
+		degraded(v1alpha1.ReasonChildNameTaken, taken.Error())
+		p.requeueAfter(childNameTakenRetry)
+		return nil
+	}
 	if missing := (*apply.MissingKindError)(nil); errors.As(err, &missing) {
 		degraded(v1alpha1.ReasonMissingKind, missing.Error())
 		p.requeueAfter(missingKindRetry)

@@ -9,11 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/apply"
 	"github.com/openbao/operator/internal/secrets"
 )
 
@@ -75,19 +77,38 @@ func (r *OpenBaoClusterReconciler) finalize(ctx context.Context, c *v1alpha1.Ope
 	return ctrl.Result{}, nil
 }
 
-// stopServers deletes the StatefulSet and reports whether every server pod
-// is gone.
+// stopServers deletes the cluster's StatefulSet and reports whether every
+// server pod is gone. A StatefulSet of that name that is not the cluster's
+// (apply.Ours: another's, which the apply step refused to take over) is
+// left alone, and so are its pods.
 func (r *OpenBaoClusterReconciler) stopServers(ctx context.Context, c *v1alpha1.OpenBaoCluster) (bool, error) {
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: c.StatefulSetName(), Namespace: c.Namespace}}
-	err := r.Client.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationForeground))
-	if client.IgnoreNotFound(err) != nil {
-		return false, fmt.Errorf("delete StatefulSet %s: %w", sts.Name, err)
+	sts := &metav1.PartialObjectMetadata{}
+	sts.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: c.StatefulSetName()}, sts)
+	var foreign types.UID
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return false, fmt.Errorf("read StatefulSet %s: %w", c.StatefulSetName(), err)
+	case !apply.Ours(c.UID, sts):
+		foreign = sts.UID
+	default:
+		uid := sts.UID
+		err := r.Client.Delete(ctx, sts, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationForeground))
+		if client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("delete StatefulSet %s: %w", sts.Name, err)
+		}
 	}
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(c.PodSelectorLabels())); err != nil {
 		return false, fmt.Errorf("list pods of %s: %w", c.Name, err)
 	}
-	return len(pods.Items) == 0, nil
+	for i := range pods.Items {
+		if ref := metav1.GetControllerOfNoCopy(&pods.Items[i]); foreign == "" || ref == nil || ref.UID != foreign {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // deleteVolumes deletes the Raft volumes of every server the cluster ever

@@ -72,6 +72,10 @@ const (
 	ReasonNotPaused     = "NotPaused"
 	ReasonInvalidValues = "InvalidValues"
 	ReasonMissingKind   = "MissingKind"
+	// ReasonChildNameTaken (Degraded): an object that is not the
+	// cluster's stands where a child of it goes; nothing is applied
+	// until it is gone.
+	ReasonChildNameTaken = "ChildNameTaken"
 
 	ReasonCertificatesReady         = "CertificatesReady"
 	ReasonTLSIssueFailed            = "TLSIssueFailed"

@@ -13,6 +13,34 @@ import (
 // Every child object's name is derived here, so the chart values, the
 // controllers and the tests agree on them.
 
+// Suffixes the cluster's name takes in the names of its children in its
+// namespace. A child's name is the cluster's name or the name and one of
+// these.
+const (
+	SuffixHeadlessService       = "-internal"
+	SuffixConfigMap             = "-config"
+	SuffixServiceRegistration   = "-service-registration"
+	SuffixUpgradeServiceAccount = "-upgrade-serviceaccount"
+	SuffixBackupServiceAccount  = "-backup-serviceaccount"
+	SuffixTLSCA                 = "-tls-ca"
+	SuffixTLSServer             = "-tls-server"
+	SuffixUnsealKey             = "-unseal-key"
+	SuffixSelfInit              = "-self-init"
+	SuffixRootToken             = "-root-token"
+)
+
+// ChildNameSuffixes lists every suffix of a child's name. Since none ends
+// in another, two clusters' children can share a name only when one
+// cluster's name is the other's and a suffix, as cluster "bao-internal"
+// and cluster "bao"'s headless Service: a cluster name that ends in one of
+// these is refused (internal/admission).
+func ChildNameSuffixes() []string {
+	return []string{
+		SuffixHeadlessService, SuffixConfigMap, SuffixServiceRegistration, SuffixUpgradeServiceAccount,
+		SuffixBackupServiceAccount, SuffixTLSCA, SuffixTLSServer, SuffixUnsealKey, SuffixSelfInit, SuffixRootToken,
+	}
+}
+
 // ClientServiceName is the Service clients use; it routes to the active server.
 func (c *OpenBaoCluster) ClientServiceName() string { return c.Name }
 
@@ -25,41 +53,61 @@ func (c *OpenBaoCluster) ClientServiceDNSName() string {
 
 // HeadlessServiceName is the StatefulSet's governing Service, which gives each
 // server a stable DNS name.
-func (c *OpenBaoCluster) HeadlessServiceName() string { return c.Name + "-internal" }
+func (c *OpenBaoCluster) HeadlessServiceName() string { return c.Name + SuffixHeadlessService }
 
 // StatefulSetName is the StatefulSet that runs the servers.
 func (c *OpenBaoCluster) StatefulSetName() string { return c.Name }
 
 // ConfigMapName holds config.hcl.
-func (c *OpenBaoCluster) ConfigMapName() string { return c.Name + "-config" }
+func (c *OpenBaoCluster) ConfigMapName() string { return c.Name + SuffixConfigMap }
 
 // ServiceAccountName is the identity of the OpenBao pods.
 func (c *OpenBaoCluster) ServiceAccountName() string { return c.Name }
 
 // ServiceRegistrationRoleName lets OpenBao label its own pods.
 func (c *OpenBaoCluster) ServiceRegistrationRoleName() string {
-	return c.Name + "-service-registration"
+	return c.Name + SuffixServiceRegistration
 }
 
 // TLSCASecretName holds the CA certificate (and, when operator-managed, key).
-func (c *OpenBaoCluster) TLSCASecretName() string { return c.Name + "-tls-ca" }
+func (c *OpenBaoCluster) TLSCASecretName() string { return c.Name + SuffixTLSCA }
 
 // TLSServerSecretName holds the servers' certificate and key.
-func (c *OpenBaoCluster) TLSServerSecretName() string { return c.Name + "-tls-server" }
+func (c *OpenBaoCluster) TLSServerSecretName() string { return c.Name + SuffixTLSServer }
 
 // UnsealKeySecretName holds the static seal key.
-func (c *OpenBaoCluster) UnsealKeySecretName() string { return c.Name + "-unseal-key" }
+func (c *OpenBaoCluster) UnsealKeySecretName() string { return c.Name + SuffixUnsealKey }
 
 // SelfInitSecretName holds the self-init requests (self-init.hcl) until the
 // cluster is initialized.
-func (c *OpenBaoCluster) SelfInitSecretName() string { return c.Name + "-self-init" }
+func (c *OpenBaoCluster) SelfInitSecretName() string { return c.Name + SuffixSelfInit }
 
 // RootTokenSecretName holds the root token from sys/init.
-func (c *OpenBaoCluster) RootTokenSecretName() string { return c.Name + "-root-token" }
+func (c *OpenBaoCluster) RootTokenSecretName() string { return c.Name + SuffixRootToken }
 
 // PodName is the name of the server with the given ordinal.
 func (c *OpenBaoCluster) PodName(ordinal int) string {
 	return fmt.Sprintf("%s-%d", c.StatefulSetName(), ordinal)
+}
+
+// MaxReplicas is the largest spec.replicas the API accepts (its
+// +kubebuilder:validation:Maximum).
+const MaxReplicas = 11
+
+// PodNames are the names of every server the cluster may ever run:
+// ordinals 0 to MaxReplicas-1. The servers' service-registration Role
+// lets them label these pods and no other; naming all of them, not only
+// the current replicas, keeps the Role the same across a scale-up or
+// scale-down, so no server is ever without its grant while the two move.
+// No other StatefulSet or cluster can make a pod of these names: another
+// cluster's pods are <its name>-<ordinal>, and the last dash-separated
+// part of a pod name is its ordinal.
+func (c *OpenBaoCluster) PodNames() []string {
+	names := make([]string, MaxReplicas)
+	for i := range names {
+		names[i] = c.PodName(i)
+	}
+	return names
 }
 
 // DataVolumeName is the claim the StatefulSet makes for the Raft data of

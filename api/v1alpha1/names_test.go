@@ -1,12 +1,16 @@
 package v1alpha1_test
 
 import (
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
 
 	"github.com/openbao/operator/api/v1alpha1"
 )
@@ -48,6 +52,51 @@ func TestBackupNamesStayValidLabelsForLongClusterNames(t *testing.T) {
 				t.Errorf("%q given twice", name)
 			}
 			names[name] = true
+		}
+	}
+}
+
+// TestMaxReplicasIsTheCRDsMaximum keeps MaxReplicas, which bounds the pods
+// the servers' Role names, equal to the maximum of spec.replicas.
+func TestMaxReplicasIsTheCRDsMaximum(t *testing.T) {
+	data, err := os.ReadFile("../../config/crd/bases/openbao.org_openbaoclusters.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(data, crd); err != nil {
+		t.Fatal(err)
+	}
+	replicas := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["replicas"]
+	if replicas.Maximum == nil || int(*replicas.Maximum) != v1alpha1.MaxReplicas {
+		t.Fatalf("spec.replicas maximum %v, MaxReplicas %d", replicas.Maximum, v1alpha1.MaxReplicas)
+	}
+	names := cluster("bao").PodNames()
+	if len(names) != v1alpha1.MaxReplicas || names[0] != "bao-0" || names[len(names)-1] != "bao-10" {
+		t.Fatalf("PodNames = %v", names)
+	}
+}
+
+// TestChildNamesAreTheClusterNameAndASuffix keeps ChildNameSuffixes whole
+// (admission refuses a cluster name ending in one) and free of a suffix
+// that ends in another, which would let two reserved-free names collide.
+func TestChildNamesAreTheClusterNameAndASuffix(t *testing.T) {
+	c := cluster("bao")
+	suffixes := v1alpha1.ChildNameSuffixes()
+	for _, name := range []string{
+		c.StatefulSetName(), c.ClientServiceName(), c.HeadlessServiceName(), c.ConfigMapName(), c.ServiceAccountName(),
+		c.UpgradeServiceAccountName(), c.BackupServiceAccountName(), c.ServiceRegistrationRoleName(),
+		c.TLSCASecretName(), c.TLSServerSecretName(), c.UnsealKeySecretName(), c.SelfInitSecretName(), c.RootTokenSecretName(),
+	} {
+		if name != "bao" && !slices.Contains(suffixes, strings.TrimPrefix(name, "bao")) {
+			t.Errorf("child %q is not the cluster's name and one of %v", name, suffixes)
+		}
+	}
+	for _, s := range suffixes {
+		for _, other := range suffixes {
+			if s != other && strings.HasSuffix(s, other) {
+				t.Errorf("suffix %s ends in %s", s, other)
+			}
 		}
 	}
 }

@@ -34,7 +34,7 @@ import (
 
 // ValidateCluster checks a new cluster (old nil) or a change of old into c.
 func ValidateCluster(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
-	var errs field.ErrorList
+	errs := validateName(old, c)
 	errs = append(errs, validateConfig(old, c)...)
 	errs = append(errs, validateSelfInit(old, c)...)
 	errs = append(errs, validateSchedule(old, c)...)

@@ -1,8 +1,9 @@
 // Package apply makes a rendered set of objects real: server-side apply with
-// one field manager and owner references, then pruning of what is no longer
-// rendered. An object whose desired state and whose fields owned by the
-// operator are unchanged since the last apply is not sent again, so a
-// reconcile with nothing to do writes nothing.
+// one field manager and owner references, only where each name is free or
+// already the owner's (Claim), then pruning of what is no longer rendered.
+// An object whose desired state and whose fields owned by the operator are
+// unchanged since the last apply is not sent again, so a reconcile with
+// nothing to do writes nothing.
 package apply
 
 import (
@@ -72,8 +73,10 @@ type Options struct {
 	// applies.
 	Cache  client.Reader
 	Cached map[schema.GroupVersionKind]func() client.Object
-	// Live reads the metadata of other kinds and lists leftovers for
-	// pruning, uncached: it must never start informers.
+	// Live reads the metadata of other kinds, and of any kind at a name
+	// the cache does not hold as the owner's (the cache holds only
+	// labelled objects, so a stranger's object is not in it), and lists
+	// leftovers for pruning, uncached: it must never start informers.
 	Live         client.Reader
 	FieldManager string
 }
@@ -131,17 +134,24 @@ func (e *MissingKindError) Error() string {
 }
 func (e *MissingKindError) Unwrap() error { return e.Err }
 
-// Apply applies objs in order, each owned by owner. It stops at the first
-// failure and returns what was applied so far.
+// Apply applies objs in order, each owned by owner. It first reads what
+// stands at each object's name and applies nothing when any is taken by an
+// object that is not the owner's (a *TakenError naming them all, see
+// Claim). Else it stops at the first failure and returns what was applied
+// so far.
 func (a *Applier) Apply(ctx context.Context, owner client.Object, objs []*unstructured.Unstructured) (Result, error) {
 	ownerRef, err := controllerRef(owner, a.client)
 	if err != nil {
 		return Result{}, err
 	}
+	existing, err := a.claimAll(ctx, owner, objs)
+	if err != nil {
+		return Result{}, err
+	}
 	var res Result
-	for _, obj := range objs {
+	for i, obj := range objs {
 		obj.SetOwnerReferences([]metav1.OwnerReference{ownerRef})
-		applied, err := a.applyOne(ctx, owner, obj)
+		applied, err := a.applyOne(ctx, owner, obj, existing[i])
 		if err != nil {
 			return res, err
 		}
@@ -154,23 +164,75 @@ func (a *Applier) Apply(ctx context.Context, owner client.Object, objs []*unstru
 	return res, nil
 }
 
-func (a *Applier) applyOne(ctx context.Context, owner client.Object, obj *unstructured.Unstructured) (bool, error) {
+// claimAll reads the object at each rendered name (nil where there is
+// none) and refuses the set when any of them is not the owner's.
+func (a *Applier) claimAll(ctx context.Context, owner client.Object, objs []*unstructured.Unstructured) ([]metav1.Object, error) {
+	existing := make([]metav1.Object, len(objs))
+	var refusals []Refusal
+	for i, obj := range objs {
+		key := keyOf(obj)
+		live, err := a.readExisting(ctx, owner, key)
+		if err != nil {
+			return nil, err
+		}
+		if live == nil {
+			continue
+		}
+		if r := Claim(owner.GetUID(), key.gvk.Kind, key.name, live); r != nil {
+			refusals = append(refusals, *r)
+		}
+		existing[i] = live
+	}
+	if len(refusals) > 0 {
+		return nil, &TakenError{Refusals: refusals}
+	}
+	return existing, nil
+}
+
+// readExisting returns the object of that kind and name, or nil when there
+// is none. The cache holds only objects with the cluster label, so what
+// it does not hold, or holds but not as the owner's, is read again from
+// the API server: a stranger's object must not pass for a free name, and
+// a stale cache must not refuse a child the operator just made.
+func (a *Applier) readExisting(ctx context.Context, owner client.Object, key objectKey) (metav1.Object, error) {
+	name := types.NamespacedName{Namespace: key.namespace, Name: key.name}
+	if newObject, ok := a.cached[key.gvk]; ok {
+		obj := newObject()
+		err := a.cache.Get(ctx, name, obj)
+		if err == nil && Ours(owner.GetUID(), obj) {
+			return obj, nil
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("read %s %s/%s: %w", key.gvk.Kind, key.namespace, key.name, err)
+		}
+	}
+	md := &metav1.PartialObjectMetadata{}
+	md.SetGroupVersionKind(key.gvk)
+	err := a.live.Get(ctx, name, md)
+	switch {
+	case err == nil:
+		return md, nil
+	case apierrors.IsNotFound(err), isNoMatch(err):
+		// Nothing of a kind the cluster does not serve exists; its apply
+		// reports the missing kind, in order.
+		return nil, nil
+	}
+	return nil, fmt.Errorf("read %s %s/%s: %w", key.gvk.Kind, key.namespace, key.name, err)
+}
+
+func (a *Applier) applyOne(ctx context.Context, owner client.Object, obj *unstructured.Unstructured, existing metav1.Object) (bool, error) {
 	key := keyOf(obj)
 	desired, err := hashObject(obj)
 	if err != nil {
 		return false, err
 	}
-	unchanged, err := a.unchanged(ctx, owner, key, desired)
-	if err != nil {
-		return false, err
-	}
-	if unchanged {
+	if a.unchanged(owner, key, desired, existing) {
 		return false, nil
 	}
 	sent := obj.DeepCopy()
 	err = a.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(sent),
 		client.FieldOwner(a.fieldManager), client.ForceOwnership)
-	if meta.IsNoMatchError(err) {
+	if isNoMatch(err) {
 		return false, &MissingKindError{GVK: key.gvk, Err: err}
 	}
 	if err != nil {
@@ -184,37 +246,21 @@ func (a *Applier) applyOne(ctx context.Context, owner client.Object, obj *unstru
 
 // unchanged reports whether the object was applied with the same desired
 // state and nobody has since taken or changed a field the operator owns:
-// any such write changes the operator's managedFields entry. A cache that
+// any such write changes the operator's managedFields entry. existing is
+// the object as read before the apply (nil: there is none). A cache that
 // lags the last apply costs one needless apply, never a missed one.
-func (a *Applier) unchanged(ctx context.Context, owner client.Object, key objectKey, desired string) (bool, error) {
+func (a *Applier) unchanged(owner client.Object, key objectKey, desired string, existing metav1.Object) bool {
 	a.mu.Lock()
 	last, ok := a.state(owner).last[key]
 	a.mu.Unlock()
-	if !ok || last.desiredHash != desired {
-		return false, nil
+	if !ok || last.desiredHash != desired || existing == nil {
+		return false
 	}
-	live, err := a.readBack(ctx, key)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read %s %s/%s: %w", key.gvk.Kind, key.namespace, key.name, err)
-	}
-	return a.ownedFields(live) == last.ownedFields, nil
+	return a.ownedFields(existing) == last.ownedFields
 }
 
-// readBack reads an applied object: from the cache for the cached kinds,
-// else its metadata, uncached.
-func (a *Applier) readBack(ctx context.Context, key objectKey) (metav1.Object, error) {
-	name := types.NamespacedName{Namespace: key.namespace, Name: key.name}
-	if newObject, ok := a.cached[key.gvk]; ok {
-		obj := newObject()
-		return obj, a.cache.Get(ctx, name, obj)
-	}
-	meta := &metav1.PartialObjectMetadata{}
-	meta.SetGroupVersionKind(key.gvk)
-	return meta, a.live.Get(ctx, name, meta)
-}
+// isNoMatch says the cluster does not serve the kind (a missing CRD).
+func isNoMatch(err error) bool { return err != nil && meta.IsNoMatchError(err) }
 
 // ownedFields is the operator's apply entry in the object's managedFields.
 func (a *Applier) ownedFields(obj metav1.Object) string {

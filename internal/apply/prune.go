@@ -16,7 +16,9 @@ import (
 )
 
 // Leftovers returns the objects in live that keep does not hold and that
-// owner controls. It is the pure half of pruning.
+// are the owner's (Ours: controlled by it and labelled as managed by this
+// operator). It is the pure half of pruning: what it returns is deleted,
+// so an object of someone else's never is.
 func Leftovers(owner client.Object, live []metav1.PartialObjectMetadata, keep []*unstructured.Unstructured) []metav1.PartialObjectMetadata {
 	kept := map[objectKey]bool{}
 	for _, obj := range keep {
@@ -24,17 +26,12 @@ func Leftovers(owner client.Object, live []metav1.PartialObjectMetadata, keep []
 	}
 	var out []metav1.PartialObjectMetadata
 	for _, obj := range live {
-		if kept[keyOf(&obj)] || !controlledBy(&obj, owner) {
+		if kept[keyOf(&obj)] || !Ours(owner.GetUID(), &obj) {
 			continue
 		}
 		out = append(out, obj)
 	}
 	return out
-}
-
-func controlledBy(obj metav1.Object, owner client.Object) bool {
-	ref := metav1.GetControllerOfNoCopy(obj)
-	return ref != nil && ref.UID == owner.GetUID()
 }
 
 // Prune deletes the objects of the given kinds in the owner's namespace that

@@ -23,12 +23,19 @@ func owner() *v1alpha1.OpenBaoCluster {
 	return c
 }
 
-// live builds listed object metadata; refs are its owner references.
+// live builds listed object metadata, labelled as the operator labels its
+// children; refs are its owner references.
 func live(gvk schema.GroupVersionKind, name string, refs ...metav1.OwnerReference) metav1.PartialObjectMetadata {
 	obj := metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Namespace: "ns", UID: types.UID(name + "-uid"), OwnerReferences: refs,
+		Labels: map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, v1alpha1.LabelCluster: "bao"},
 	}}
 	obj.SetGroupVersionKind(gvk)
+	return obj
+}
+
+func unlabelled(obj metav1.PartialObjectMetadata) metav1.PartialObjectMetadata {
+	delete(obj.Labels, v1alpha1.LabelManagedBy)
 	return obj
 }
 
@@ -76,6 +83,9 @@ func TestLeftovers(t *testing.T) {
 		},
 		"an object with no owner is left alone": {
 			live: []metav1.PartialObjectMetadata{live(configMapGVK, "orphan")},
+		},
+		"an object naming the cluster as controller without the operator's label is left alone": {
+			live: []metav1.PartialObjectMetadata{unlabelled(live(configMapGVK, "hand-made", ours))},
 		},
 		"only the leftovers among many are returned, in list order": {
 			live: []metav1.PartialObjectMetadata{

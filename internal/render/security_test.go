@@ -1,16 +1,19 @@
 package render_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
+	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/values"
 	"github.com/openbao/operator/test/fixtures"
 )
@@ -193,5 +196,51 @@ func TestStrictDecodingCatchesATypo(t *testing.T) {
 	err = runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(sts.Object, typedObj, true)
 	if err == nil || !strings.Contains(err.Error(), "readOnlyRootFileSystem") {
 		t.Fatalf("error %v, want one naming the unknown field", err)
+	}
+}
+
+// TestServersMayLabelOnlyTheirOwnPods keeps the service-registration Role
+// from writing to any pod but the cluster's: with a grant on every pod, a
+// server could forge openbao-active or openbao-initialized on another
+// cluster's pods. Only list, which reads, is unbounded (Raft auto_join).
+func TestServersMayLabelOnlyTheirOwnPods(t *testing.T) {
+	r := newRenderer(t)
+	files := fixtures.Files(t)
+	for _, name := range fixtures.Names(files) {
+		t.Run(name, func(t *testing.T) {
+			c := fixtures.Load(t, files[name])
+			var role rbacv1.Role
+			typed(t, renderWith(t, r, c, testOperator), "Role", &role)
+			for _, rule := range role.Rules {
+				if len(rule.ResourceNames) > 0 {
+					if !slices.Equal(rule.ResourceNames, c.PodNames()) {
+						t.Errorf("rule %v names %v, want the cluster's pods %v", rule.Verbs, rule.ResourceNames, c.PodNames())
+					}
+					continue
+				}
+				for _, verb := range rule.Verbs {
+					if verb != "list" {
+						t.Errorf("%s on %v is not limited to the cluster's pods", verb, rule.Resources)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestEveryRenderedObjectCarriesTheOperatorsLabel: the operator applies
+// over an existing object only when it carries this label (apply.Claim),
+// so a child rendered without it would be refused at the next pass.
+func TestEveryRenderedObjectCarriesTheOperatorsLabel(t *testing.T) {
+	r := newRenderer(t)
+	files := fixtures.Files(t)
+	for _, name := range fixtures.Names(files) {
+		t.Run(name, func(t *testing.T) {
+			for _, obj := range renderWith(t, r, fixtures.Load(t, files[name]), testOperator) {
+				if obj.GetLabels()[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
+					t.Errorf("%s %s lacks %s=%s", obj.GetKind(), obj.GetName(), v1alpha1.LabelManagedBy, v1alpha1.ManagedByValue)
+				}
+			}
+		})
 	}
 }

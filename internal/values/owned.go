@@ -77,7 +77,7 @@ func operatorValues(op Operator) map[string]any {
 
 func clusterValues(c *v1alpha1.OpenBaoCluster, initialized bool) map[string]any {
 	return map[string]any{
-		"name": c.Name, "names": childNames(c), "initialized": initialized,
+		"name": c.Name, "names": childNames(c), "podNames": stringList(c.PodNames()), "initialized": initialized,
 		"selectorLabels": stringMap(c.PodSelectorLabels()), "clientServiceDNSName": c.ClientServiceDNSName(),
 	}
 }
@@ -213,6 +213,14 @@ func pvcRetention(c *v1alpha1.OpenBaoCluster) map[string]any {
 		scaled = "Delete"
 	}
 	return map[string]any{"whenDeleted": "Retain", "whenScaled": scaled}
+}
+
+func stringList(l []string) []any {
+	out := make([]any, len(l))
+	for i, v := range l {
+		out[i] = v
+	}
+	return out
 }
 
 func stringMap(m map[string]string) map[string]any {

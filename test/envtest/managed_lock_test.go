@@ -46,6 +46,10 @@ func TestManagedObjectsAreLockedToTheOperator(t *testing.T) {
 	breakGlass := as(t, "bob", breakGlassGroup)
 	gc := as(t, "system:serviceaccount:kube-system:generic-garbage-collector")
 	nsController := as(t, "system:serviceaccount:kube-system:namespace-controller")
+	// A ServiceAccount of kube-system that is none of the controllers the
+	// lock names: any workload deployed there may run as one.
+	otherKubeSystem := as(t, "system:serviceaccount:kube-system:default")
+	daemonSets := as(t, "system:serviceaccount:kube-system:daemon-set-controller")
 
 	// The API server loads new policies asynchronously: probe until it
 	// refuses (a delete: the operator's create may pass either way).
@@ -91,9 +95,15 @@ func TestManagedObjectsAreLockedToTheOperator(t *testing.T) {
 		"the garbage collector deletes an owned Service": {who: gc, fixture: managedService, req: del},
 		"the garbage collector orphans an object":        {who: gc, fixture: managedService, req: orphan},
 		"the namespace controller empties a namespace":   {who: nsController, fixture: managedSecret, req: del},
-		"an ordinary user edits an unlabelled Secret":    {who: alice, fixture: plainSecret, req: update},
-		"an ordinary user deletes an unlabelled Secret":  {who: alice, fixture: plainSecret, req: del},
-		"an ordinary user deletes a cluster's pod":       {who: alice, fixture: managedPod, req: del},
+		"kube-system's default ServiceAccount deletes the seal key": {
+			who: otherKubeSystem, fixture: managedSecret, req: del, refused: "delete"},
+		"kube-system's default ServiceAccount edits the StatefulSet": {
+			who: otherKubeSystem, fixture: managedStatefulSet, req: update, refused: "update"},
+		"a controller the lock does not name deletes a managed Service": {
+			who: daemonSets, fixture: managedService, req: del, refused: "delete"},
+		"an ordinary user edits an unlabelled Secret":   {who: alice, fixture: plainSecret, req: update},
+		"an ordinary user deletes an unlabelled Secret": {who: alice, fixture: plainSecret, req: del},
+		"an ordinary user deletes a cluster's pod":      {who: alice, fixture: managedPod, req: del},
 		"StatefulSet status is written as before": {who: alice, fixture: managedStatefulSet, req: func(c client.Client, obj client.Object) error {
 			obj.(*appsv1.StatefulSet).Status.ObservedGeneration = 1
 			return c.Status().Update(ctx, obj)

@@ -411,6 +411,17 @@ func checkProvisionerCannotWidenBindings(t *testing.T) {
 	if err := as(t, "alice").Update(ctx, existing.DeepCopy()); err == nil || !strings.Contains(err.Error(), "is the provisioner's") {
 		t.Errorf("an admin widens the tenant binding by hand: got %v, want refused", err)
 	}
+	// Only the controllers the policy names pass as Kubernetes: any other
+	// ServiceAccount of kube-system is refused like anyone.
+	for _, sa := range []string{"default", "daemon-set-controller"} {
+		who := "system:serviceaccount:kube-system:" + sa
+		if err := as(t, who).Update(ctx, existing.DeepCopy()); err == nil || !strings.Contains(err.Error(), "is the provisioner's") {
+			t.Errorf("%s widens the tenant binding: got %v, want refused", who, err)
+		}
+		if err := as(t, who).Delete(ctx, existing.DeepCopy()); err == nil || !strings.Contains(err.Error(), "is the provisioner's") {
+			t.Errorf("%s deletes the tenant binding: got %v, want refused", who, err)
+		}
+	}
 	if err := as(t, "bob", breakGlassGroup).Delete(ctx, existing.DeepCopy()); err != nil {
 		t.Errorf("break-glass deletes the tenant binding: %v", err)
 	}

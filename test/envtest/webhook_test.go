@@ -237,6 +237,13 @@ spec: {version: 2.4.0, ` + backupSpec + `}`} {
 			refused++
 		})
 	}
+	t.Run("a cluster named like another cluster's child", func(t *testing.T) {
+		obj := object(t, "OpenBaoCluster", "metadata: {name: plain-internal}\nspec: {version: 2.4.0}")
+		expectRefused(t, c.Create(ctx, obj), "metadata.name", "ends in -internal, which the operator gives a child of cluster plain")
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopy()); !apierrors.IsNotFound(err) {
+			t.Errorf("refused cluster %s: get: %v, want NotFound", obj.GetName(), err)
+		}
+	})
 	if refused < 20 {
 		t.Errorf("%d objects refused, want at least 20", refused)
 	}
