@@ -97,9 +97,9 @@ func (r *OpenBaoClusterReconciler) steps() []step {
 	return []step{
 		{"pause", r.reconcilePause},
 		{"references", r.reconcileReferences},
+		{"image-policy", r.reconcileImagePolicy},
 		{"tls", r.reconcileTLS},
 		{"seal", r.reconcileSealMaterial},
-		{"image-policy", r.reconcileImagePolicy},
 		{"image", r.reconcileImage},
 		{"data-secrets", r.disownDataSecrets},
 		{"bootstrap", r.reconcileBootstrap},

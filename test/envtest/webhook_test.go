@@ -23,6 +23,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/controllers"
+	"github.com/openbao/operator/internal/imagepolicy"
 	"github.com/openbao/operator/test/testbin"
 )
 
@@ -43,6 +44,13 @@ func startWebhook(t *testing.T) client.Client {
 // startWebhookServer is startWebhook that also returns the API server's
 // admin config, from which a test impersonates users.
 func startWebhookServer(t *testing.T) (client.Client, *rest.Config) {
+	t.Helper()
+	return startWebhookServerWith(t, imagepolicy.Policy{})
+}
+
+// startWebhookServerWith is startWebhookServer under a platform image
+// policy, as --allowed-image-repositories sets it.
+func startWebhookServerWith(t *testing.T, images imagepolicy.Policy) (client.Client, *rest.Config) {
 	t.Helper()
 	binDir, err := testbin.Dir()
 	if err != nil {
@@ -70,7 +78,7 @@ func startWebhookServer(t *testing.T) (client.Client, *rest.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	controllers.SetupWebhooks(mgr)
+	controllers.SetupWebhooks(mgr, images)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() { _ = mgr.Start(ctx) }()
