@@ -84,3 +84,11 @@ func (s Secret) String() string               { return "[redacted]" }
 func (s Secret) GoString() string             { return "[redacted]" }
 func (s Secret) Format(f fmt.State, _ rune)   { _, _ = f.Write([]byte("[redacted]")) }
 func (s Secret) MarshalText() ([]byte, error) { return []byte("[redacted]"), nil }
+
+// WithoutAmbientIdentity is cfg for a process that may not use its own
+// cloud identity (the operator's): a store opened with it uses the
+// credentials cfg names or none.
+func (c Config) WithoutAmbientIdentity() Config {
+	c.AmbientIdentity = false
+	return c
+}
