@@ -29,11 +29,15 @@ const retentionTimeout = 2 * time.Minute
 func (r *OpenBaoBackupReconciler) applyRetention(ctx context.Context, b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster,
 	report backup.Report) string {
 	who, policy := backup.WhoRetainsFor(c)
-	switch who {
-	case backup.RetentionNone:
-		return "no retention"
-	case backup.RetentionByExecutor:
+	if who == backup.RetentionByExecutor {
 		return r.executorRetention(ctx, b, c, policy, report.Retention)
+	}
+	if report.Retention != nil {
+		// The spec changed while the Job ran: still audit what it deleted.
+		r.auditDeleted(ctx, b, c, policy, report.Retention.Deleted, "executor")
+	}
+	if who == backup.RetentionNone {
+		return "no retention"
 	}
 	ctx, cancel := context.WithTimeout(ctx, retentionTimeout)
 	defer cancel()
