@@ -94,3 +94,23 @@ func TestTheOperatorNeverRetainsWithoutCredentials(t *testing.T) {
 		}
 	}
 }
+
+// FuzzWhoRetains checks WhoRetains's invariant over any policy: the
+// operator applies retention only with credentials the spec names, and
+// someone applies it exactly when the policy bounds anything.
+func FuzzWhoRetains(f *testing.F) {
+	f.Add(3, int64(0), false)
+	f.Add(0, int64(time.Hour), true)
+	f.Add(0, int64(0), true)
+	f.Add(-1, int64(-1), false)
+	f.Fuzz(func(t *testing.T, count int, age int64, explicit bool) {
+		in := backup.RetentionObserved{Policy: backup.Retention{MaxCount: count, MaxAge: time.Duration(age)}, ExplicitCredentials: explicit}
+		got := backup.WhoRetains(in)
+		if got == backup.RetentionByOperator && !explicit {
+			t.Fatalf("%+v: the operator would reach the store without credentials of its own", in)
+		}
+		if (got == backup.RetentionNone) != in.Policy.IsZero() {
+			t.Fatalf("%+v: %s", in, got)
+		}
+	})
+}
