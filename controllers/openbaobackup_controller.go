@@ -42,7 +42,9 @@ type OpenBaoBackupReconciler struct {
 	// ImagePolicy is the platform's image policy, held against
 	// spec.backup.executorImage before a Job runs it.
 	ImagePolicy imagepolicy.Policy
-	// NewStore opens the backup target for retention; nil is open.Store.
+	// NewStore opens the backup target for retention; nil is
+	// open.OperatorStore. It is given the target's own credentials only,
+	// never the operator's ambient identity.
 	NewStore func(context.Context, objectstore.Config) (objectstore.Store, error)
 	// Scope names the namespaces the controller holds rights in; nil: all.
 	Scope Scope
@@ -258,7 +260,7 @@ func (r *OpenBaoBackupReconciler) succeeded(ctx context.Context, b *v1alpha1.Ope
 	if report.Canary == "" && report.CanaryError != "" {
 		msg += "; no canary: " + report.CanaryError
 	}
-	msg += "; " + r.applyRetention(ctx, b, c, report.Key)
+	msg += "; " + r.applyRetention(ctx, b, c, report)
 	duration := metav1.Duration{Duration: report.DurationValue()}
 	return r.finishWith(ctx, b, c, func(s *v1alpha1.OpenBaoBackupStatus) {
 		s.Phase, s.Reason, s.Message = v1alpha1.BackupSucceeded, ReasonBackupStored, msg

@@ -21,43 +21,89 @@ import (
 // retentionTimeout bounds listing and deleting old snapshots.
 const retentionTimeout = 2 * time.Minute
 
-// applyRetention deletes the cluster's snapshots its retention lets go,
-// never keep (the one just written), and says what it did. Each deletion
-// is an audit line of the operator's log. A failure does not fail the
-// backup: the next successful one retries it.
-func (r *OpenBaoBackupReconciler) applyRetention(ctx context.Context, b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster, keep string) string {
-	ret := c.Spec.Backup.Retention
-	if ret == nil {
+// applyRetention applies the cluster's retention after a successful
+// backup, or reads what the executor's did (backup.WhoRetains decides),
+// and says what was done. Each deletion is an audit line of the
+// operator's log. A failure does not fail the backup: the next successful
+// one retries it.
+func (r *OpenBaoBackupReconciler) applyRetention(ctx context.Context, b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster,
+	report backup.Report) string {
+	who, policy := backup.WhoRetainsFor(c)
+	if who == backup.RetentionByExecutor {
+		return r.executorRetention(ctx, b, c, policy, report.Retention)
+	}
+	if report.Retention != nil {
+		// The spec changed while the Job ran: still audit what it deleted.
+		r.auditDeleted(ctx, b, c, policy, report.Retention.Deleted, "executor")
+	}
+	if who == backup.RetentionNone {
 		return "no retention"
-	}
-	policy := backup.Retention{}
-	if ret.MaxCount != nil {
-		policy.MaxCount = int(*ret.MaxCount)
-	}
-	if ret.MaxAge != nil {
-		policy.MaxAge = ret.MaxAge.Duration
 	}
 	ctx, cancel := context.WithTimeout(ctx, retentionTimeout)
 	defer cancel()
-	deleted, err := r.deleteExpired(ctx, c, policy, keep)
-	logger := log.FromContext(ctx)
-	for _, key := range deleted {
-		logger.Info("snapshot deleted by retention", "audit", true, "event_type", "backup.retention.delete",
-			"namespace", c.Namespace, "cluster", c.Name, "backup", b.Name, "key", key,
-			"maxCount", policy.MaxCount, "maxAge", policy.MaxAge.String())
-	}
+	deleted, err := r.deleteExpired(ctx, c, policy, report.Key)
+	r.auditDeleted(ctx, b, c, policy, deleted, "operator")
+	errText := ""
 	if err != nil {
-		r.Recorder.Eventf(c, b, corev1.EventTypeWarning, "RetentionFailed", "ApplyRetention",
-			"retention deleted %d old snapshots, then failed: %s", len(deleted), truncate(err.Error()))
-		return fmt.Sprintf("retention deleted %d old snapshots, then failed: %s", len(deleted), err.Error())
+		errText = err.Error()
 	}
-	if len(deleted) > 0 {
-		r.Recorder.Eventf(c, b, corev1.EventTypeNormal, "RetentionApplied", "ApplyRetention",
-			"retention deleted %d old snapshots: %s", len(deleted), truncate(strings.Join(deleted, ", ")))
-	}
-	return fmt.Sprintf("retention deleted %d old snapshots", len(deleted))
+	return r.retentionOutcome(b, c, "retention", len(deleted), deleted, errText)
 }
 
+// executorRetention audits what the executor says its retention deleted:
+// the target names no credentials, so the operator may not reach the
+// store itself (its own cloud identity is not the tenant's) and cannot
+// check the executor's word, which the lines say.
+func (r *OpenBaoBackupReconciler) executorRetention(ctx context.Context, b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster,
+	policy backup.Retention, rep *backup.RetentionReport) string {
+	if rep == nil {
+		msg := "the executor reported no retention (the target names no credentials, so only the backup Job may apply it; " +
+			"is spec.backup.executorImage an older executor?)"
+		r.Recorder.Eventf(c, b, corev1.EventTypeWarning, "RetentionNotReported", "ApplyRetention", "%s", msg)
+		return msg
+	}
+	r.auditDeleted(ctx, b, c, policy, rep.Deleted, "executor")
+	if n := rep.DeletedCount - len(rep.Deleted); n > 0 {
+		log.FromContext(ctx).Info("snapshots deleted by retention, not listed in the executor's report", "audit", true,
+			"event_type", "backup.retention.delete", "reportedBy", "executor", "namespace", c.Namespace, "cluster", c.Name,
+			"backup", b.Name, "count", n)
+	}
+	return r.retentionOutcome(b, c, "retention (applied by the backup Job, as its executor reports)", rep.DeletedCount, rep.Deleted, rep.Error)
+}
+
+// auditDeleted writes one audit line per deleted key; reportedBy says
+// whose word it is: the operator's own deletion, or the executor's report.
+func (r *OpenBaoBackupReconciler) auditDeleted(ctx context.Context, b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster,
+	policy backup.Retention, keys []string, reportedBy string) {
+	logger := log.FromContext(ctx)
+	prefix := objectPrefix(c)
+	for _, key := range keys {
+		_, underPrefix := backup.ParseObjectKey(prefix, key)
+		logger.Info("snapshot deleted by retention", "audit", true, "event_type", "backup.retention.delete",
+			"reportedBy", reportedBy, "namespace", c.Namespace, "cluster", c.Name, "backup", b.Name, "key", key,
+			"underClusterPrefix", underPrefix, "maxCount", policy.MaxCount, "maxAge", policy.MaxAge.String())
+	}
+}
+
+// retentionOutcome tells of a retention in an event and returns the
+// backup's message.
+func (r *OpenBaoBackupReconciler) retentionOutcome(b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster, what string,
+	count int, keys []string, errText string) string {
+	if errText != "" {
+		r.Recorder.Eventf(c, b, corev1.EventTypeWarning, "RetentionFailed", "ApplyRetention",
+			"%s deleted %d old snapshots, then failed: %s", what, count, truncate(errText))
+		return fmt.Sprintf("%s deleted %d old snapshots, then failed: %s", what, count, errText)
+	}
+	if count > 0 {
+		r.Recorder.Eventf(c, b, corev1.EventTypeNormal, "RetentionApplied", "ApplyRetention",
+			"%s deleted %d old snapshots: %s", what, count, truncate(strings.Join(keys, ", ")))
+	}
+	return fmt.Sprintf("%s deleted %d old snapshots", what, count)
+}
+
+// deleteExpired deletes with the credentials the target names and only
+// those: the store is opened without the operator's ambient identity
+// whatever NewStore is.
 func (r *OpenBaoBackupReconciler) deleteExpired(ctx context.Context, c *v1alpha1.OpenBaoCluster, policy backup.Retention, keep string) ([]string, error) {
 	cfg, err := r.storeConfig(ctx, c)
 	if err != nil {
@@ -65,9 +111,9 @@ func (r *OpenBaoBackupReconciler) deleteExpired(ctx context.Context, c *v1alpha1
 	}
 	newStore := r.NewStore
 	if newStore == nil {
-		newStore = open.Store
+		newStore = open.OperatorStore
 	}
-	store, err := newStore(ctx, cfg)
+	store, err := newStore(ctx, cfg.WithoutAmbientIdentity())
 	if err != nil {
 		return nil, err
 	}

@@ -65,6 +65,13 @@ type ExecutorConfig struct {
 	PartSize    int64
 	Concurrency int
 
+	// Retention, when set, is applied by the executor right after its
+	// verified upload, under the cluster's prefix, never to the object just
+	// written, and reported in Report.Retention. The operator sets it only
+	// when WhoRetains says RetentionByExecutor: the target names no
+	// credentials, so only the Job's own identity may reach the store.
+	Retention Retention
+
 	// TerminationLog receives the Report.
 	TerminationLog string
 }
@@ -119,6 +126,12 @@ func (c ExecutorConfig) Flags() []string {
 	if c.Concurrency > 0 {
 		add("concurrency", strconv.Itoa(c.Concurrency))
 	}
+	if c.Retention.MaxCount > 0 {
+		add("retention-max-count", strconv.Itoa(c.Retention.MaxCount))
+	}
+	if c.Retention.MaxAge > 0 {
+		add("retention-max-age", c.Retention.MaxAge.String())
+	}
 	add("termination-log", c.TerminationLog)
 	return args
 }
@@ -160,6 +173,8 @@ func (c *ExecutorConfig) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Timeout, "timeout", DefaultTimeout, "bound of the whole run")
 	fs.Int64Var(&c.PartSize, "part-size", DefaultPartSize, "bytes per uploaded part")
 	fs.IntVar(&c.Concurrency, "concurrency", DefaultConcurrency, "parts buffered and uploaded at once")
+	fs.IntVar(&c.Retention.MaxCount, "retention-max-count", 0, "after the upload, keep this many newest snapshots (0: no bound)")
+	fs.DurationVar(&c.Retention.MaxAge, "retention-max-age", 0, "after the upload, delete snapshots older than this (0: no bound)")
 	fs.StringVar(&c.TerminationLog, "termination-log", TerminationLog, "file the report is written to")
 }
 
@@ -196,6 +211,8 @@ func (c ExecutorConfig) validate() error {
 		return fmt.Errorf("--provider=%s: want S3, GCS or Azure", c.Provider)
 	case c.Concurrency < 1:
 		return errors.New("--concurrency must be at least 1")
+	case c.Retention.MaxCount < 0 || c.Retention.MaxAge < 0:
+		return errors.New("--retention-max-count and --retention-max-age must not be negative")
 	}
 	return nil
 }

@@ -96,10 +96,18 @@ func JobLabels(c *v1alpha1.OpenBaoCluster, b *v1alpha1.OpenBaoBackup) map[string
 // filesystem and nothing writable, the CA and the store credentials
 // mounted as files, a deadline, and retries for pod disruptions only (the
 // executor retries what may pass itself; its failure fails the Job).
+//
+// When the target names no credentials, the executor also applies the
+// cluster's retention (WhoRetains): only the Job's identity may reach the
+// store then.
 func JobFor(in JobInput) *batchv1.Job {
+	cfg := ExecutorConfigFor(in.Cluster, in.Backup.Name)
+	if who, policy := WhoRetainsFor(in.Cluster); who == RetentionByExecutor {
+		cfg.Retention = policy
+	}
 	return ExecutorJob(ExecutorJobInput{
 		Cluster: in.Cluster, Name: in.Name, Owner: in.Backup.ControllerReference(),
-		Labels: JobLabels(in.Cluster, in.Backup), Args: ExecutorConfigFor(in.Cluster, in.Backup.Name).Args(),
+		Labels: JobLabels(in.Cluster, in.Backup), Args: cfg.Args(),
 		OperatorImage: in.OperatorImage, Env: in.Env,
 	})
 }

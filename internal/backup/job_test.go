@@ -65,6 +65,12 @@ var jobCases = map[string]*v1alpha1.OpenBaoCluster{
 	"job-gcs": backupCluster(func(c *v1alpha1.OpenBaoCluster) {
 		c.Spec.Backup.Target = v1alpha1.BackupTarget{Provider: backup.ProviderGCS, Bucket: "backups", PathPrefix: "openbao"}
 	}),
+	// S3 with the pod's identity and a retention: the executor applies it,
+	// since the operator may not use its own identity for the bucket.
+	"job-retention-by-executor": backupCluster(func(c *v1alpha1.OpenBaoCluster) {
+		c.Spec.Backup.Target.CredentialsSecretRef = nil
+		c.Spec.Backup.Retention = &v1alpha1.BackupRetention{MaxCount: int32Ptr(7), MaxAge: &metav1.Duration{Duration: 720 * time.Hour}}
+	}),
 	"job-azure": backupCluster(func(c *v1alpha1.OpenBaoCluster) {
 		c.Spec.Backup.Target = v1alpha1.BackupTarget{Provider: backup.ProviderAzure, Bucket: "backups",
 			CredentialsSecretRef: &corev1.LocalObjectReference{Name: "azure-storage"}}
@@ -141,3 +147,29 @@ func TestJobCarriesTheProxyEnvironment(t *testing.T) {
 		t.Errorf("executor env %v, want %v", got, env)
 	}
 }
+
+// TestTheExecutorIsGivenTheRetentionOnlyWhenItAppliesIt: the retention
+// flags are on a backup Job's command line exactly when the target names
+// no credentials; with credentials the operator applies it, with those.
+func TestTheExecutorIsGivenTheRetentionOnlyWhenItAppliesIt(t *testing.T) {
+	retention := func(c *v1alpha1.OpenBaoCluster) {
+		c.Spec.Backup.Retention = &v1alpha1.BackupRetention{MaxCount: int32Ptr(3)}
+	}
+	noCredentials := func(c *v1alpha1.OpenBaoCluster) { c.Spec.Backup.Target.CredentialsSecretRef = nil }
+	for _, c := range []struct {
+		name    string
+		cluster *v1alpha1.OpenBaoCluster
+		want    bool
+	}{
+		{"a retention without credentials goes to the executor", backupCluster(retention, noCredentials), true},
+		{"a retention with credentials stays with the operator", backupCluster(retention), false},
+		{"no retention goes nowhere", backupCluster(noCredentials), false},
+	} {
+		got := strings.Contains(string(jobFor(c.cluster)), "--retention-max-count=3")
+		if got != c.want {
+			t.Errorf("%s: retention flag on the command line %v", c.name, got)
+		}
+	}
+}
+
+func int32Ptr(v int32) *int32 { return &v }

@@ -36,18 +36,51 @@ type Report struct {
 	// without secrets, why a backup that succeeded has none.
 	Canary      string `json:"canary,omitempty"`
 	CanaryError string `json:"canaryError,omitempty"`
+	// Retention is what the executor's retention did after the upload,
+	// when it was given one (ExecutorConfig.Retention); nil otherwise.
+	Retention *RetentionReport `json:"retention,omitempty"`
 	// Reason (CamelCase) and Error say why a run failed.
 	Reason string `json:"reason,omitempty"`
 	Error  string `json:"error,omitempty"`
 }
 
+// RetentionReport is what the executor says its retention deleted. The
+// operator audits it as the executor's word: it cannot check it without
+// the identity the executor used.
+type RetentionReport struct {
+	// Deleted are the keys deleted, oldest first; Encode leaves out the
+	// newest of them when the message would exceed the kubelet's limit.
+	Deleted []string `json:"deleted,omitempty"`
+	// DeletedCount is how many were deleted, listed or not.
+	DeletedCount int `json:"deletedCount"`
+	// Error says why retention stopped; the backup succeeded regardless.
+	Error string `json:"error,omitempty"`
+}
+
+// maxReportedDeletions bounds the keys a report lists; fewer fit anyway.
+const maxReportedDeletions = 100
+
 // Failed says the run failed.
 func (r Report) Failed() bool { return r.Reason != "" }
 
-// Encode writes the report as JSON within the kubelet's limit, shortening
-// the error text if it must.
+// Encode writes the report as JSON within the kubelet's limit, leaving
+// out deleted keys (never their count) and shortening the error texts if
+// it must.
 func (r Report) Encode() []byte {
+	if r.Retention != nil {
+		ret := *r.Retention
+		ret.Deleted = ret.Deleted[:min(len(ret.Deleted), maxReportedDeletions)]
+		r.Retention = &ret
+	}
 	data, _ := json.Marshal(r)
+	if len(data) > maxReport && r.Retention != nil && len(r.Retention.Error) > 256 {
+		r.Retention.Error = r.Retention.Error[:256] + "..."
+		data, _ = json.Marshal(r)
+	}
+	for len(data) > maxReport && r.Retention != nil && len(r.Retention.Deleted) > 0 {
+		r.Retention.Deleted = r.Retention.Deleted[:len(r.Retention.Deleted)-1]
+		data, _ = json.Marshal(r)
+	}
 	if len(data) <= maxReport {
 		return data
 	}

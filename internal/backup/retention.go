@@ -3,12 +3,81 @@ package backup
 import (
 	"sort"
 	"time"
+
+	"github.com/openbao/operator/api/v1alpha1"
 )
 
 // Retention bounds a cluster's snapshots; zero fields do not apply.
 type Retention struct {
 	MaxCount int
 	MaxAge   time.Duration
+}
+
+// IsZero says the policy deletes nothing.
+func (r Retention) IsZero() bool { return r.MaxCount <= 0 && r.MaxAge <= 0 }
+
+// RetentionOf is the retention of a cluster's backup settings; zero when
+// it has none.
+func RetentionOf(spec *v1alpha1.BackupSpec) Retention {
+	var r Retention
+	if spec == nil || spec.Retention == nil {
+		return r
+	}
+	if spec.Retention.MaxCount != nil {
+		r.MaxCount = int(*spec.Retention.MaxCount)
+	}
+	if spec.Retention.MaxAge != nil {
+		r.MaxAge = spec.Retention.MaxAge.Duration
+	}
+	return r
+}
+
+// RetentionActor says who deletes a cluster's expired snapshots.
+type RetentionActor string
+
+// Who applies retention.
+const (
+	// RetentionNone: the cluster has no retention.
+	RetentionNone RetentionActor = "None"
+	// RetentionByOperator: the operator, after the backup, with the
+	// credentials the spec's credentialsSecretRef names and nothing else.
+	RetentionByOperator RetentionActor = "Operator"
+	// RetentionByExecutor: the executor, in the backup Job, right after
+	// its verified upload, under the cluster's own identity; it reports
+	// what it deleted.
+	RetentionByExecutor RetentionActor = "Executor"
+)
+
+// RetentionObserved is what decides who applies retention.
+type RetentionObserved struct {
+	Policy Retention
+	// ExplicitCredentials: the target names a credentialsSecretRef.
+	ExplicitCredentials bool
+}
+
+// WhoRetains decides who deletes expired snapshots. The operator holds
+// only the credentials a spec names: without them, the store is reached
+// by the pod's ambient cloud identity, and in the operator's pod that is
+// the operator's, never to be used for a tenant's bucket. So without
+// explicit credentials retention runs in the executor's Job, whose pod
+// runs under the cluster's own ServiceAccount.
+func WhoRetains(o RetentionObserved) RetentionActor {
+	switch {
+	case o.Policy.IsZero():
+		return RetentionNone
+	case o.ExplicitCredentials:
+		return RetentionByOperator
+	default:
+		return RetentionByExecutor
+	}
+}
+
+// WhoRetainsFor is WhoRetains of cluster c's backup settings.
+func WhoRetainsFor(c *v1alpha1.OpenBaoCluster) (RetentionActor, Retention) {
+	spec := c.Spec.Backup
+	policy := RetentionOf(spec)
+	explicit := spec != nil && spec.Target.CredentialsSecretRef != nil
+	return WhoRetains(RetentionObserved{Policy: policy, ExplicitCredentials: explicit}), policy
 }
 
 // Expired returns the keys retention deletes, oldest first. It considers

@@ -49,3 +49,68 @@ func TestRetentionExpired(t *testing.T) {
 		})
 	}
 }
+
+// TestWhoRetains: the operator deletes only with credentials the spec
+// names; without them only the backup Job, under the cluster's own
+// identity, may reach the store.
+func TestWhoRetains(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		in   backup.RetentionObserved
+		want backup.RetentionActor
+	}{
+		{"a cluster without retention deletes nothing", backup.RetentionObserved{}, backup.RetentionNone},
+		{"a cluster without retention deletes nothing, credentials or not",
+			backup.RetentionObserved{ExplicitCredentials: true}, backup.RetentionNone},
+		{"a count with credentials is applied by the operator with those credentials",
+			backup.RetentionObserved{Policy: backup.Retention{MaxCount: 3}, ExplicitCredentials: true}, backup.RetentionByOperator},
+		{"an age with credentials is applied by the operator with those credentials",
+			backup.RetentionObserved{Policy: backup.Retention{MaxAge: time.Hour}, ExplicitCredentials: true}, backup.RetentionByOperator},
+		{"a count without credentials is applied by the executor under the cluster's identity",
+			backup.RetentionObserved{Policy: backup.Retention{MaxCount: 3}}, backup.RetentionByExecutor},
+		{"an age without credentials is applied by the executor under the cluster's identity",
+			backup.RetentionObserved{Policy: backup.Retention{MaxAge: time.Hour}}, backup.RetentionByExecutor},
+		{"both bounds without credentials are applied by the executor",
+			backup.RetentionObserved{Policy: backup.Retention{MaxCount: 3, MaxAge: time.Hour}}, backup.RetentionByExecutor},
+	} {
+		if got := backup.WhoRetains(c.in); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+// TestTheOperatorNeverRetainsWithoutCredentials is WhoRetains's invariant
+// over every policy shape: no credentials, never the operator.
+func TestTheOperatorNeverRetainsWithoutCredentials(t *testing.T) {
+	for _, count := range []int{-1, 0, 1, 10000} {
+		for _, age := range []time.Duration{-time.Hour, 0, time.Minute} {
+			policy := backup.Retention{MaxCount: count, MaxAge: age}
+			if got := backup.WhoRetains(backup.RetentionObserved{Policy: policy}); got == backup.RetentionByOperator {
+				t.Errorf("%+v without credentials: the operator", policy)
+			}
+			if got := backup.WhoRetains(backup.RetentionObserved{Policy: policy, ExplicitCredentials: true}); policy.IsZero() != (got == backup.RetentionNone) {
+				t.Errorf("%+v: %s", policy, got)
+			}
+		}
+	}
+}
+
+// FuzzWhoRetains checks WhoRetains's invariant over any policy: the
+// operator applies retention only with credentials the spec names, and
+// someone applies it exactly when the policy bounds anything.
+func FuzzWhoRetains(f *testing.F) {
+	f.Add(3, int64(0), false)
+	f.Add(0, int64(time.Hour), true)
+	f.Add(0, int64(0), true)
+	f.Add(-1, int64(-1), false)
+	f.Fuzz(func(t *testing.T, count int, age int64, explicit bool) {
+		in := backup.RetentionObserved{Policy: backup.Retention{MaxCount: count, MaxAge: time.Duration(age)}, ExplicitCredentials: explicit}
+		got := backup.WhoRetains(in)
+		if got == backup.RetentionByOperator && !explicit {
+			t.Fatalf("%+v: the operator would reach the store without credentials of its own", in)
+		}
+		if (got == backup.RetentionNone) != in.Policy.IsZero() {
+			t.Fatalf("%+v: %s", in, got)
+		}
+	})
+}

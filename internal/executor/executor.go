@@ -78,6 +78,9 @@ func runBounded(ctx context.Context, timeout time.Duration, deps Deps, what, don
 		report.PeakRSSBytes = deps.PeakRSS()
 	}
 	report.Error = secrets.redact(report.Error)
+	if report.Retention != nil {
+		report.Retention.Error = secrets.redact(report.Retention.Error)
+	}
 	if report.Failed() {
 		log.Info(what+" failed", "reason", report.Reason, "error", report.Error, "duration", report.Duration)
 	} else {
@@ -95,7 +98,7 @@ func run(ctx context.Context, cfg backup.ExecutorConfig, deps Deps, secrets *red
 	for attempt := 0; ; attempt++ {
 		report, err := s.attempt(ctx)
 		if err == nil {
-			return report
+			return s.retain(ctx, report, secrets)
 		}
 		if !retryable(err) || attempt >= len(retryWaits) || ctx.Err() != nil {
 			return failed(reasonOf(ctx, err), err)

@@ -51,6 +51,7 @@ type harness struct {
 	mu        sync.Mutex
 	addresses []string // the addresses clients were made for, with "+token" when they carry one
 	sleeps    int
+	storeCfgs []objectstore.Config // what the store was opened with
 }
 
 func newHarness(t *testing.T) *harness {
@@ -90,6 +91,10 @@ func (h *harness) run(t *testing.T) backup.Report {
 			return h.bao, nil
 		},
 		NewStore: func(_ context.Context, c objectstore.Config) (objectstore.Store, error) {
+			h.storeCfgs = append(h.storeCfgs, c)
+			if h.cfg.CredentialsDir == "" && c.Credentials == nil && c.AmbientIdentity {
+				return h.store, nil // the Job's own identity
+			}
 			if c.Credentials == nil || c.Credentials.SecretAccessKey.Reveal() != secretKey {
 				return nil, errors.New("credentials not read")
 			}

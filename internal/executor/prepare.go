@@ -49,7 +49,10 @@ func storeConfig(cfg backup.ExecutorConfig, deps Deps, secrets *redactor) (objec
 		out.CAPEM = ca
 	}
 	if cfg.CredentialsDir == "" {
-		return out, nil // the pod's cloud identity
+		// The pod's cloud identity: this runs in the cluster's Job, under
+		// the cluster's own ServiceAccount, never in the operator.
+		out.AmbientIdentity = true
+		return out, nil
 	}
 	// A key the Secret lacks is a missing file; StoreCredentials says
 	// which keys the provider needs.

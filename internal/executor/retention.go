@@ -5,13 +5,45 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/objectstore"
 )
 
+// retentionTimeout bounds listing and deleting old snapshots.
+const retentionTimeout = 2 * time.Minute
+
+// retain applies the retention the operator passed (a target without
+// credentials: WhoRetains says the executor), after the verified upload
+// and with the Job's own identity, and reports what it deleted, each key
+// also as an audit line of the Job's log. Its failure does not fail the
+// backup: the next one retries it.
+func (s *runner) retain(ctx context.Context, report backup.Report, secrets *redactor) backup.Report {
+	policy := s.cfg.Retention
+	if policy.IsZero() {
+		return report
+	}
+	ctx, cancel := context.WithTimeout(ctx, retentionTimeout)
+	defer cancel()
+	deleted, err := ApplyRetention(ctx, s.store, s.prefix, policy, report.Key, s.deps.Clock.Now())
+	log := logr.FromContextOrDiscard(ctx)
+	for _, key := range deleted {
+		log.Info("snapshot deleted by retention", "audit", true, "event_type", "backup.retention.delete",
+			"key", key, "maxCount", policy.MaxCount, "maxAge", policy.MaxAge.String())
+	}
+	report.Retention = &backup.RetentionReport{Deleted: deleted, DeletedCount: len(deleted)}
+	if err != nil {
+		report.Retention.Error = secrets.redact(err.Error())
+		log.Info("retention failed", "deleted", len(deleted), "error", report.Retention.Error)
+	}
+	return report
+}
+
 // ApplyRetention deletes the snapshots the policy lets go, under one
-// cluster's prefix only and never keep (the one just written); the operator
-// runs it after each successful backup. It returns the keys it deleted,
+// cluster's prefix only and never keep (the one just written): the
+// executor runs it after its upload when the target names no credentials,
+// the operator, with those credentials only, otherwise. It returns the keys it deleted,
 // also when a deletion fails part way, so that each can be audited.
 func ApplyRetention(ctx context.Context, store objectstore.Store, prefix string, policy backup.Retention,
 	keep string, now time.Time) ([]string, error) {

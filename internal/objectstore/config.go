@@ -1,6 +1,14 @@
 package objectstore
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNoCredentials says a store has no credentials of its own and may not
+// use the pod's ambient identity (Config.AmbientIdentity).
+var ErrNoCredentials = errors.New("no credentials: spec.backup.target.credentialsSecretRef is not set, " +
+	"and this process may not use its own cloud identity for the store")
 
 // Providers of object stores.
 const (
@@ -25,8 +33,23 @@ type Config struct {
 	PathStyle bool
 	// CAPEM verifies a private endpoint; empty uses the system roots.
 	CAPEM []byte
-	// Credentials, when nil, come from the pod's cloud identity.
+	// Credentials are the store's own static credentials. When nil, a
+	// store uses the pod's cloud identity only if AmbientIdentity is set,
+	// and otherwise refuses to open (ErrNoCredentials).
 	Credentials *Credentials
+	// AmbientIdentity lets a store without Credentials use the cloud
+	// identity of the pod it runs in: for S3 a web identity token (IRSA),
+	// EKS Pod Identity or instance metadata; for GCS Application Default
+	// Credentials (Workload Identity, the metadata server). Azure needs
+	// static credentials either way.
+	//
+	// Only the executor sets it: it runs in the cluster's Job under the
+	// cluster's own ServiceAccount, so the ambient identity is the one the
+	// cluster's owner gave that account. The operator's process never sets
+	// it (open.OperatorStore clears it): its identity is the operator's,
+	// and a tenant's spec must not steer it to list or delete in a bucket
+	// or send its token to an endpoint the tenant names.
+	AmbientIdentity bool
 	// PartSize is the size of each part (S3), chunk (GCS) or block
 	// (Azure); memory is about PartSize × Concurrency.
 	PartSize    int64
@@ -61,3 +84,11 @@ func (s Secret) String() string               { return "[redacted]" }
 func (s Secret) GoString() string             { return "[redacted]" }
 func (s Secret) Format(f fmt.State, _ rune)   { _, _ = f.Write([]byte("[redacted]")) }
 func (s Secret) MarshalText() ([]byte, error) { return []byte("[redacted]"), nil }
+
+// WithoutAmbientIdentity is cfg for a process that may not use its own
+// cloud identity (the operator's): a store opened with it uses the
+// credentials cfg names or none.
+func (c Config) WithoutAmbientIdentity() Config {
+	c.AmbientIdentity = false
+	return c
+}

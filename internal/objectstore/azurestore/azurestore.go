@@ -47,10 +47,15 @@ type store struct {
 }
 
 // New returns the Store of one container. It makes no request. Azure needs
-// static credentials: the account name with a shared key or a SAS token.
+// static credentials: the account name with a shared key or a SAS token;
+// it never uses the pod's ambient identity, with cfg.AmbientIdentity set
+// or not.
 func New(cfg objectstore.Config) (objectstore.Store, error) {
 	c := cfg.Credentials
-	if c == nil || c.AccountName == "" || (c.AccountKey.IsZero() && c.SASToken.IsZero()) {
+	if c == nil {
+		return nil, fmt.Errorf("Azure container %q: %w", cfg.Bucket, objectstore.ErrNoCredentials)
+	}
+	if c.AccountName == "" || (c.AccountKey.IsZero() && c.SASToken.IsZero()) {
 		return nil, errors.New("azure credentials: want accountName and either accountKey or sasToken")
 	}
 	containerURL, err := containerURL(cfg)

@@ -2,6 +2,7 @@ package azurestore
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -45,4 +46,16 @@ func TestErrorsNeverQuoteTheSASToken(t *testing.T) {
 		t.Fatalf("%v: want a passing error without the SAS token", err)
 	}
 	t.Log(err)
+}
+
+// TestNoCredentialsNoContainerWhateverTheSwitch: Azure never uses an
+// ambient identity; without credentials it names the missing
+// credentialsSecretRef.
+func TestNoCredentialsNoContainerWhateverTheSwitch(t *testing.T) {
+	for _, ambient := range []bool{false, true} {
+		_, err := New(objectstore.Config{Provider: objectstore.ProviderAzure, Bucket: "c", AmbientIdentity: ambient})
+		if !errors.Is(err, objectstore.ErrNoCredentials) || !strings.Contains(err.Error(), "credentialsSecretRef") {
+			t.Errorf("ambient %v: %v, want ErrNoCredentials", ambient, err)
+		}
+	}
 }

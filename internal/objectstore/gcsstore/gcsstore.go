@@ -52,7 +52,9 @@ type store struct {
 
 // New returns the Store of one GCS bucket. It makes no request to the
 // store. An http:// endpoint (an emulator) is used without credentials:
-// no token is ever sent in the clear.
+// no token is ever sent in the clear. Without a service account key it
+// uses Application Default Credentials only when cfg.AmbientIdentity is
+// set, and otherwise refuses.
 func New(ctx context.Context, cfg objectstore.Config) (objectstore.Store, error) {
 	endpoint, err := endpointOf(cfg.Endpoint)
 	if err != nil {
@@ -86,8 +88,12 @@ func endpointOf(endpoint string) (string, error) {
 }
 
 // httpClient authenticates with the service account's JSON key when
-// given, with Application Default Credentials (Workload Identity, the
-// metadata server) otherwise, and not at all over plain HTTP.
+// given, else with Application Default Credentials (Workload Identity, the
+// metadata server) only when cfg.AmbientIdentity allows it, and not at all
+// over plain HTTP. Without a key and without that switch it refuses, and
+// reads nothing of the environment (GOOGLE_APPLICATION_CREDENTIALS, the
+// metadata server): the process's own token must never go to an endpoint
+// someone else named.
 func httpClient(ctx context.Context, cfg objectstore.Config, plainHTTP bool) (*http.Client, error) {
 	base, err := objectstore.NewHTTPTransport(cfg.CAPEM)
 	if err != nil {
@@ -100,10 +106,13 @@ func httpClient(ctx context.Context, cfg objectstore.Config, plainHTTP bool) (*h
 		return &http.Client{Transport: base, CheckRedirect: noRedirect}, nil
 	}
 	var creds *google.Credentials
-	if c := cfg.Credentials; c != nil && !c.ServiceAccountJSON.IsZero() {
+	switch c := cfg.Credentials; {
+	case c != nil && !c.ServiceAccountJSON.IsZero():
 		creds, err = google.CredentialsFromJSONWithType(ctx, []byte(c.ServiceAccountJSON.Reveal()), google.ServiceAccount, scopeReadWrite)
-	} else {
+	case cfg.AmbientIdentity:
 		creds, err = google.FindDefaultCredentials(ctx, scopeReadWrite)
+	default:
+		return nil, fmt.Errorf("GCS bucket %q: %w", cfg.Bucket, objectstore.ErrNoCredentials)
 	}
 	if err != nil {
 		// The error of the JSON parser may quote the key: say only what failed.

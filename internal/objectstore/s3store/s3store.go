@@ -51,9 +51,12 @@ type Config struct {
 	PathStyle bool
 	// CAPEM verifies a private endpoint; empty uses the system roots.
 	CAPEM []byte
-	// Credentials, when nil, come from the environment of the pod: a web
-	// identity token (IRSA), EKS Pod Identity or instance metadata.
+	// Credentials, when nil, come from the environment of the pod (a web
+	// identity token (IRSA), EKS Pod Identity or instance metadata) only
+	// when AmbientIdentity is set; otherwise New refuses.
 	Credentials *Credentials
+	// AmbientIdentity: see objectstore.Config.AmbientIdentity.
+	AmbientIdentity bool
 	// PartSize is the size of each uploaded part, at least 5 MiB.
 	PartSize int64
 	// Concurrency is how many parts are buffered and uploaded at once;
@@ -74,8 +77,12 @@ type store struct {
 	concurrency int
 }
 
-// New returns the Store of one bucket. It makes no request.
+// New returns the Store of one bucket. It makes no request, and reads
+// nothing of the pod's environment unless cfg.AmbientIdentity is set.
 func New(cfg Config) (objectstore.Store, error) {
+	if cfg.Credentials == nil && !cfg.AmbientIdentity {
+		return nil, fmt.Errorf("S3 bucket %q: %w", cfg.Bucket, objectstore.ErrNoCredentials)
+	}
 	u, err := url.Parse(cfg.Endpoint)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("object store endpoint %q: want https://host[:port] or http://host[:port]", cfg.Endpoint)
@@ -119,10 +126,12 @@ func FromConfig(cfg objectstore.Config) (objectstore.Store, error) {
 	}
 	return New(Config{
 		Endpoint: cfg.Endpoint, Bucket: cfg.Bucket, Region: cfg.Region, PathStyle: cfg.PathStyle, CAPEM: cfg.CAPEM,
-		Credentials: creds, PartSize: cfg.PartSize, Concurrency: cfg.Concurrency,
+		Credentials: creds, AmbientIdentity: cfg.AmbientIdentity, PartSize: cfg.PartSize, Concurrency: cfg.Concurrency,
 	})
 }
 
+// credentialsOf is the static credentials, or (New checked that
+// AmbientIdentity allows it) the pod's IAM identity.
 func credentialsOf(c *Credentials) *credentials.Credentials {
 	if c == nil {
 		return credentials.NewIAM("")

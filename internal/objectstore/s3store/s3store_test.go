@@ -35,10 +35,10 @@ func TestCompositeSHA256IsTheStoresForm(t *testing.T) {
 
 func TestNewRefusesWhatCannotWork(t *testing.T) {
 	for _, cfg := range []Config{
-		{Endpoint: "s3.example.com", Bucket: "b"},
-		{Endpoint: "ftp://s3.example.com", Bucket: "b"},
-		{Endpoint: "https://s3.example.com", Bucket: "b", PartSize: 1 << 20},
-		{Endpoint: "https://s3.example.com", Bucket: "b", CAPEM: []byte("not PEM")},
+		{Endpoint: "s3.example.com", Bucket: "b", AmbientIdentity: true},
+		{Endpoint: "ftp://s3.example.com", Bucket: "b", AmbientIdentity: true},
+		{Endpoint: "https://s3.example.com", Bucket: "b", PartSize: 1 << 20, AmbientIdentity: true},
+		{Endpoint: "https://s3.example.com", Bucket: "b", CAPEM: []byte("not PEM"), AmbientIdentity: true},
 	} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("%+v accepted", cfg)
