@@ -137,14 +137,15 @@ type BackupTarget struct {
 
 	// CredentialsSecretRef names a Secret with the store's credentials.
 	// It is mounted as files into the backup pod and read by the operator
-	// for retention. Its keys depend on the provider:
+	// for retention (with only these credentials). Without it, the backup
+	// and restore Jobs use their pod's cloud identity (the cluster's
+	// backup ServiceAccount: IRSA, EKS Pod Identity, GKE Workload Identity
+	// or instance metadata) and retention runs in the backup Job: the
+	// operator never uses its own cloud identity for a store. Its keys
+	// depend on the provider:
 	//   - S3: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and
-	//     AWS_SESSION_TOKEN if needed). Without the Secret the client uses
-	//     the pod's cloud identity (IRSA, EKS Pod Identity or instance
-	//     metadata).
-	//   - GCS: service-account.json, a service account's JSON key. Without
-	//     the Secret the client uses Application Default Credentials (GKE
-	//     Workload Identity or instance metadata).
+	//     AWS_SESSION_TOKEN if needed).
+	//   - GCS: service-account.json, a service account's JSON key.
 	//   - Azure (required): accountName, and either accountKey (shared
 	//     key) or sasToken (a SAS token, without the leading "?").
 	// +optional
