@@ -142,7 +142,10 @@ func (r *OpenBaoClusterReconciler) removePeer(ctx context.Context, p *pass, node
 // the PeerRemoved events and the replica count.
 func (r *OpenBaoClusterReconciler) reportMembership(p *pass, d membership.Decision) {
 	p.requeueAfter(d.Requeue)
-	if d.Blocked {
+	switch {
+	case d.Blocked && p.cluster.Spec.Replicas > d.Replicas:
+		p.degrade(v1alpha1.ReasonScaleUpBlocked, d.Message)
+	case d.Blocked:
 		p.degrade(v1alpha1.ReasonScaleDownBlocked, d.Message)
 	}
 }

@@ -115,6 +115,11 @@ const (
 	ReasonDowngradeBlocked    = "DowngradeBlocked"
 	ReasonPreflightFailed     = "PreflightFailed"
 	ReasonScaleDownBlocked    = "ScaleDownBlocked"
+	// ReasonScaleUpBlocked (Degraded): a volume at a new ordinal cannot be
+	// checked, or holds data older than the cluster's own Raft
+	// configuration, so the operator neither deletes it nor starts a
+	// server on it.
+	ReasonScaleUpBlocked = "ScaleUpBlocked"
 )
 
 // Labels and annotations the operator sets on what it manages.
