@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/podstate"
@@ -28,8 +29,9 @@ import (
 // sys/init, no initializationStarted, and so no reset that deletes the
 // volume. Every claim keeps its UID; the cluster stays at one server,
 // Degraded RetainedData with what to do; a root token stored by the user
-// adopts the data. On main before this change, the label led to
-// sys/init (refused), a recorded start, then a reset deleting data-boot-0.
+// adopts the data, and the scale-up deletes none of the older volumes. On
+// main before this change, the label led to sys/init (refused), a
+// recorded start, then a reset deleting data-boot-0.
 func TestARetainedClusterCreatedAgainIsNeverWiped(t *testing.T) {
 	requireBao(t)
 	t.Parallel() // mostly waiting on bao: elections, sys/init
@@ -71,12 +73,7 @@ spec: {version: 2.4.0, replicas: 3}
 		t.Fatalf("sys/init called %d times, initializationStarted %v, bootstrapReset %+v: want none on retained data",
 			n, latest.Status.InitializationStarted, latest.Status.BootstrapReset)
 	}
-	for _, want := range claims {
-		got := &corev1.PersistentVolumeClaim{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(want), got); err != nil || got.UID != want.UID || got.DeletionTimestamp != nil {
-			t.Fatalf("claim %s: %v, UID %s (want %s), deletion %v: retained data touched", want.Name, err, got.UID, want.UID, got.DeletionTimestamp)
-		}
-	}
+	assertClaimsKept(t, claims)
 	if latest.Status.Initialized || stsReplicas(t, "retained", "boot") != 1 {
 		t.Fatalf("initialized %v with %d replicas, want a held bootstrap at one server", latest.Status.Initialized, stsReplicas(t, "retained", "boot"))
 	}
@@ -87,10 +84,38 @@ spec: {version: 2.4.0, replicas: 3}
 	}
 	assertNoEventWith(t, rec, bootstrap.ReasonResettingLostInitialization, "StaleVolumeDeleted")
 
+	// The user stores the token of that data: it is adopted. The scale-up
+	// meets data-boot-1 and -2, older than the cluster: it deletes neither
+	// (they hold the retained cluster's data, or are stale: the operator
+	// cannot tell) and waits, Degraded ScaleUpBlocked. Here it cannot even
+	// read the membership (adopted data carries no identity of this
+	// operator's); membership's unit tests hold the rule for when it can.
 	storeRootToken(t, c, token)
-	reconcile()
-	assertAdopted(t, c, inits)
+	for range 2 {
+		reconcile()
+	}
+	latest = latestCluster(t, c)
+	if !latest.Status.Initialized || inits.Load() != 0 {
+		t.Fatalf("initialized %v after %d sys/init calls, want adopted without sys/init", latest.Status.Initialized, inits.Load())
+	}
+	d = findDegraded(latest)
+	if d == nil || d.Reason != v1alpha1.ReasonScaleUpBlocked || stsReplicas(t, "retained", "boot") != 1 {
+		t.Fatalf("Degraded %+v with %d replicas, want ScaleUpBlocked at one server", d, stsReplicas(t, "retained", "boot"))
+	}
+	assertClaimsKept(t, claims)
+	assertNoEventWith(t, rec, bootstrap.ReasonResettingLostInitialization, "StaleVolumeDeleted")
 	assertRootTokenReadsRaft(t, bao, token)
+}
+
+// assertClaimsKept fails when a claim is gone, replaced or being deleted.
+func assertClaimsKept(t *testing.T, claims []*corev1.PersistentVolumeClaim) {
+	t.Helper()
+	for _, want := range claims {
+		got := &corev1.PersistentVolumeClaim{}
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(want), got); err != nil || got.UID != want.UID || got.DeletionTimestamp != nil {
+			t.Fatalf("claim %s: %v, UID %s (want %s), deletion %v: retained data touched", want.Name, err, got.UID, want.UID, got.DeletionTimestamp)
+		}
+	}
 }
 
 // assertNoEventWith fails on an emitted Event with any of the reasons.
