@@ -49,12 +49,15 @@ func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
 	enableOnDemandBackups(ctx, t, cl, ns, m)
 	b := waitBackup(ctx, t, cl, ns, takeBackup(ctx, t, cl, ns, "before-restore"), v1alpha1.BackupSucceeded)
 	logf("backup %s (%d bytes) %s after the test started", b.Status.Key, b.Status.Size, time.Since(start).Round(100*time.Millisecond))
-	// A second cluster forms from this backup, and a restore drill
-	// verifies it, while the restores below run.
+	// A second cluster forms from this backup while the restores below
+	// run. A restore drill verifies the backup first: a drill checks the
+	// newest backup, and each restore below takes a pre-restore snapshot
+	// (the default), which would be newer.
 	moved := createMovedCluster(ctx, t, cl, ns, b)
 	setVerify(ctx, t, cl, ns, true)
 	active.call(t, http.MethodPost, "kv/after", map[string]any{"value": "two"})
 	active.call(t, http.MethodPost, "kv/before", map[string]any{"value": "changed"})
+	checkDrillPassed(ctx, t, cl, ns, b)
 
 	restoreStart := time.Now()
 	rs := &v1alpha1.OpenBaoRestore{ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: ns}, Spec: v1alpha1.OpenBaoRestoreSpec{
@@ -68,8 +71,9 @@ func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
 		}
 		return rs.Status.Phase.Done(), fmt.Sprintf("%s/%s %s: %s", rs.Status.Phase, rs.Status.Step, rs.Status.Reason, rs.Status.Message)
 	})
-	if rs.Status.Phase != v1alpha1.RestoreSucceeded || rs.Status.Key != b.Status.Key || rs.Status.SHA256 != b.Status.SHA256 {
-		t.Fatalf("restore: %+v", rs.Status)
+	if rs.Status.Phase != v1alpha1.RestoreSucceeded || rs.Status.Key != b.Status.Key || rs.Status.SHA256 != b.Status.SHA256 ||
+		rs.Status.PreRestoreKey == "" || rs.Status.PreRestoreKey == b.Status.Key {
+		t.Fatalf("restore (latest before its own pre-restore snapshot): %+v", rs.Status)
 	}
 	logf("restore of %s succeeded in %s (restarted: %v): %s", rs.Status.Key, time.Since(restoreStart).Round(100*time.Millisecond),
 		rs.Status.RestartedPods, rs.Status.Message)
@@ -108,16 +112,21 @@ func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
 	assertNoLeaks(ctx, t, cl, ns, nil)
 }
 
-// checkDrills: the drill of b passed by reading its canary back from the
-// copy; then a backup whose object is corrupted in the store fails its
-// drill with a status that says so, and neither drill leaves its copy.
-func checkDrills(ctx context.Context, t *testing.T, cl client.Client, ns string, m *miniotest.Server, b *v1alpha1.OpenBaoBackup) {
+// checkDrillPassed: the drill of b passed by reading its canary back from
+// the copy, and left no copy.
+func checkDrillPassed(ctx context.Context, t *testing.T, cl client.Client, ns string, b *v1alpha1.OpenBaoBackup) {
 	t.Helper()
 	good := waitDrill(ctx, t, cl, ns, b.Name)
 	if good.Result != v1alpha1.DrillPassed || good.Reason != "CanaryMatched" || !strings.Contains(good.Message, b.Status.Canary) || b.Status.Canary == "" {
 		t.Fatalf("the drill of %s (canary %q): %+v", b.Name, b.Status.Canary, good)
 	}
 	logf("drill of %s passed in %s: %s", b.Name, good.CompletionTime.Sub(good.StartTime.Time), good.Message)
+}
+
+// checkDrills: a backup whose object is corrupted in the store fails its
+// drill with a status that says so, and leaves no copy.
+func checkDrills(ctx context.Context, t *testing.T, cl client.Client, ns string, m *miniotest.Server, b *v1alpha1.OpenBaoBackup) {
+	t.Helper()
 	setVerify(ctx, t, cl, ns, false)
 	bad := waitBackup(ctx, t, cl, ns, takeBackup(ctx, t, cl, ns, "to-corrupt"), v1alpha1.BackupSucceeded)
 	data := downloadObject(t, m, bad.Status.Key)
