@@ -69,6 +69,7 @@ func (r *OpenBaoClusterReconciler) observeBootstrap(ctx context.Context, p *pass
 		ResetDone:           status.BootstrapReset != nil,
 		FromBackup:          c.FromBackup() != nil,
 		ClusterCreated:      c.CreationTimestamp.Time,
+		Pod0ClaimName:       c.DataVolumeName(0),
 	}
 	if obs.ResetDone && !obs.Initialized {
 		pending, err := r.resetPending(ctx, c, status.BootstrapReset)

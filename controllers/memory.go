@@ -37,6 +37,11 @@ type clusterMemory struct {
 	// upgradeTokenExpiry (before its own expiry).
 	upgradeToken       openbao.Token
 	upgradeTokenExpiry time.Time
+	// referencesClean says the Secrets generation referencesGeneration of
+	// the spec names were checked and none is the operator's: the check
+	// reads each one exactly, so it runs again only when the spec changes.
+	referencesClean      bool
+	referencesGeneration int64
 }
 
 // with runs f on the memory of the cluster, made afresh for a new UID.

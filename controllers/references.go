@@ -91,9 +91,19 @@ func refusalMessage(errs field.ErrorList) string {
 // the field), and no later step runs, so nothing reads, copies or mounts
 // that Secret, and nothing else is applied until the spec is fixed.
 func (r *OpenBaoClusterReconciler) reconcileReferences(ctx context.Context, p *pass) error {
+	key, gen := client.ObjectKeyFromObject(p.cluster), p.cluster.Generation
+	var clean bool
+	r.memory.with(key, p.cluster.UID, func(m *clusterMemory) { clean = m.referencesClean && m.referencesGeneration == gen })
+	if clean {
+		return nil
+	}
 	errs, err := managedReferences(ctx, r.APIReader, r.Client, p.cluster)
-	if err != nil || len(errs) == 0 {
+	if err != nil {
 		return err
+	}
+	if len(errs) == 0 {
+		r.memory.with(key, p.cluster.UID, func(m *clusterMemory) { m.referencesClean, m.referencesGeneration = true, gen })
+		return nil
 	}
 	msg := refusalMessage(errs) + "; nothing is applied for this cluster until the spec is fixed"
 	p.degrade(decide.ReasonManagedSecretReferenced, msg)

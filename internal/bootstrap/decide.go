@@ -189,9 +189,9 @@ func (o Observed) retainedData() bool {
 // backup, with no root token stored. It says what the user must do.
 func retained(o Observed) Decision {
 	why := fmt.Sprintf("its data volume %s was created before this OpenBaoCluster: it holds the data of an earlier "+
-		"cluster of this name, kept by deletionPolicy Retain", o.volumeName())
+		"cluster of this name, kept by deletionPolicy Retain", o.Pod0ClaimName)
 	if o.Pod0Claim == nil {
-		why = fmt.Sprintf("its data volume %s could not be read, so the operator cannot tell whether it holds earlier data", o.volumeName())
+		why = fmt.Sprintf("its data volume %s could not be read, so the operator cannot tell whether it holds earlier data", o.Pod0ClaimName)
 	}
 	if o.FromBackup {
 		why = "this cluster is formed from a backup (spec.bootstrap.fromBackup): its data is a restored snapshot, whose root token the operator voids"
@@ -202,13 +202,6 @@ func retained(o Observed) Decision {
 			"(one made with bao operator generate-root if the original is gone). To discard the data instead, delete the "+
 			"OpenBaoCluster and the volume claims data-<cluster>-<n> yourself, then create it again",
 		o.Pod0.Name, why, o.RootTokenSecretName, o.RootTokenSecretName))
-}
-
-func (o Observed) volumeName() string {
-	if o.Pod0 == nil {
-		return "of pod-0"
-	}
-	return "data-" + o.Pod0.Name
 }
 
 func reset(o Observed) Decision {

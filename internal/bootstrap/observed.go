@@ -24,6 +24,7 @@ type Observed struct {
 	// holds data kept from an earlier cluster of this name (deletionPolicy
 	// Retain), never a lost initialization of this one.
 	Pod0Claim      *Claim
+	Pod0ClaimName  string
 	ClusterCreated time.Time
 	// FromBackup is spec.bootstrap.fromBackup: the cluster's data is a
 	// restored snapshot, whose root token the operator voids by design.

@@ -137,8 +137,9 @@ func (p Policy) CheckChanged(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
 		return p.CheckCluster(c)
 	}
 	var errs field.ErrorList
+	before := p.CheckCluster(old)
 	for _, err := range p.CheckCluster(c) {
-		if !slices.ContainsFunc(p.CheckCluster(old), func(e *field.Error) bool { return e.Field == err.Field && e.Detail == err.Detail }) {
+		if !slices.ContainsFunc(before, func(e *field.Error) bool { return e.Field == err.Field && e.Detail == err.Detail }) {
 			errs = append(errs, err)
 		}
 	}
