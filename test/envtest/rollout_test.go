@@ -432,3 +432,78 @@ func (ro *rollout) scaleUpOverLeftVolumes(replicas func() int32) {
 		t.Fatalf("after the stale volumes went: %d replicas, want 5", got)
 	}
 }
+
+// TestAServerDownMidRolloutHoldsTheNextRelease injects the fault the peer
+// check guards against: bao-2 has rolled, then bao-0, which was not
+// rolled, crashes (its pod is not Ready, the kubelet reports the exit).
+// Releasing bao-1 now would take a second of three servers down by the
+// operator's own hand, so bao-1 is held, and the Upgrading condition
+// names bao-0 and why. Once bao-0 is back but autopilot still reports it
+// unhealthy, bao-1 is still held; only a healthy bao-0 lets it go.
+func TestAServerDownMidRolloutHoldsTheNextRelease(t *testing.T) {
+	ro := newRollout(t, "rollout-peer-down", 3)
+	ro.pass()
+	ro.setVersion("2.4.1")
+	ro.pass()
+	ro.kubeControllerManager()
+	ro.pass()
+	ro.expect("rollout started", 2, "PodReady")
+	ro.kubeControllerManager() // bao-2 recreated on the new revision
+
+	ro.setReady(0, false, &corev1.ContainerStatus{Name: podstate.ContainerName, RestartCount: 3,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 1, Reason: "Error", Message: "raft: failed to open the log store"}}})
+	for range 2 {
+		ro.pass()
+		ro.kubeControllerManager()
+	}
+	if p := ro.partition(); p != 2 {
+		t.Fatalf("partition %d with bao-0 down: bao-1 was released, want it held at 2", p)
+	}
+	if pod := ro.pod(1); pod.Labels[appsv1.ControllerRevisionHashLabelKey] != "rev-2.4.0" {
+		t.Fatalf("bao-1 moved to %s while bao-0 was down", pod.Labels[appsv1.ControllerRevisionHashLabelKey])
+	}
+	up := meta.FindStatusCondition(ro.cluster().Status.Conditions, v1alpha1.ConditionUpgrading)
+	if up == nil || !strings.Contains(up.Message, "bao-0 is not Ready") || !strings.Contains(up.Message, "CrashLoopBackOff") {
+		t.Fatalf("Upgrading %+v: want a message naming bao-0 and its container's state", up)
+	}
+
+	ro.setReady(0, true, nil)
+	unhealthy := ro.bao.AutopilotStateAnswer.Servers["bao-0"]
+	unhealthy.Healthy = false
+	ro.bao.AutopilotStateAnswer.Servers["bao-0"] = unhealthy
+	ro.pass()
+	ro.kubeControllerManager()
+	if p := ro.partition(); p != 2 {
+		t.Fatalf("partition %d with bao-0 unhealthy in autopilot: bao-1 was released", p)
+	}
+	up = meta.FindStatusCondition(ro.cluster().Status.Conditions, v1alpha1.ConditionUpgrading)
+	if up == nil || !strings.Contains(up.Message, "voter bao-0 unhealthy") {
+		t.Fatalf("Upgrading %+v: want a message naming the unhealthy voter bao-0", up)
+	}
+
+	unhealthy.Healthy = true
+	ro.bao.AutopilotStateAnswer.Servers["bao-0"] = unhealthy
+	ro.pass()
+	ro.expect("bao-1 released once every peer is back", 1, "PodReady")
+}
+
+// setReady plays the kubelet: pod i's Ready condition, and optionally
+// what it reports of the OpenBao container.
+func (ro *rollout) setReady(i int, ready bool, container *corev1.ContainerStatus) {
+	ro.t.Helper()
+	pod := ro.pod(i)
+	status := corev1.ConditionTrue
+	if !ready {
+		status = corev1.ConditionFalse
+	}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
+	pod.Status.ContainerStatuses = nil
+	if container != nil {
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{*container}
+	}
+	if err := k8s.Status().Update(context.Background(), pod); err != nil {
+		ro.t.Fatal(err)
+	}
+}
