@@ -16,6 +16,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/apply"
+	"github.com/openbao/operator/internal/deletion"
 	"github.com/openbao/operator/internal/secrets"
 )
 
@@ -48,13 +49,13 @@ func (r *OpenBaoClusterReconciler) finalize(ctx context.Context, c *v1alpha1.Ope
 	if !controllerutil.ContainsFinalizer(c, v1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	stopped, err := r.stopServers(ctx, c)
+	stopped, foreign, err := r.stopServers(ctx, c)
 	if err != nil || !stopped {
 		return ctrl.Result{RequeueAfter: finalizeRetry}, err
 	}
 	policy := c.Spec.DeletionPolicy
 	if policy.DeletesVolumes() {
-		if err := r.deleteVolumes(ctx, c); err != nil {
+		if err := r.deleteVolumes(ctx, c, foreign); err != nil {
 			return ctrl.Result{}, err
 		}
 		if err := r.deleteDataSecrets(ctx, c, c.TLSCASecretName()); err != nil {
@@ -80,50 +81,70 @@ func (r *OpenBaoClusterReconciler) finalize(ctx context.Context, c *v1alpha1.Ope
 // stopServers deletes the cluster's StatefulSet and reports whether every
 // server pod is gone. A StatefulSet of that name that is not the cluster's
 // (apply.Ours: another's, which the apply step refused to take over) is
-// left alone, and so are its pods.
-func (r *OpenBaoClusterReconciler) stopServers(ctx context.Context, c *v1alpha1.OpenBaoCluster) (bool, error) {
+// left alone, and so are its pods; foreign says one is there.
+func (r *OpenBaoClusterReconciler) stopServers(ctx context.Context, c *v1alpha1.OpenBaoCluster) (stopped, foreign bool, err error) {
 	sts := &metav1.PartialObjectMetadata{}
 	sts.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: c.StatefulSetName()}, sts)
-	var foreign types.UID
+	err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: c.StatefulSetName()}, sts)
+	var foreignUID types.UID
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return false, fmt.Errorf("read StatefulSet %s: %w", c.StatefulSetName(), err)
+		return false, false, fmt.Errorf("read StatefulSet %s: %w", c.StatefulSetName(), err)
 	case !apply.Ours(c.UID, sts):
-		foreign = sts.UID
+		foreignUID = sts.UID
 	default:
 		uid := sts.UID
 		err := r.Client.Delete(ctx, sts, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationForeground))
 		if client.IgnoreNotFound(err) != nil {
-			return false, fmt.Errorf("delete StatefulSet %s: %w", sts.Name, err)
+			return false, false, fmt.Errorf("delete StatefulSet %s: %w", sts.Name, err)
 		}
 	}
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(c.PodSelectorLabels())); err != nil {
-		return false, fmt.Errorf("list pods of %s: %w", c.Name, err)
+		return false, false, fmt.Errorf("list pods of %s: %w", c.Name, err)
 	}
 	for i := range pods.Items {
-		if ref := metav1.GetControllerOfNoCopy(&pods.Items[i]); foreign == "" || ref == nil || ref.UID != foreign {
-			return false, nil
+		if ref := metav1.GetControllerOfNoCopy(&pods.Items[i]); foreignUID == "" || ref == nil || ref.UID != foreignUID {
+			return false, foreignUID != "", nil
 		}
 	}
-	return true, nil
+	return true, foreignUID != "", nil
 }
 
 // deleteVolumes deletes the Raft volumes of every server the cluster ever
-// ran: the claims carry its pod selector labels.
-func (r *OpenBaoClusterReconciler) deleteVolumes(ctx context.Context, c *v1alpha1.OpenBaoCluster) error {
+// ran, as deletion.Volumes decides: the claims carry its pod selector
+// labels, which a Helm-installed OpenBao of the same name carries too, so
+// a claim that may be another's is kept and reported, never deleted.
+func (r *OpenBaoClusterReconciler) deleteVolumes(ctx context.Context, c *v1alpha1.OpenBaoCluster, foreignStatefulSet bool) error {
 	claims := &corev1.PersistentVolumeClaimList{}
 	if err := r.APIReader.List(ctx, claims, client.InNamespace(c.Namespace), client.MatchingLabels(c.PodSelectorLabels())); err != nil {
 		return fmt.Errorf("list the volumes of %s: %w", c.Name, err)
 	}
+	o := deletion.Observed{Policy: c.Spec.DeletionPolicy, StatefulSet: c.StatefulSetName(), ForeignStatefulSet: foreignStatefulSet,
+		ClusterCreated: c.CreationTimestamp.Time, Initialized: c.Status.Initialized}
+	uids := make(map[string]types.UID, len(claims.Items))
 	for i := range claims.Items {
 		claim := &claims.Items[i]
-		if err := r.Client.Delete(ctx, claim); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("delete volume claim %s: %w", claim.Name, err)
+		o.Claims = append(o.Claims, deletion.Claim{Name: claim.Name, Created: claim.CreationTimestamp.Time})
+		uids[claim.Name] = claim.UID
+	}
+	d := deletion.Volumes(o)
+	log := ctrl.LoggerFrom(ctx)
+	for _, k := range d.Keep {
+		log.Info("kept a volume the deletion policy would delete", "audit", true, "event_type", "openbao.cluster.volume_kept",
+			"claim", k.Name, "why", k.Why)
+		r.Recorder.Eventf(c, nil, "Warning", "VolumeKept", "Finalize", "volume claim %s is kept: %s", k.Name, k.Why)
+	}
+	for _, name := range d.Delete {
+		// The precondition deletes the claim that was decided on, not
+		// one created again under its name since it was listed.
+		uid := uids[name]
+		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: name}}
+		if err := r.Client.Delete(ctx, claim, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete volume claim %s: %w", name, err)
 		}
-		ctrl.LoggerFrom(ctx).Info("deleted a Raft volume", "audit", true, "event_type", "openbao.cluster.volume_deleted", "claim", claim.Name)
+		log.Info("deleted a Raft volume", "audit", true, "event_type", "openbao.cluster.volume_deleted", "claim", name)
 	}
 	return nil
 }

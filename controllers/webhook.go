@@ -83,7 +83,7 @@ func (v backupValidator) ValidateCreate(ctx context.Context, b *v1alpha1.OpenBao
 	if err != nil {
 		return nil, err
 	}
-	denied, err := v.rules.authorMay(ctx, b.Namespace, decide.BackupReferences(b))
+	denied, err := v.rules.authorMay(ctx, decide.AccessChecks(decide.BackupReferences(b), b.Namespace))
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func (v restoreValidator) ValidateCreate(ctx context.Context, r *v1alpha1.OpenBa
 	if err != nil {
 		return nil, err
 	}
-	denied, err := v.rules.authorMay(ctx, r.Namespace, decide.RestoreReferences(r))
+	denied, err := v.rules.authorMay(ctx, decide.AccessChecks(decide.RestoreReferences(r), r.Namespace))
 	if err != nil {
 		return nil, err
 	}

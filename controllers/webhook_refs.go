@@ -29,13 +29,15 @@ type referenceRules struct {
 	reviews client.Client
 }
 
-// cluster checks a new cluster (old nil) or a change of old into c.
+// cluster checks a new cluster (old nil) or a change of old into c: what
+// it names, and the rights its deletion policy hands over.
 func (rr referenceRules) cluster(ctx context.Context, old, c *v1alpha1.OpenBaoCluster) (field.ErrorList, error) {
 	refs := decide.ClusterReferences(c)
 	if old != nil {
 		refs = refs.NewSince(decide.ClusterReferences(old))
 	}
-	if len(refs.Objects)+len(refs.Clusters) == 0 {
+	checks := append(decide.AccessChecks(refs, c.Namespace), decide.DeletionPolicyChecks(old, c, c.Namespace)...)
+	if len(checks) == 0 {
 		return nil, nil
 	}
 	o, err := observeManaged(ctx, rr.reader, rr.reader, c, refs.Objects)
@@ -43,13 +45,13 @@ func (rr referenceRules) cluster(ctx context.Context, old, c *v1alpha1.OpenBaoCl
 		return nil, err
 	}
 	errs := decide.ManagedSecretRefs(refs.Objects, o)
-	denied, err := rr.authorMay(ctx, c.Namespace, refs)
+	denied, err := rr.authorMay(ctx, checks)
 	return append(errs, denied...), err
 }
 
-// authorMay asks one SubjectAccessReview per reference for the user,
-// groups, UID and extra of the admission request.
-func (rr referenceRules) authorMay(ctx context.Context, namespace string, refs decide.References) (field.ErrorList, error) {
+// authorMay asks one SubjectAccessReview per check for the user, groups,
+// UID and extra of the admission request.
+func (rr referenceRules) authorMay(ctx context.Context, checks []decide.Access) (field.ErrorList, error) {
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("the admission request's user: %w", err)
@@ -63,7 +65,7 @@ func (rr referenceRules) authorMay(ctx context.Context, namespace string, refs d
 		}
 	}
 	var errs field.ErrorList
-	for _, a := range decide.AccessChecks(refs, namespace) {
+	for _, a := range checks {
 		attrs := a.Attributes
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: u.Username, Groups: u.Groups, UID: u.UID, Extra: extra, ResourceAttributes: &attrs,

@@ -64,6 +64,12 @@ func Denied(a Access, user string) *field.Error {
 	if a.Attributes.Group != "" {
 		res += "." + a.Attributes.Group
 	}
+	if a.Name == "" {
+		// A deletion policy: it names no object, it hands over a right.
+		return field.Forbidden(a.Path, fmt.Sprintf("rule %q: %s may not %s %s in namespace %s, which the operator would do "+
+			"with its own rights when the cluster is deleted under this policy; keep deletionPolicy Retain, or get that right",
+			RuleAuthorRights, user, a.Attributes.Verb, res, a.Attributes.Namespace))
+	}
 	return field.Forbidden(a.Path, fmt.Sprintf("rule %q: %s may not %s %s %s in namespace %s, and the operator would use it "+
 		"for this object with its own rights; name only what you may %s yourself",
 		RuleAuthorRights, user, a.Attributes.Verb, res, a.Name, a.Attributes.Namespace, a.Attributes.Verb))

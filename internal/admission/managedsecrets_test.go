@@ -230,3 +230,40 @@ func TestAnUpdateChecksOnlyWhatItNamesAnew(t *testing.T) {
 		t.Fatalf("an unchanged spec names %+v anew", same)
 	}
 }
+
+func TestDeletionPolicyChecksAskForTheRightsAPolicyHandsOver(t *testing.T) {
+	cluster := func(p v1alpha1.DeletionPolicy) *v1alpha1.OpenBaoCluster {
+		return &v1alpha1.OpenBaoCluster{Spec: v1alpha1.OpenBaoClusterSpec{DeletionPolicy: p}}
+	}
+	for _, tc := range []struct {
+		name     string
+		old, new v1alpha1.DeletionPolicy
+		created  bool
+		want     []string
+	}{
+		{"a new cluster that retains asks nothing", "", v1alpha1.DeletionPolicyRetain, true, nil},
+		{"a new cluster under DeletePVCs asks to delete claims", "", v1alpha1.DeletionPolicyDeletePVCs, true, []string{"persistentvolumeclaims"}},
+		{"a new cluster under DeleteAll asks to delete claims and Secrets", "", v1alpha1.DeletionPolicyDeleteAll, true, []string{"persistentvolumeclaims", "secrets"}},
+		{"Retain widened to DeletePVCs asks to delete claims", v1alpha1.DeletionPolicyRetain, v1alpha1.DeletionPolicyDeletePVCs, false, []string{"persistentvolumeclaims"}},
+		{"DeletePVCs widened to DeleteAll asks to delete Secrets", v1alpha1.DeletionPolicyDeletePVCs, v1alpha1.DeletionPolicyDeleteAll, false, []string{"secrets"}},
+		{"a policy kept asks nothing", v1alpha1.DeletionPolicyDeleteAll, v1alpha1.DeletionPolicyDeleteAll, false, nil},
+		{"a policy narrowed asks nothing", v1alpha1.DeletionPolicyDeleteAll, v1alpha1.DeletionPolicyRetain, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var old *v1alpha1.OpenBaoCluster
+			if !tc.created {
+				old = cluster(tc.old)
+			}
+			var got []string
+			for _, a := range admission.DeletionPolicyChecks(old, cluster(tc.new), "team") {
+				if a.Attributes.Verb != "delete" || a.Attributes.Namespace != "team" || a.Attributes.Name != "" || a.Path.String() != "spec.deletionPolicy" {
+					t.Errorf("check %+v", a)
+				}
+				got = append(got, a.Attributes.Resource)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("asked to delete %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

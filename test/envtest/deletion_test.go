@@ -3,8 +3,11 @@ package envtest_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -122,4 +125,106 @@ func exists(t *testing.T, ns, what string) bool {
 		t.Fatal(err)
 	}
 	return obj.GetDeletionTimestamp() == nil
+}
+
+// TestDeletionNeverTakesAVolumeThatMayBeAnothers injects what the claim
+// labels cannot tell apart: a Helm-installed OpenBao release "bao" (its
+// StatefulSet, and its claim data-bao-0 labelled app.kubernetes.io/name=
+// openbao, app.kubernetes.io/instance=bao, as the OpenBao chart labels
+// them), and a claim data-bao-0 kept from before the cluster existed.
+// A cluster "bao" under DeleteAll, created beside them and deleted,
+// deletes neither claim and says why in an event; only once a cluster
+// has adopted the older claim's data (status.initialized) does the claim
+// go with it. Before, both claims were deleted: deleting an OpenBaoCluster
+// was a way to delete volumes its author could not delete.
+func TestDeletionNeverTakesAVolumeThatMayBeAnothers(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		helmRelease, older bool
+		initialized        bool
+		kept               bool
+	}{
+		{"another release's StatefulSet of the same name", true, false, true, true},
+		{"a claim older than a cluster that never adopted it", false, true, false, true},
+		{"a claim older than a cluster that adopted its data", false, true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			ns := "del-other-" + strings.ReplaceAll(strings.Fields(tc.name)[1], "'", "")
+			if tc.initialized && tc.older {
+				ns += "-adopted"
+			}
+			createNamespace(t, ns)
+			if tc.helmRelease {
+				createHelmStatefulSet(t, ns, "bao")
+			}
+			if tc.older {
+				createVolumeClaim(t, ns, "data-bao-0")
+				time.Sleep(1100 * time.Millisecond) // creation timestamps have whole seconds
+			}
+			c := newCluster(t, ns, "metadata: {name: bao}\nspec: {version: 2.4.0, deletionPolicy: DeleteAll}\n")
+			if err := k8s.Create(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			rec := events.NewFakeRecorder(100)
+			r, err := newReconciler(k8s, k8s, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
+			if _, err := r.Reconcile(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.older {
+				createVolumeClaim(t, ns, "data-bao-0")
+			}
+			if tc.initialized {
+				latest := &v1alpha1.OpenBaoCluster{}
+				if err := k8s.Get(ctx, req.NamespacedName, latest); err != nil {
+					t.Fatal(err)
+				}
+				latest.Status.Initialized = true
+				if err := k8s.Status().Update(ctx, latest); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := k8s.Delete(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				if _, err := r.Reconcile(ctx, req); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := k8s.Get(ctx, req.NamespacedName, &v1alpha1.OpenBaoCluster{}); !apierrors.IsNotFound(err) {
+				t.Fatalf("the cluster is still there after the finalizer ran: %v", err)
+			}
+			if got := exists(t, ns, "PersistentVolumeClaim/data-bao-0"); got != tc.kept {
+				t.Fatalf("data-bao-0 exists=%v, want %v", got, tc.kept)
+			}
+			if tc.kept {
+				assertEvents(t, rec, "VolumeKept")
+			}
+		})
+	}
+}
+
+// createHelmStatefulSet plays a Helm-installed OpenBao release: its
+// StatefulSet carries the same pod selector labels as the operator's.
+func createHelmStatefulSet(t *testing.T, ns, release string) {
+	t.Helper()
+	labels := map[string]string{v1alpha1.LabelAppName: v1alpha1.AppName, v1alpha1.LabelAppInstance: release}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: release, Namespace: ns, Labels: map[string]string{"app.kubernetes.io/managed-by": "Helm"}},
+		Spec: appsv1.StatefulSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "openbao", Image: "openbao/openbao:2.4.0"}}},
+			},
+		},
+	}
+	if err := k8s.Create(context.Background(), sts); err != nil {
+		t.Fatal(err)
+	}
 }

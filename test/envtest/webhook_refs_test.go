@@ -126,6 +126,8 @@ spec: {version: 2.4.0, backup: {jwtAuthRole: backup, `+storeTarget+`}}}`)
 		{"a source cluster its author may not update, for its identity", creator, "OpenBaoCluster",
 			`spec: {version: 2.4.0, bootstrap: {fromBackup: {` + storeTarget + `}, latest: true, sourceCluster: prod, keepSourceIdentity: true, unsealKeySecretRef: {name: team-key}}}}`,
 			"spec.bootstrap.fromBackup.sourceCluster", admission.RuleAuthorRights},
+		{"a deletion policy that deletes volumes and Secrets its author may not delete", attacker, "OpenBaoCluster",
+			`spec: {version: 2.4.0, deletionPolicy: DeleteAll}`, "spec.deletionPolicy", admission.RuleAuthorRights},
 		{"a backup of a cluster its author may not update", creator, "OpenBaoBackup", `spec: {clusterName: prod}`,
 			"spec.clusterName", admission.RuleAuthorRights},
 		{"a restore into a cluster its author may not update", creator, "OpenBaoRestore", `spec: {clusterName: prod, source: {latest: true}}`,
@@ -187,6 +189,13 @@ spec: {clusterName: mine, source: {latest: true}}`},
 		expectRefused(t, err, "spec.backup.target.credentialsSecretRef", admission.RuleManagedSecret)
 		if !strings.Contains(err.Error(), "ends in -root-token") {
 			t.Errorf("the refusal does not say why the Secret is the operator's: %v", err)
+		}
+		widened := mine.DeepCopy()
+		widened.Spec.DeletionPolicy = v1alpha1.DeletionPolicyDeletePVCs
+		err = attacker.Update(ctx, widened)
+		expectRefused(t, err, "spec.deletionPolicy", admission.RuleAuthorRights)
+		if !strings.Contains(err.Error(), "may not delete persistentvolumeclaims") {
+			t.Errorf("the refusal does not name the right the policy would hand over: %v", err)
 		}
 		mine.Spec.Version = "2.5.0"
 		if err := attacker.Update(ctx, mine); err != nil {
