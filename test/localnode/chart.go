@@ -79,6 +79,9 @@ func installChart(ctx context.Context, c Config, cl client.Client, image string,
 	// The least-privilege install: every test namespace is handed to the
 	// operator by an OpenBaoTenant (Provision).
 	vals["tenancy"] = map[string]any{"enabled": true}
+	// The platform's image policy: the node runs only the images built
+	// here and imported into containerd, all named localhost/<name>.
+	vals["imagePolicy"] = map[string]any{"allowedRepositories": []any{LocalRegistry}}
 	cfg, err := helmConfig(c)
 	if err != nil {
 		return err

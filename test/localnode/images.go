@@ -151,3 +151,8 @@ func DigestRef(c Config, ref string) (string, error) {
 	}
 	return pinned, nil
 }
+
+// LocalRegistry is the registry host of every image the node runs
+// (localhost/<name>): the platform image policy the operator is installed
+// with on the node allows it alone.
+const LocalRegistry = "localhost"

@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/test/images"
 )
 
 // Names of the operator's installation (the install chart, as config/default).
@@ -89,7 +91,7 @@ func WaitWebhookServing(ctx context.Context, cl client.Client, namespace string,
 	probe := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "openbao.org/v1alpha1", "kind": "OpenBaoCluster",
 		"metadata": map[string]any{"name": "webhook-probe", "namespace": namespace},
-		"spec":     map[string]any{"version": "2.4.0"},
+		"spec":     map[string]any{"version": "2.4.0", "image": images.OpenBaoRepository},
 	}}
 	deadline := time.Now().Add(timeout)
 	for {
