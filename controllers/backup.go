@@ -16,7 +16,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
-	"github.com/openbao/operator/internal/restore"
+	"github.com/openbao/operator/internal/day2"
 )
 
 // +kubebuilder:rbac:groups=openbao.org,resources=openbaobackups,verbs=get;list;watch;create;update;patch;delete
@@ -35,12 +35,16 @@ func (r *OpenBaoClusterReconciler) reconcileBackup(ctx context.Context, p *pass)
 	if err != nil {
 		return err
 	}
+	restores, err := listClusterRestores(ctx, r.Client, c.Namespace, c.Name)
+	if err != nil {
+		return err
+	}
+	ops := day2.Observe(c, p.status, backups, restores)
 	status := backup.Fold(derefBackupStatus(p.status.Backup), backups)
-	running := unfinished(backups, "")
 	if c.Spec.Backup == nil {
 		status.NextScheduledBackup = nil
-		setBackingUp(p, running)
-	} else if err := r.schedule(ctx, p, &status, running); err != nil {
+		setBackingUp(p, ops.Unfinished(day2.Backup))
+	} else if err := r.schedule(ctx, p, &status, ops); err != nil {
 		return err
 	}
 	recordBackupGauges(c, &status)
@@ -54,7 +58,8 @@ func (r *OpenBaoClusterReconciler) reconcileBackup(ctx context.Context, p *pass)
 }
 
 // schedule ticks the schedule, takes a due slot, and sets BackingUp.
-func (r *OpenBaoClusterReconciler) schedule(ctx context.Context, p *pass, status *v1alpha1.BackupStatus, running []string) error {
+func (r *OpenBaoClusterReconciler) schedule(ctx context.Context, p *pass, status *v1alpha1.BackupStatus, ops day2.Observation) error {
+	running := ops.Unfinished(day2.Backup)
 	expr := p.cluster.Spec.Backup.Schedule
 	status.NextScheduledBackup = nil
 	if expr == "" {
@@ -77,7 +82,7 @@ func (r *OpenBaoClusterReconciler) schedule(ctx context.Context, p *pass, status
 	status.NextScheduledBackup = &next
 	p.requeueAfter(tick.Next.Sub(p.now))
 	if tick.Due {
-		created, err := r.takeSlot(ctx, p, tick, running)
+		created, err := r.takeSlot(ctx, p, tick, ops)
 		if err != nil {
 			return err
 		}
@@ -92,15 +97,11 @@ func (r *OpenBaoClusterReconciler) schedule(ctx context.Context, p *pass, status
 // takeSlot creates the slot's OpenBaoBackup if the preflight passes; a
 // skipped slot says why in an event. The name is the slot's, so a slot
 // whose record was lost (the status write failed) is not taken twice.
-func (r *OpenBaoClusterReconciler) takeSlot(ctx context.Context, p *pass, tick backup.Tick, running []string) (string, error) {
+func (r *OpenBaoClusterReconciler) takeSlot(ctx context.Context, p *pass, tick backup.Tick, ops day2.Observation) (string, error) {
 	c := p.cluster
 	status := *p.status
 	status.Phase = phase(c, p.status)
-	restores, err := runningRestores(ctx, r.Client, c)
-	if err != nil {
-		return "", err
-	}
-	check := backup.Preflight(backup.Observed{Cluster: c, Status: &status, Running: running, Restores: restores})
+	check := backup.Preflight(backup.PreflightInput{Cluster: c, Status: &status, Lock: slotLock(r.Operations, c, tick, ops)})
 	slot := tick.Slot.UTC().Format(time.RFC3339)
 	if !check.OK {
 		p.record("Warning", "BackupSkipped", "ScheduleBackup",
@@ -117,7 +118,7 @@ func (r *OpenBaoClusterReconciler) takeSlot(ctx context.Context, p *pass, tick b
 		},
 		Spec: v1alpha1.OpenBaoBackupSpec{ClusterName: c.Name},
 	}
-	err = r.Client.Create(ctx, b)
+	err := r.Client.Create(ctx, b)
 	if apierrors.IsAlreadyExists(err) {
 		return "", nil
 	}
@@ -131,6 +132,21 @@ func (r *OpenBaoClusterReconciler) takeSlot(ctx context.Context, p *pass, tick b
 	log.FromContext(ctx).Info("scheduled backup created", "backup", b.Name, "slot", slot, "missed", tick.Missed)
 	p.record("Normal", "BackupScheduled", "ScheduleBackup", note)
 	return b.Name, nil
+}
+
+// slotLock is day2's verdict on the slot's backup; a slot is also
+// skipped while an earlier backup is queued, not only running, so that
+// slots do not pile up behind one that waits.
+func slotLock(reg *day2.Registry, c *v1alpha1.OpenBaoCluster, tick backup.Tick, ops day2.Observation) day2.Verdict {
+	want := day2.Op{Ref: day2.Ref{Kind: day2.Backup, Name: c.ScheduledBackupName(tick.Slot)}}
+	v := reg.Check(day2.ClusterOf(c), want, ops)
+	if v.OK() {
+		v = day2.Decide(want, ops.Queued)
+	}
+	if !v.OK() {
+		v.Message = v.In.String() + " of this cluster has not finished"
+	}
+	return v
 }
 
 // setBackingUp owns BackingUp: True while a backup of the cluster is under
@@ -164,18 +180,6 @@ func listClusterBackups(ctx context.Context, reader client.Reader, namespace, cl
 		}
 	}
 	return out, nil
-}
-
-// unfinished names the backups other than except that have not finished.
-func unfinished(backups []v1alpha1.OpenBaoBackup, except string) []string {
-	var out []string
-	for _, b := range backups {
-		if !b.Status.Phase.Done() && b.Name != except && b.DeletionTimestamp.IsZero() {
-			out = append(out, b.Name)
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 // trimHistory deletes the scheduled backups that finished beyond the
@@ -235,13 +239,4 @@ func byClusterName(_ context.Context, obj client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: cluster}}}
-}
-
-// runningRestores names the cluster's OpenBaoRestores under way.
-func runningRestores(ctx context.Context, reader client.Reader, c *v1alpha1.OpenBaoCluster) ([]string, error) {
-	restores, err := listClusterRestores(ctx, reader, c.Namespace, c.Name)
-	if err != nil {
-		return nil, err
-	}
-	return restore.RunningOf(restores, c.Name, ""), nil
 }

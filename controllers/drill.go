@@ -11,6 +11,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/day2"
 	"github.com/openbao/operator/internal/identity"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/pki"
@@ -30,7 +31,10 @@ func (r *OpenBaoClusterReconciler) reconcileDrill(ctx context.Context, p *pass) 
 	if err != nil {
 		return err
 	}
-	d := backup.DecideDrill(o)
+	d, err := r.claimDrill(ctx, p, backup.DecideDrill(o))
+	if err != nil {
+		return err
+	}
 	if err := r.carryOutDrill(ctx, c, d); err != nil {
 		return err
 	}
@@ -50,6 +54,30 @@ func (r *OpenBaoClusterReconciler) reconcileDrill(ctx context.Context, p *pass) 
 	}
 	p.requeueAfter(d.Requeue)
 	return nil
+}
+
+// claimDrill records a drill that starts in this pass in the Day-2
+// registry, deciding in the same step; one that may not start waits for
+// the next pass. A pass that starts none releases what an earlier one
+// recorded and did not write.
+func (r *OpenBaoClusterReconciler) claimDrill(ctx context.Context, p *pass, d backup.DrillDecision) (backup.DrillDecision, error) {
+	key := day2.ClusterOf(p.cluster)
+	if d.Verifying == nil {
+		r.Operations.ReleaseKind(key, day2.Drill)
+		return d, nil
+	}
+	if b := p.status.Backup; b != nil && b.Verifying != nil {
+		return d, nil // under way already
+	}
+	ops, err := observeOperations(ctx, r.Client, p.cluster, p.status)
+	if err != nil {
+		return d, err
+	}
+	if v := r.Operations.Start(key, day2.DrillOp(d.Verifying.Backup), ops); !v.OK() {
+		ctrl.LoggerFrom(ctx).V(1).Info("restore drill waits", "backup", d.Verifying.Backup, "reason", v.Reason, "message", v.Message)
+		d.Verifying, d.CreateCopy, d.Requeue = nil, nil, backup.DrillPoll
+	}
+	return d, nil
 }
 
 func (r *OpenBaoClusterReconciler) observeDrill(ctx context.Context, p *pass) (backup.DrillObserved, error) {

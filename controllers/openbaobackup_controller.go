@@ -3,8 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +20,7 @@ import (
 	decide "github.com/openbao/operator/internal/admission"
 	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/children"
+	"github.com/openbao/operator/internal/day2"
 	"github.com/openbao/operator/internal/imagepolicy"
 	"github.com/openbao/operator/internal/objectstore"
 )
@@ -51,38 +50,20 @@ type OpenBaoBackupReconciler struct {
 	// ProxyEnv is passed to the executor (operator-lib's proxy variables).
 	ProxyEnv []corev1.EnvVar
 
-	mu sync.Mutex
-	// started remembers, per cluster, the backup this process started
-	// whose end it has not seen: a cache that lags the status write must
-	// not let a second backup of the cluster start beside it.
-	started map[types.NamespacedName]string
+	// Operations is the Day-2 registry the reconcilers share: a backup's
+	// start is decided and recorded in it in one step. Nil remembers
+	// nothing.
+	Operations *day2.Registry
 }
 
-// Waits of a backup that cannot go on yet.
-const (
-	backupWaitRetry = 10 * time.Second
-	reportRetry     = 2 * time.Second
-)
-
-// Reasons of OpenBaoBackups, besides the preflight's and the executor's.
-const (
-	ReasonWaiting         = "Waiting"
-	ReasonJobCreated      = "JobCreated"
-	ReasonClusterNotFound = "ClusterNotFound"
-	ReasonJobFailed       = "JobFailed"
-	ReasonReportInvalid   = "ReportInvalid"
-	ReasonBackupStored    = "SnapshotStored"
-	ReasonJobNameTaken    = "JobNameTaken"
-)
-
-// Reconcile takes one OpenBaoBackup one step further.
+// Reconcile takes one OpenBaoBackup one step further: it gathers what
+// backup.Decide looks at and carries out the decision.
 func (r *OpenBaoBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	b := &v1alpha1.OpenBaoBackup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if b.Status.Phase.Done() || !b.DeletionTimestamp.IsZero() {
-		r.forgetStarted(b)
 		return ctrl.Result{}, nil
 	}
 	if managed, _, err := manages(ctx, r.Scope, b.Namespace); err != nil || !managed {
@@ -90,70 +71,86 @@ func (r *OpenBaoBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{RequeueAfter: outOfScopeRetry}, err
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("cluster", b.Spec.ClusterName))
+	o, ops, err := r.observe(ctx, b)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	d := backup.Decide(o)
+	if d.Start {
+		d = r.claim(o, ops)
+	}
+	if d.ApplyRetention {
+		d.Status.Message += "; " + r.applyRetention(ctx, b, o.Cluster, o.Job.Report)
+	}
+	if err := r.setStatus(ctx, b, d.Status); err != nil {
+		if d.Start { // not recorded: the start did not happen
+			r.Operations.Release(day2.ClusterOf(o.Cluster), day2.BackupOp(b).Ref)
+		}
+		return ctrl.Result{}, err
+	}
+	if d.Ended {
+		r.tell(ctx, b, o.Cluster)
+	}
+	if d.CreateJob {
+		return r.createJob(ctx, b, o.Cluster)
+	}
+	return ctrl.Result{RequeueAfter: d.Requeue}, nil
+}
+
+// observe gathers what the backup's step needs, and, for one that has not
+// started, what the cache shows of the cluster's Day-2 operations.
+func (r *OpenBaoBackupReconciler) observe(ctx context.Context, b *v1alpha1.OpenBaoBackup) (backup.Observed, day2.Observation, error) {
+	o := backup.Observed{Now: r.Clock.Now(), Backup: b}
 	c := &v1alpha1.OpenBaoCluster{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.ClusterName}, c)
-	if apierrors.IsNotFound(err) {
-		return ctrl.Result{}, r.finish(ctx, b, nil, v1alpha1.BackupFailed, ReasonClusterNotFound,
-			"OpenBaoCluster "+b.Spec.ClusterName+" does not exist in this namespace")
-	}
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("read OpenBaoCluster %s: %w", b.Spec.ClusterName, err)
-	}
-	if b.Status.JobName == "" {
-		return r.start(ctx, b, c)
-	}
-	return r.follow(ctx, b, c)
-}
-
-// start runs the preflight and, if it passes, records the Job's name and
-// start in the status before creating the Job, so that a retried pass
-// creates the same Job, never a second one.
-func (r *OpenBaoBackupReconciler) start(ctx context.Context, b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster) (ctrl.Result, error) {
-	if refused, err := managedReferences(ctx, r.APIReader, r.Client, c); err != nil || len(refused) > 0 {
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{}, r.finish(ctx, b, c, v1alpha1.BackupFailed, decide.ReasonManagedSecretReferenced,
-			"OpenBaoCluster "+c.Name+": "+refusalMessage(refused)+"; no Job was created")
-	}
-	backups, err := listClusterBackups(ctx, r.Client, b.Namespace, c.Name)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	restores, err := runningRestores(ctx, r.Client, c)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	check := backup.Preflight(backup.Observed{Cluster: c, Status: &c.Status, Running: r.running(c, b, backups),
-		PreUpgrade: b.Labels[v1alpha1.LabelBackupTrigger] == v1alpha1.BackupTriggerPreUpgrade, Restores: restores})
 	switch {
-	case !check.OK && (check.Reason == backup.ReasonBackupInProgress || check.Reason == backup.ReasonRestoreInProgress):
-		return ctrl.Result{RequeueAfter: backupWaitRetry}, r.setStatus(ctx, b, func(s *v1alpha1.OpenBaoBackupStatus) {
-			s.Phase, s.Reason, s.Message = v1alpha1.BackupPending, ReasonWaiting, check.Message
-		})
-	case !check.OK:
-		return ctrl.Result{}, r.finish(ctx, b, c, v1alpha1.BackupFailed, check.Reason, check.Message)
+	case apierrors.IsNotFound(err):
+		return o, day2.Observation{}, nil
+	case err != nil:
+		return o, day2.Observation{}, fmt.Errorf("read OpenBaoCluster %s: %w", b.Spec.ClusterName, err)
+	}
+	o.Cluster = c
+	if b.Status.JobName != "" {
+		o.Job, err = r.observeJob(ctx, b)
+		return o, day2.Observation{}, err
+	}
+	refused, err := managedReferences(ctx, r.APIReader, r.Client, c)
+	if err != nil {
+		return o, day2.Observation{}, err
+	}
+	if len(refused) > 0 {
+		o.Refusals = append(o.Refusals, backup.Refusal{Reason: decide.ReasonManagedSecretReferenced,
+			Message: "OpenBaoCluster " + c.Name + ": " + refusalMessage(refused) + "; no Job was created"})
 	}
 	if errs := r.ImagePolicy.CheckCluster(c); len(errs) > 0 {
-		return ctrl.Result{}, r.finish(ctx, b, c, v1alpha1.BackupFailed, v1alpha1.ReasonImageNotAllowed, errs.ToAggregate().Error())
+		o.Refusals = append(o.Refusals, backup.Refusal{Reason: v1alpha1.ReasonImageNotAllowed, Message: errs.ToAggregate().Error()})
 	}
-	now := metav1.NewTime(r.Clock.Now())
-	jobName := c.BackupJobName(now.Time)
-	if err := r.setStatus(ctx, b, func(s *v1alpha1.OpenBaoBackupStatus) {
-		s.Phase, s.JobName, s.StartTime = v1alpha1.BackupRunning, jobName, &now
-		s.Reason, s.Message = ReasonJobCreated, "Job "+jobName+" runs the executor"
-	}); err != nil {
-		return ctrl.Result{}, err
+	ops, err := observeOperations(ctx, r.Client, c, nil)
+	if err != nil {
+		return o, ops, err
 	}
-	r.markStarted(c, b)
-	return r.createJob(ctx, b, c)
+	o.Preflight = backup.Preflight(backup.PreflightInput{Cluster: c, Status: &c.Status,
+		PreUpgrade: b.Labels[v1alpha1.LabelBackupTrigger] == v1alpha1.BackupTriggerPreUpgrade,
+		Lock:       r.Operations.Check(day2.ClusterOf(c), day2.BackupOp(b), ops)})
+	return o, ops, nil
 }
 
+// claim records the start in the Day-2 registry, deciding again in the
+// same step: another reconciler may have started an operation in the way
+// since the preflight read the registry, and then the backup waits.
+func (r *OpenBaoBackupReconciler) claim(o backup.Observed, ops day2.Observation) backup.Decision {
+	if v := r.Operations.Start(day2.ClusterOf(o.Cluster), day2.BackupOp(o.Backup), ops); !v.OK() {
+		o.Preflight = backup.Check{Wait: true, Reason: v.Reason, Message: v.Message}
+	}
+	return backup.Decide(o)
+}
+
+// createJob creates the Job named in the status, which is written.
 func (r *OpenBaoBackupReconciler) createJob(ctx context.Context, b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster) (ctrl.Result, error) {
 	job := backup.JobFor(backup.JobInput{Cluster: c, Backup: b, Name: b.Status.JobName, OperatorImage: r.OperatorImage, Env: r.ProxyEnv})
 	err := r.Client.Create(ctx, job)
 	if apierrors.IsAlreadyExists(err) {
-		return ctrl.Result{RequeueAfter: reportRetry}, nil // the cache has not seen it yet
+		return ctrl.Result{RequeueAfter: backup.ReportRetry}, nil // the cache has not seen it yet
 	}
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("create Job %s: %w", job.Name, err)
@@ -163,32 +160,34 @@ func (r *OpenBaoBackupReconciler) createJob(ctx context.Context, b *v1alpha1.Ope
 	return ctrl.Result{}, nil
 }
 
-// follow waits for the Job and reads its report when it ends.
-func (r *OpenBaoBackupReconciler) follow(ctx context.Context, b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster) (ctrl.Result, error) {
+// observeJob reads the backup's Job and, once it ended, the report.
+func (r *OpenBaoBackupReconciler) observeJob(ctx context.Context, b *v1alpha1.OpenBaoBackup) (*backup.Job, error) {
 	job := &batchv1.Job{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: b.Status.JobName}, job)
 	if apierrors.IsNotFound(err) {
-		return r.createJob(ctx, b, c)
+		return &backup.Job{}, nil
 	}
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("read Job %s: %w", b.Status.JobName, err)
+		return nil, fmt.Errorf("read Job %s: %w", b.Status.JobName, err)
 	}
-	if !metav1.IsControlledBy(job, b) {
-		return ctrl.Result{}, r.finish(ctx, b, c, v1alpha1.BackupFailed, ReasonJobNameTaken,
-			"Job "+job.Name+" exists and belongs to something else")
+	out := &backup.Job{Found: true, Owned: metav1.IsControlledBy(job, b)}
+	out.Succeeded, out.Failed = jobEnded(job)
+	if !out.Owned || (!out.Succeeded && !out.Failed) {
+		return out, nil
 	}
-	succeeded, failed := jobEnded(job)
-	if !succeeded && !failed {
-		return ctrl.Result{}, nil // the Job's changes bring the backup back
+	out.FailureMessage = jobFailure(job)
+	out.Report, out.ReportRead, err = jobReport(ctx, r.Client, job, out.Succeeded)
+	return out, err
+}
+
+// jobFailure is the Job's own reason for failing, if it failed.
+func jobFailure(job *batchv1.Job) string {
+	for _, cond := range job.Status.Conditions {
+		if cond.Type == batchv1.JobFailed && cond.Status == corev1.ConditionTrue {
+			return cond.Reason + ": " + cond.Message
+		}
 	}
-	report, found, err := r.report(ctx, job, succeeded)
-	if err != nil || !found {
-		return ctrl.Result{RequeueAfter: reportRetry}, err
-	}
-	if succeeded {
-		return ctrl.Result{}, r.succeeded(ctx, b, c, report)
-	}
-	return ctrl.Result{}, r.failed(ctx, b, c, job, report)
+	return ""
 }
 
 // jobEnded reads the Job's terminal condition.
@@ -205,14 +204,6 @@ func jobEnded(job *batchv1.Job) (succeeded, failed bool) {
 		}
 	}
 	return succeeded, failed
-}
-
-// report reads the executor's report from the termination message of the
-// Job's pod that ended as the Job did (the newest such). found is false
-// while the cache has not seen that pod end yet; a failed Job whose pods
-// left no report (killed at the deadline) has an empty one.
-func (r *OpenBaoBackupReconciler) report(ctx context.Context, job *batchv1.Job, succeeded bool) (backup.Report, bool, error) {
-	return jobReport(ctx, r.Client, job, succeeded)
 }
 
 // jobReport reads the executor's report of a backup or restore Job, as
@@ -239,77 +230,17 @@ func jobReport(ctx context.Context, reader client.Reader, job *batchv1.Job, succ
 	}
 	report, err := backup.ParseReport(newest.Message)
 	if err != nil && succeeded {
-		report = backup.Report{Reason: ReasonReportInvalid, Error: err.Error()}
+		report = backup.Report{Reason: backup.ReasonReportInvalid, Error: err.Error()}
 	} else if err != nil {
 		report = backup.Report{}
 	}
 	return report, true, nil
 }
 
-// succeeded records a stored snapshot and applies the retention.
-func (r *OpenBaoBackupReconciler) succeeded(ctx context.Context, b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster, report backup.Report) error {
-	if report.Failed() {
-		return r.finish(ctx, b, c, v1alpha1.BackupFailed, report.Reason, report.Error)
-	}
-	prefix := objectPrefix(c)
-	if _, ok := backup.ParseObjectKey(prefix, report.Key); !ok {
-		return r.finish(ctx, b, c, v1alpha1.BackupFailed, ReasonReportInvalid,
-			fmt.Sprintf("the executor reports key %q, which is not a snapshot under %s", report.Key, prefix))
-	}
-	msg := fmt.Sprintf("stored and verified %d bytes at Raft index %d", report.Size, report.RaftIndex)
-	if report.Canary == "" && report.CanaryError != "" {
-		msg += "; no canary: " + report.CanaryError
-	}
-	msg += "; " + r.applyRetention(ctx, b, c, report)
-	duration := metav1.Duration{Duration: report.DurationValue()}
-	return r.finishWith(ctx, b, c, func(s *v1alpha1.OpenBaoBackupStatus) {
-		s.Phase, s.Reason, s.Message = v1alpha1.BackupSucceeded, ReasonBackupStored, msg
-		s.Key, s.Size, s.SHA256, s.Duration = report.Key, report.Size, report.SHA256, &duration
-		s.Canary = report.Canary
-	})
-}
-
-// failed records a Job that failed, with the executor's reason when it
-// left one, else the Job's.
-func (r *OpenBaoBackupReconciler) failed(ctx context.Context, b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster,
-	job *batchv1.Job, report backup.Report) error {
-	reason, msg := report.Reason, report.Error
-	if reason == "" {
-		reason, msg = ReasonJobFailed, "the Job failed without a report from the executor"
-		for _, cond := range job.Status.Conditions {
-			if cond.Type == batchv1.JobFailed && cond.Status == corev1.ConditionTrue {
-				msg = fmt.Sprintf("the Job failed without a report from the executor: %s: %s", cond.Reason, cond.Message)
-			}
-		}
-	}
-	duration := metav1.Duration{Duration: report.DurationValue()}
-	return r.finishWith(ctx, b, c, func(s *v1alpha1.OpenBaoBackupStatus) {
-		s.Phase, s.Reason, s.Message = v1alpha1.BackupFailed, reason, msg
-		if duration.Duration > 0 {
-			s.Duration = &duration
-		}
-	})
-}
-
-// finish ends a backup with a phase and a reason.
-func (r *OpenBaoBackupReconciler) finish(ctx context.Context, b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster,
-	phase v1alpha1.BackupPhase, reason, msg string) error {
-	return r.finishWith(ctx, b, c, func(s *v1alpha1.OpenBaoBackupStatus) { s.Phase, s.Reason, s.Message = phase, reason, msg })
-}
-
-// finishWith writes the final status, then counts it and tells of it: a
-// backup ends once, so each is counted once in this process.
-func (r *OpenBaoBackupReconciler) finishWith(ctx context.Context, b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster,
-	mutate func(*v1alpha1.OpenBaoBackupStatus)) error {
-	now := metav1.NewMicroTime(r.Clock.Now())
-	if err := r.setStatus(ctx, b, func(s *v1alpha1.OpenBaoBackupStatus) {
-		mutate(s)
-		s.Message = truncate(s.Message)
-		s.CompletionTime = &now
-	}); err != nil {
-		return err
-	}
-	r.forgetStarted(b)
+// tell counts the backup that just ended (its status is written) and
+// tells of it: a backup ends once, so each is counted once in this
+// process.
+func (r *OpenBaoBackupReconciler) tell(ctx context.Context, b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster) {
 	ns, name := b.Namespace, b.Spec.ClusterName
 	if d := b.Status.Duration; d != nil {
 		backupLastDuration.WithLabelValues(ns, name).Set(d.Seconds())
@@ -327,7 +258,6 @@ func (r *OpenBaoBackupReconciler) finishWith(ctx context.Context, b *v1alpha1.Op
 		r.Recorder.Eventf(c, b, eventType(b.Status.Phase), "Backup"+string(b.Status.Phase), "Backup",
 			"OpenBaoBackup %s: %s", b.Name, b.Status.Reason)
 	}
-	return nil
 }
 
 func eventType(p v1alpha1.BackupPhase) string {
@@ -337,66 +267,19 @@ func eventType(p v1alpha1.BackupPhase) string {
 	return corev1.EventTypeWarning
 }
 
-// setStatus changes the status with mutate and writes it when it changed.
-func (r *OpenBaoBackupReconciler) setStatus(ctx context.Context, b *v1alpha1.OpenBaoBackup, mutate func(*v1alpha1.OpenBaoBackupStatus)) error {
-	next := b.Status.DeepCopy()
-	mutate(next)
-	if equality.Semantic.DeepEqual(&b.Status, next) {
+// setStatus writes next when it differs.
+func (r *OpenBaoBackupReconciler) setStatus(ctx context.Context, b *v1alpha1.OpenBaoBackup, next v1alpha1.OpenBaoBackupStatus) error {
+	next.Message = truncate(next.Message)
+	if equality.Semantic.DeepEqual(&b.Status, &next) {
 		return nil
 	}
-	b.Status = *next
+	previous := b.Status.DeepCopy()
+	b.Status = next
 	if err := r.Client.Status().Update(ctx, b); err != nil {
+		b.Status = *previous
 		return fmt.Errorf("write the status of OpenBaoBackup %s: %w", b.Name, err)
 	}
 	return nil
-}
-
-// running names the cluster's other backups under way: those the cache
-// shows with a Job, and the one this process started last, until it ends.
-func (r *OpenBaoBackupReconciler) running(c *v1alpha1.OpenBaoCluster, b *v1alpha1.OpenBaoBackup, backups []v1alpha1.OpenBaoBackup) []string {
-	var out []string
-	for _, o := range backups {
-		if o.Name != b.Name && o.Status.JobName != "" && !o.Status.Phase.Done() {
-			out = append(out, o.Name)
-		}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if started := r.started[client.ObjectKeyFromObject(c)]; started != "" && started != b.Name && !contains(out, started) {
-		for _, o := range backups {
-			if o.Name == started && !o.Status.Phase.Done() {
-				out = append(out, started)
-			}
-		}
-	}
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func (r *OpenBaoBackupReconciler) markStarted(c *v1alpha1.OpenBaoCluster, b *v1alpha1.OpenBaoBackup) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.started == nil {
-		r.started = map[types.NamespacedName]string{}
-	}
-	r.started[client.ObjectKeyFromObject(c)] = b.Name
-}
-
-func (r *OpenBaoBackupReconciler) forgetStarted(b *v1alpha1.OpenBaoBackup) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	key := types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.ClusterName}
-	if r.started[key] == b.Name {
-		delete(r.started, key)
-	}
 }
 
 // SetupWithManager watches OpenBaoBackups and the Jobs they own (package

@@ -28,6 +28,7 @@ import (
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/apply"
 	"github.com/openbao/operator/internal/children"
+	"github.com/openbao/operator/internal/day2"
 	"github.com/openbao/operator/internal/imagepolicy"
 	"github.com/openbao/operator/internal/imageverify"
 	"github.com/openbao/operator/internal/openbao"
@@ -85,6 +86,10 @@ type OpenBaoClusterReconciler struct {
 	ImagePolicy imagepolicy.Policy
 	// Scope names the namespaces the controller holds rights in; nil: all.
 	Scope Scope
+	// Operations is the Day-2 registry the reconcilers share: the start
+	// of a rollout or a drill is decided and recorded in it in one step.
+	// Nil remembers nothing.
+	Operations *day2.Registry
 
 	memory memory
 }
@@ -211,13 +216,14 @@ func (r *OpenBaoClusterReconciler) readCluster(ctx context.Context, name types.N
 func (r *OpenBaoClusterReconciler) forget(name types.NamespacedName) {
 	r.memory.forget(name)
 	r.Applier.Forget(name)
+	r.Operations.Forget(name)
 	forgetClusterMetrics(name.Namespace, name.Name)
 }
 
 // Remembers says whether the reconciler or its Applier still holds memory
 // of the cluster; it is for tests that check memory is released.
 func (r *OpenBaoClusterReconciler) Remembers(name types.NamespacedName) bool {
-	return r.memory.has(name) || r.Applier.Remembers(name)
+	return r.memory.has(name) || r.Applier.Remembers(name) || r.Operations.Remembers(name)
 }
 
 func (r *OpenBaoClusterReconciler) writeStatus(ctx context.Context, c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) error {
@@ -355,6 +361,6 @@ func NewReconciler(mgr ctrl.Manager, o Options) (*OpenBaoClusterReconciler, erro
 		Operator: o.Operator, Recorder: mgr.GetEventRecorder("openbao-operator"), Clock: o.Clock,
 		ResyncPeriod: o.ResyncPeriod, OpenBao: o.OpenBao, Issuer: o.Issuer,
 		PreUpgradeSnapshot: NewBackupSnapshots(mgr.GetClient()), ImageVerifier: o.ImageVerifier,
-		ImagePolicy: o.ImagePolicy, Scope: o.Scope,
+		ImagePolicy: o.ImagePolicy, Scope: o.Scope, Operations: &day2.Registry{},
 	}, nil
 }

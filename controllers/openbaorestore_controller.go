@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	decide "github.com/openbao/operator/internal/admission"
+	"github.com/openbao/operator/internal/day2"
 	"github.com/openbao/operator/internal/imagepolicy"
 	"github.com/openbao/operator/internal/restore"
 )
@@ -63,12 +63,10 @@ type OpenBaoRestoreReconciler struct {
 	// ImagePolicy is the platform's image policy, held against
 	// spec.backup.executorImage before a Job runs it.
 	ImagePolicy imagepolicy.Policy
-
-	mu sync.Mutex
-	// started remembers, per cluster, the restore this process started,
-	// until it ends: a cache that lags the status write must not let a
-	// second restore of the cluster start beside it.
-	started map[types.NamespacedName]string
+	// Operations is the Day-2 registry the reconcilers share: a restore's
+	// start is decided and recorded in it in one step. Nil remembers
+	// nothing.
+	Operations *day2.Registry
 }
 
 // Reconcile takes one OpenBaoRestore one step further. The restore holds
@@ -81,7 +79,6 @@ func (r *OpenBaoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if rs.Status.Phase.Done() {
-		r.forget(rs)
 		return ctrl.Result{}, r.release(ctx, rs)
 	}
 	if managed, _, err := manages(ctx, r.Scope, rs.Namespace); err != nil || !managed {
@@ -97,12 +94,18 @@ func (r *OpenBaoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, err
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("cluster", rs.Spec.ClusterName))
-	o, err := r.observe(ctx, rs)
+	o, ops, err := r.observe(ctx, rs)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	d := restore.Decide(o)
+	if d.CreateJob {
+		d = r.claim(o, ops)
+	}
 	if err := r.writeStatus(ctx, rs, d.Status); err != nil {
+		if d.CreateJob { // not recorded: the start did not happen
+			r.Operations.Release(day2.ClusterOf(o.Cluster), day2.RestoreOp(rs).Ref)
+		}
 		return ctrl.Result{}, err
 	}
 	if d.CreateBackup {
@@ -154,21 +157,33 @@ func (r *OpenBaoRestoreReconciler) release(ctx context.Context, rs *v1alpha1.Ope
 	return nil
 }
 
-// observe gathers what the restore's step needs.
-func (r *OpenBaoRestoreReconciler) observe(ctx context.Context, rs *v1alpha1.OpenBaoRestore) (restore.Observed, error) {
+// claim records the start in the Day-2 registry, deciding again in the
+// same step: another reconciler may have started an operation in the way
+// since the preflight read the registry, and then the restore is held.
+func (r *OpenBaoRestoreReconciler) claim(o restore.Observed, ops day2.Observation) restore.Decision {
+	if v := r.Operations.Start(day2.ClusterOf(o.Cluster), day2.RestoreOp(o.Restore), ops); !v.OK() {
+		o.Preflight = restore.Check{Reason: v.Reason, Message: v.Message}
+	}
+	return restore.Decide(o)
+}
+
+// observe gathers what the restore's step needs, and, for one that has
+// not started, what the cache shows of the cluster's Day-2 operations.
+func (r *OpenBaoRestoreReconciler) observe(ctx context.Context, rs *v1alpha1.OpenBaoRestore) (restore.Observed, day2.Observation, error) {
 	o := restore.Observed{Now: r.Clock.Now(), Restore: rs, Deleting: !rs.DeletionTimestamp.IsZero()}
+	var ops day2.Observation
 	c := &v1alpha1.OpenBaoCluster{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.ClusterName}, c)
 	switch {
 	case apierrors.IsNotFound(err):
-		return o, nil
+		return o, ops, nil
 	case err != nil:
-		return o, fmt.Errorf("read OpenBaoCluster %s: %w", rs.Spec.ClusterName, err)
+		return o, ops, fmt.Errorf("read OpenBaoCluster %s: %w", rs.Spec.ClusterName, err)
 	}
 	o.Cluster = c
 	switch {
 	case rs.Status.JobName == "":
-		if o.Preflight, err = r.preflight(ctx, c, rs); err == nil && rs.WantsPreRestoreSnapshot() {
+		if o.Preflight, ops, err = r.preflight(ctx, c, rs); err == nil && rs.WantsPreRestoreSnapshot() {
 			o.PreRestore, err = r.observeBackup(ctx, rs)
 		}
 	case rs.Status.Step == v1alpha1.RestoreStepVerifying:
@@ -178,46 +193,25 @@ func (r *OpenBaoRestoreReconciler) observe(ctx context.Context, rs *v1alpha1.Ope
 	default:
 		o.Job, err = r.observeJob(ctx, rs)
 	}
-	return o, err
+	return o, ops, err
 }
 
-func (r *OpenBaoRestoreReconciler) preflight(ctx context.Context, c *v1alpha1.OpenBaoCluster, rs *v1alpha1.OpenBaoRestore) (restore.Check, error) {
+func (r *OpenBaoRestoreReconciler) preflight(ctx context.Context, c *v1alpha1.OpenBaoCluster,
+	rs *v1alpha1.OpenBaoRestore) (restore.Check, day2.Observation, error) {
 	if refused, err := managedReferences(ctx, r.APIReader, r.Client, c); err != nil || len(refused) > 0 {
 		return restore.Check{Permanent: true, Reason: decide.ReasonManagedSecretReferenced,
-			Message: "OpenBaoCluster " + c.Name + ": " + refusalMessage(refused)}, err
+			Message: "OpenBaoCluster " + c.Name + ": " + refusalMessage(refused)}, day2.Observation{}, err
 	}
 	if errs := r.ImagePolicy.CheckCluster(c); len(errs) > 0 {
 		return restore.Check{Permanent: true, Reason: v1alpha1.ReasonImageNotAllowed,
-			Message: "OpenBaoCluster " + c.Name + ": " + errs.ToAggregate().Error()}, nil
+			Message: "OpenBaoCluster " + c.Name + ": " + errs.ToAggregate().Error()}, day2.Observation{}, nil
 	}
-	backups, err := listClusterBackups(ctx, r.Client, c.Namespace, c.Name)
+	ops, err := observeOperations(ctx, r.Client, c, nil)
 	if err != nil {
-		return restore.Check{}, err
+		return restore.Check{}, ops, err
 	}
-	restores, err := listClusterRestores(ctx, r.Client, c.Namespace, c.Name)
-	if err != nil {
-		return restore.Check{}, err
-	}
-	running := restore.RunningOf(restores, c.Name, rs.Name)
-	r.mu.Lock()
-	if other := r.started[client.ObjectKeyFromObject(c)]; other != "" && other != rs.Name && !contains(running, other) {
-		running = append(running, other)
-	}
-	r.mu.Unlock()
-	return restore.Preflight(restore.PreflightInput{Cluster: c, Restore: rs, RunningRestores: running,
-		RunningBackups: unfinishedStarted(backups, rs.PreRestoreBackupName())}), nil
-}
-
-// unfinishedStarted names the backups that have a Job and have not ended,
-// except the restore's own pre-restore snapshot, which it waits for.
-func unfinishedStarted(backups []v1alpha1.OpenBaoBackup, except string) []string {
-	var out []string
-	for _, b := range backups {
-		if b.Status.JobName != "" && !b.Status.Phase.Done() && b.Name != except {
-			out = append(out, b.Name)
-		}
-	}
-	return out
+	lock := r.Operations.Check(day2.ClusterOf(c), day2.RestoreOp(rs), ops)
+	return restore.Preflight(restore.PreflightInput{Cluster: c, Restore: rs, Lock: lock}), ops, nil
 }
 
 func (r *OpenBaoRestoreReconciler) observeJob(ctx context.Context, rs *v1alpha1.OpenBaoRestore) (*restore.Job, error) {
@@ -306,14 +300,13 @@ func (r *OpenBaoRestoreReconciler) observeServers(ctx context.Context, c *v1alph
 // server, after which it cannot exist, takes the decision back.
 func (r *OpenBaoRestoreReconciler) createJob(ctx context.Context, rs *v1alpha1.OpenBaoRestore, c *v1alpha1.OpenBaoCluster,
 	d restore.Decision) (restore.Decision, error) {
-	r.remember(rs)
 	job := restore.JobFor(c, rs, r.OperatorImage, r.ProxyEnv)
 	err := r.Client.Create(ctx, job)
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return d, nil // the next pass checks whose it is
 	case refused(err):
-		r.forget(rs)
+		r.Operations.Release(day2.ClusterOf(c), day2.RestoreOp(rs).Ref)
 		d = restore.JobNotCreated(rs.Status, err.Error())
 		return d, r.writeStatus(ctx, rs, d.Status)
 	case err != nil:

@@ -69,7 +69,6 @@ func (r *OpenBaoRestoreReconciler) tell(ctx context.Context, rs *v1alpha1.OpenBa
 	if !s.Phase.Done() { // Reconcile returns before this for a restore that had ended
 		return
 	}
-	r.forget(rs)
 	restoresTotal.WithLabelValues(ns, cluster, string(s.Phase)).Inc()
 	if s.StartTime != nil && s.CompletionTime != nil {
 		restoreDuration.WithLabelValues(ns, cluster).Set(s.CompletionTime.Sub(s.StartTime.Time).Seconds())
@@ -97,24 +96,6 @@ func phaseValue(p v1alpha1.RestorePhase) float64 {
 		return 3
 	}
 	return 0
-}
-
-func (r *OpenBaoRestoreReconciler) remember(rs *v1alpha1.OpenBaoRestore) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.started == nil {
-		r.started = map[types.NamespacedName]string{}
-	}
-	r.started[types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.ClusterName}] = rs.Name
-}
-
-func (r *OpenBaoRestoreReconciler) forget(rs *v1alpha1.OpenBaoRestore) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	key := types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.ClusterName}
-	if r.started[key] == rs.Name {
-		delete(r.started, key)
-	}
 }
 
 // listClusterRestores lists the OpenBaoRestores that name the cluster.

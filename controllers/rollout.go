@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/day2"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/podstate"
 	"github.com/openbao/operator/internal/upgrade"
@@ -51,6 +52,10 @@ func (r *OpenBaoClusterReconciler) reconcileRollout(ctx context.Context, p *pass
 		return err
 	}
 	d := upgrade.Decide(o)
+	if o.Upgrade == nil && !d.Started && !d.TakeSnapshot {
+		// Decided afresh not to start: no longer in the way of others.
+		r.Operations.ReleaseKind(day2.ClusterOf(p.cluster), day2.Rollout)
+	}
 	if d.StepDown != "" {
 		if err := r.stepDown(ctx, p, d.StepDown, "rollout"); err != nil {
 			ctrl.LoggerFrom(ctx).Info("step-down failed; retrying", "pod", d.StepDown, "reason", err.Error())
@@ -99,8 +104,14 @@ func (r *OpenBaoClusterReconciler) observeRollout(ctx context.Context, p *pass) 
 	if !o.RolloutPending() {
 		return o, nil
 	}
-	if o.Restores, err = runningRestores(ctx, r.Client, c); err != nil {
-		return o, err
+	if o.Upgrade == nil {
+		ops, err := observeOperations(ctx, r.Client, c, p.status)
+		if err != nil {
+			return o, err
+		}
+		// Held in the registry from this decision on; released above when
+		// the rollout does not start after all.
+		o.Lock = r.Operations.Start(day2.ClusterOf(c), day2.RolloutOp(), ops)
 	}
 	v := r.view(ctx, p)
 	v.measureLag(ctx)

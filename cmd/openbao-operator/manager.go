@@ -238,7 +238,7 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 	backups := &controllers.OpenBaoBackupReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openbao-operator"),
 		Clock: clock.RealClock{}, OperatorImage: f.image, Scope: scope, ProxyEnv: proxy.ReadProxyVarsFromEnv(),
-		ImagePolicy: f.images,
+		ImagePolicy: f.images, Operations: reconciler.Operations,
 	}
 	if err := backups.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up OpenBaoBackup controller: %w", err)
@@ -246,7 +246,7 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 	restores := &controllers.OpenBaoRestoreReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openbao-operator"),
 		Clock: clock.RealClock{}, OperatorImage: f.image, Servers: reconciler, Scope: scope, ProxyEnv: proxy.ReadProxyVarsFromEnv(),
-		ImagePolicy: f.images,
+		ImagePolicy: f.images, Operations: reconciler.Operations,
 	}
 	if err := restores.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up OpenBaoRestore controller: %w", err)

@@ -2,11 +2,9 @@ package backup
 
 import (
 	"fmt"
-	"strings"
-
-	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/day2"
 )
 
 // Reasons a backup does not start, CamelCase for conditions and events.
@@ -14,41 +12,41 @@ const (
 	ReasonNotConfigured     = "BackupNotConfigured"
 	ReasonClusterPaused     = "ClusterPaused"
 	ReasonClusterNotRunning = "ClusterNotRunning"
-	ReasonUpgradeInProgress = "UpgradeInProgress"
-	ReasonBackupInProgress  = "BackupInProgress"
 	ReasonAuthNotConfigured = "AuthNotConfigured"
 	ReasonIdentityPending   = "IdentityPending"
-	ReasonRestoreInProgress = "RestoreInProgress"
+	// The operation in the way (package day2 decides).
+	ReasonUpgradeInProgress = day2.ReasonUpgradeInProgress
+	ReasonBackupInProgress  = day2.ReasonBackupInProgress
+	ReasonRestoreInProgress = day2.ReasonRestoreInProgress
 )
 
-// Observed is what the preflight looks at.
-type Observed struct {
+// PreflightInput is what the preflight looks at.
+type PreflightInput struct {
 	Cluster *v1alpha1.OpenBaoCluster
 	// Status is the cluster's status as the caller knows it (the pass's,
 	// or the stored one).
 	Status *v1alpha1.OpenBaoClusterStatus
-	// Running names the cluster's other backups that have not finished.
-	Running []string
 	// PreUpgrade says the backup is a rollout's pre-upgrade snapshot: the
-	// rollout holds every pod until it succeeds, so Upgrading does not
-	// stop it.
+	// rollout holds every pod until it succeeds, so the cluster's
+	// Upgrading phase does not stop it (nor, in Lock, the rollout).
 	PreUpgrade bool
-	// Restores names the cluster's OpenBaoRestores under way: a snapshot
-	// taken while one installs would hold neither the old data nor the new.
-	Restores []string
+	// Lock is day2's verdict on the backup beside the cluster's other
+	// operations.
+	Lock day2.Verdict
 }
 
-// Check is the preflight's verdict.
+// Check is the preflight's verdict. Wait says another operation is in
+// the way: the backup waits for it instead of failing.
 type Check struct {
-	OK              bool
+	OK, Wait        bool
 	Reason, Message string
 }
 
 // Preflight says whether a backup may start now, the first failing rule
 // naming why: backups configured with a target and an identity, the
-// cluster not paused, Running, not upgrading, the operator's identity set
-// up for a JWT role, and no other backup of it under way.
-func Preflight(o Observed) Check {
+// cluster not paused, no operation in the way (day2), Running, and the
+// operator's identity set up for a JWT role.
+func Preflight(o PreflightInput) Check {
 	c := o.Cluster
 	if check := Configured(c); !check.OK {
 		return check
@@ -57,16 +55,12 @@ func Preflight(o Observed) Check {
 	switch {
 	case c.Spec.Paused:
 		return refuse(ReasonClusterPaused, "the cluster is paused")
-	case !o.PreUpgrade && meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionUpgrading):
-		return refuse(ReasonUpgradeInProgress, "an upgrade is under way; a snapshot now could catch servers of two versions")
+	case !o.Lock.OK():
+		return Check{Wait: true, Reason: o.Lock.Reason, Message: o.Lock.Message}
 	case o.Status.Phase != v1alpha1.PhaseRunning && !(o.PreUpgrade && o.Status.Phase == v1alpha1.PhaseUpgrading):
 		return refuse(ReasonClusterNotRunning, "the cluster is %s, not Running", phaseOr(o.Status.Phase))
 	case b.JWTAuthRole != "" && !o.Status.IdentityConfigured:
 		return refuse(ReasonIdentityPending, "spec.backup.jwtAuthRole needs the operator's OpenBao identity, which is set up once the cluster is initialized (status.identityConfigured)")
-	case len(o.Restores) > 0:
-		return refuse(ReasonRestoreInProgress, "restore %s of this cluster is under way", strings.Join(o.Restores, ", "))
-	case len(o.Running) > 0:
-		return refuse(ReasonBackupInProgress, "backup %s of this cluster is still running", strings.Join(o.Running, ", "))
 	}
 	return Check{OK: true}
 }

@@ -103,6 +103,16 @@ func (r *Registry) settle(c Cluster, o Observation) []Op {
 // write or the Job's create was refused), or its starter decided afresh
 // not to start it.
 func (r *Registry) Release(c Cluster, op Ref) {
+	r.drop(c, func(o Op) bool { return o.Ref == op })
+}
+
+// ReleaseKind drops every entry of kind k: the one reconciler that starts
+// operations of k (rollouts and drills) decided afresh that none starts.
+func (r *Registry) ReleaseKind(c Cluster, k Kind) {
+	r.drop(c, func(o Op) bool { return o.Kind == k })
+}
+
+func (r *Registry) drop(c Cluster, match func(Op) bool) {
 	if r == nil {
 		return
 	}
@@ -114,7 +124,7 @@ func (r *Registry) Release(c Cluster, op Ref) {
 	}
 	kept := e.ops[:0]
 	for _, o := range e.ops {
-		if o.Ref != op {
+		if !match(o) {
 			kept = append(kept, o)
 		}
 	}

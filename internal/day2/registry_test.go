@@ -64,6 +64,10 @@ func TestEntriesGo(t *testing.T) {
 			r.Release(bao, backup1.Ref)
 			return r.Check(bao, backup2, queued(backup1))
 		}},
+		{"when its starter decides afresh that nothing of its kind starts", func(r *day2.Registry) day2.Verdict {
+			r.ReleaseKind(bao, day2.Backup)
+			return r.Check(bao, backup2, queued(backup1))
+		}},
 		{"when the cluster is forgotten", func(r *day2.Registry) day2.Verdict {
 			r.Forget(bao.NamespacedName)
 			if r.Remembers(bao.NamespacedName) {

@@ -2,12 +2,10 @@ package restore
 
 import (
 	"fmt"
-	"strings"
-
-	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/day2"
 	"github.com/openbao/operator/internal/identity"
 )
 
@@ -15,7 +13,7 @@ import (
 // AuthNotConfigured, ClusterPaused, ClusterNotRunning, UpgradeInProgress,
 // BackupInProgress, IdentityPending).
 const (
-	ReasonRestoreInProgress = "RestoreInProgress"
+	ReasonRestoreInProgress = day2.ReasonRestoreInProgress
 	ReasonNoBootstrapSource = "NoBootstrapSource"
 )
 
@@ -23,9 +21,9 @@ const (
 type PreflightInput struct {
 	Cluster *v1alpha1.OpenBaoCluster
 	Restore *v1alpha1.OpenBaoRestore
-	// RunningBackups and RunningRestores name the cluster's backups and
-	// other restores that have started and not finished.
-	RunningBackups, RunningRestores []string
+	// Lock is day2's verdict on the restore beside the cluster's other
+	// operations.
+	Lock day2.Verdict
 }
 
 // Check is the preflight's verdict. Permanent says waiting cannot help
@@ -40,7 +38,7 @@ type Check struct {
 // naming why: spec.backup with an identity, the cluster not paused (a
 // paused cluster holds a restore that has not started), no rollout under
 // way, Running, the operator's identity set up for a JWT role, and no
-// backup or other restore of it under way.
+// operation in the way (day2: a rollout, a backup, another restore).
 func Preflight(in PreflightInput) Check {
 	if check := Configured(in.Cluster, in.Restore); !check.OK {
 		return check
@@ -50,8 +48,8 @@ func Preflight(in PreflightInput) Check {
 	switch {
 	case c.Spec.Paused:
 		return hold(backup.ReasonClusterPaused, "the cluster is paused (spec.paused); the restore starts once it is resumed")
-	case c.Status.Upgrade != nil || meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionUpgrading):
-		return hold(backup.ReasonUpgradeInProgress, "a rollout is under way; the restore starts once it has finished")
+	case !in.Lock.OK():
+		return hold(in.Lock.Reason, in.Lock.Message)
 	case c.Status.Phase != v1alpha1.PhaseRunning:
 		return hold(backup.ReasonClusterNotRunning, fmt.Sprintf("the cluster is %s, not Running", orNone(string(c.Status.Phase))))
 	case b.TokenSecretRef == nil && !c.Status.IdentityConfigured:
@@ -60,10 +58,6 @@ func Preflight(in PreflightInput) Check {
 		// An identity of an earlier release has no restore role; the
 		// operator adds it when it holds the root token.
 		return hold(v1alpha1.ReasonIdentityOutdated, identity.OutdatedMessage(c, identity.RecordedRevision(&c.Status)))
-	case len(in.RunningBackups) > 0:
-		return hold(backup.ReasonBackupInProgress, "backup "+strings.Join(in.RunningBackups, ", ")+" of this cluster is under way")
-	case len(in.RunningRestores) > 0:
-		return hold(ReasonRestoreInProgress, "restore "+strings.Join(in.RunningRestores, ", ")+" of this cluster is under way")
 	}
 	return Check{OK: true}
 }
@@ -100,23 +94,4 @@ func orNone(s string) string {
 		return "without a phase yet"
 	}
 	return s
-}
-
-// Running says a restore holds its cluster's other Day-2 steps: it has
-// started (its Job was named) and has not finished. Being deleted does not
-// end it: its finalizer keeps it until the outcome is known.
-func Running(r *v1alpha1.OpenBaoRestore) bool {
-	return r.Status.JobName != "" && !r.Status.Phase.Done()
-}
-
-// RunningOf names the restores of cluster that are Running, except one.
-func RunningOf(restores []v1alpha1.OpenBaoRestore, cluster, except string) []string {
-	var out []string
-	for i := range restores {
-		r := &restores[i]
-		if r.Spec.ClusterName == cluster && r.Name != except && Running(r) {
-			out = append(out, r.Name)
-		}
-	}
-	return out
 }

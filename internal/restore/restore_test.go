@@ -12,6 +12,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/day2"
 	"github.com/openbao/operator/internal/objectstore"
 	"github.com/openbao/operator/internal/restore"
 )
@@ -74,14 +75,21 @@ func TestPreflightHoldsARestoreThatHasNotStarted(t *testing.T) {
 		{"a running cluster with nothing under way", func(*v1alpha1.OpenBaoCluster, *restore.PreflightInput) {}, "", false},
 		{"no spec.backup", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) { c.Spec.Backup = nil }, backup.ReasonNotConfigured, true},
 		{"paused", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) { c.Spec.Paused = true }, backup.ReasonClusterPaused, false},
-		{"a rollout under way", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) {
-			c.Status.Upgrade = &v1alpha1.UpgradeStatus{}
+		{"a rollout under way", func(c *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) {
+			in.Lock = inTheWay(day2.RolloutOp())
+		}, backup.ReasonUpgradeInProgress, false},
+		{"an operation in the way of a cluster that is not Running", func(c *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) {
+			c.Status.Phase, in.Lock = v1alpha1.PhaseDegraded, inTheWay(day2.RolloutOp())
 		}, backup.ReasonUpgradeInProgress, false},
 		{"not Running", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) {
 			c.Status.Phase = v1alpha1.PhaseInitializing
 		}, backup.ReasonClusterNotRunning, false},
-		{"a backup under way", func(_ *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) { in.RunningBackups = []string{"b1"} }, backup.ReasonBackupInProgress, false},
-		{"another restore under way", func(_ *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) { in.RunningRestores = []string{"r0"} }, restore.ReasonRestoreInProgress, false},
+		{"a backup under way", func(_ *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) {
+			in.Lock = inTheWay(day2.Op{Ref: day2.Ref{Kind: day2.Backup, Name: "b1"}})
+		}, backup.ReasonBackupInProgress, false},
+		{"another restore under way", func(_ *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) {
+			in.Lock = inTheWay(day2.Op{Ref: day2.Ref{Kind: day2.Restore, Name: "r0"}})
+		}, restore.ReasonRestoreInProgress, false},
 		{"an identity of an earlier release without the restore role", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) {
 			c.Status.IdentityRevision = 1
 		}, v1alpha1.ReasonIdentityOutdated, false},
@@ -325,15 +333,8 @@ func TestDecideLetsADeletedRestoreGoOnlyOnceItsOutcomeIsKnown(t *testing.T) {
 	}
 }
 
-// TestADeletedRestoreStillHoldsTheCluster: being deleted does not end a
-// restore's hold; only its end does.
-func TestADeletedRestoreStillHoldsTheCluster(t *testing.T) {
-	r := newRestore(restoring())
-	now := metav1.NewTime(t0)
-	r.DeletionTimestamp, r.Finalizers = &now, []string{v1alpha1.RestoreFinalizer}
-	if !restore.Running(r) || len(restore.RunningOf([]v1alpha1.OpenBaoRestore{*r}, "bao", "")) != 1 {
-		t.Fatal("a restore being deleted mid-restore no longer holds its cluster")
-	}
+func inTheWay(running day2.Op) day2.Verdict {
+	return day2.Decide(day2.Op{Ref: day2.Ref{Kind: day2.Restore, Name: "r1"}}, []day2.Op{running})
 }
 
 func TestARefusedJobTakesTheDecisionBack(t *testing.T) {

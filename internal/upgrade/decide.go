@@ -141,7 +141,7 @@ func preflight(o Observed, d *Decision) *v1alpha1.UpgradeStatus {
 		return nil
 	}
 	if reason, msg, retry := hold(o); reason != "" {
-		if reason != v1alpha1.ReasonRestoreInProgress { // a restore is work under way, not a fault
+		if o.Lock.OK() { // an operation in the way is work under way, not a fault
 			d.Problem = &Condition{Status: true, Reason: reason, Message: msg}
 		}
 		d.upgrading(false, reason, msg)
@@ -166,11 +166,10 @@ func preflight(o Observed, d *Decision) *v1alpha1.UpgradeStatus {
 // hold says why a due rollout may not start, each message saying what to
 // do, and when to look again: a refused spec waits for the user (whose
 // change wakes the reconciler anyway), a cluster settling after a restart
-// or a rollout, or one being restored, is polled.
+// or a rollout, or one being restored or backed up, is polled.
 func hold(o Observed) (reason, message string, retry time.Duration) {
-	if len(o.Restores) > 0 {
-		return v1alpha1.ReasonRestoreInProgress, fmt.Sprintf("restore %s is under way; the rollout starts once it has finished",
-			strings.Join(o.Restores, ", ")), pollInterval
+	if !o.Lock.OK() {
+		return o.Lock.Reason, o.Lock.Message, pollInterval
 	}
 	if reason, message := refused(o); reason != "" {
 		return reason, message, preflightRetry

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/day2"
 	"github.com/openbao/operator/internal/upgrade"
 )
 
@@ -365,7 +366,9 @@ func TestVersions(t *testing.T) {
 }
 
 func TestARestoreUnderWayHoldsADueRollout(t *testing.T) {
-	d := upgrade.Decide(cluster(func(o *upgrade.Observed) { o.Restores = []string{"r1"} }))
+	d := upgrade.Decide(cluster(func(o *upgrade.Observed) {
+		o.Lock = day2.Decide(day2.RolloutOp(), []day2.Op{{Ref: day2.Ref{Kind: day2.Restore, Name: "r1"}}})
+	}))
 	if d.Started || d.Upgrade != nil || d.Upgrading == nil || d.Upgrading.Reason != v1alpha1.ReasonRestoreInProgress ||
 		d.Partition != 3 || d.Requeue == 0 || d.Problem != nil {
 		t.Fatalf("a rollout beside a restore: %+v", d)

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/day2"
 )
 
 // Settings are spec.upgrade with its defaults applied.
@@ -149,9 +150,9 @@ type Observed struct {
 	// succeeded; SnapshotProblem says why one cannot be taken.
 	SnapshotDone    bool
 	SnapshotProblem string
-	// Restores names the cluster's OpenBaoRestores under way: a rollout
-	// does not start beside one.
-	Restores []string
+	// Lock is day2's verdict on a rollout starting beside the cluster's
+	// other operations (a restore or a backup under way holds it).
+	Lock day2.Verdict
 }
 
 // Behind returns the pods not on the current template.

@@ -44,7 +44,7 @@ func newRestoreRig(t *testing.T, ns string) *restoreRig {
 	rig := &restoreRig{backupRig: newBackupRig(t, ns, "jwtAuthRole: backup\ntarget: {endpoint: \"https://s3.example.com\", bucket: backups}\n",
 		at("2025-03-01T09:00:00Z")), servers: &fakeServers{lag: map[string]uint64{"bao-0": 0}}}
 	rig.rr = &controllers.OpenBaoRestoreReconciler{Client: k8s, Recorder: rig.events, Clock: rig.clock,
-		OperatorImage: "localhost/openbao-operator:test", Servers: rig.servers}
+		OperatorImage: "localhost/openbao-operator:test", Servers: rig.servers, Operations: rig.cr.Operations}
 	return rig
 }
 

@@ -29,6 +29,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/controllers"
+	"github.com/openbao/operator/internal/day2"
 	"github.com/openbao/operator/internal/render"
 	"github.com/openbao/operator/internal/values"
 	"github.com/openbao/operator/test/testbin"
@@ -177,6 +178,7 @@ func newReconciler(c client.Client, reader client.Reader, rec recorder.EventReco
 		Recorder:     rec,
 		Clock:        clock.RealClock{},
 		ResyncPeriod: 10 * time.Minute,
+		Operations:   &day2.Registry{},
 	}, nil
 }
 
