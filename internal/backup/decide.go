@@ -142,7 +142,11 @@ func (d *Decision) follow(o Observed) {
 
 // succeeded records a stored snapshot and asks for the retention.
 func (d *Decision) succeeded(o Observed) {
-	report, prefix := o.Job.Report, ObjectPrefix(o.Cluster.Spec.Backup.Target.PathPrefix, o.Cluster.Namespace, o.Cluster.Name)
+	pathPrefix := ""
+	if b := o.Cluster.Spec.Backup; b != nil { // removed while the Job ran
+		pathPrefix = b.Target.PathPrefix
+	}
+	report, prefix := o.Job.Report, ObjectPrefix(pathPrefix, o.Cluster.Namespace, o.Cluster.Name)
 	if report.Failed() {
 		d.finish(o.Now, v1alpha1.BackupFailed, report.Reason, report.Error)
 		return

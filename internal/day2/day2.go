@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/openbao/operator/api/v1alpha1"
 )
 
 // Kind is a kind of Day-2 operation.
@@ -68,8 +70,8 @@ type Op struct {
 // Reasons a start waits, CamelCase for conditions and events; each names
 // the kind of operation in the way.
 const (
-	ReasonRestoreInProgress = "RestoreInProgress"
-	ReasonUpgradeInProgress = "UpgradeInProgress"
+	ReasonRestoreInProgress = v1alpha1.ReasonRestoreInProgress
+	ReasonUpgradeInProgress = v1alpha1.ReasonUpgradeInProgress
 	ReasonBackupInProgress  = "BackupInProgress"
 	ReasonDrillInProgress   = "DrillInProgress"
 )

@@ -147,6 +147,10 @@ func TestObserve(t *testing.T) {
 	backups = append(backups, other)
 	restores := []v1alpha1.OpenBaoRestore{{ObjectMeta: metav1.ObjectMeta{Name: "r1"}, Spec: v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao"}}}
 	restores[0].Status.JobName, restores[0].Status.Phase = "job", v1alpha1.RestoreRunning
+	// Being deleted does not end a restore's hold; only its end does.
+	deleted := restores[0].DeepCopy()
+	deleted.Name, deleted.DeletionTimestamp, deleted.Finalizers = "r2-deleted-mid-restore", &gone, []string{v1alpha1.RestoreFinalizer}
+	restores = append(restores, *deleted)
 	status := &v1alpha1.OpenBaoClusterStatus{Upgrade: &v1alpha1.UpgradeStatus{}, Backup: &v1alpha1.BackupStatus{
 		Verifying: &v1alpha1.BackupVerification{Backup: "done"}, LastVerified: &v1alpha1.BackupVerification{Backup: "older"}}}
 
@@ -157,7 +161,7 @@ func TestObserve(t *testing.T) {
 	if got := o.Unfinished(day2.Backup); join(got) != "deleted-while-running,pre-upgrade,running,pre-restore,queued" {
 		t.Errorf("unfinished backups %v", got)
 	}
-	if join(day2.Names(o.Running, day2.Restore)) != "r1" || join(day2.Names(o.Running, day2.Rollout)) != "" ||
+	if join(day2.Names(o.Running, day2.Restore)) != "r1,r2-deleted-mid-restore" || join(day2.Names(o.Running, day2.Rollout)) != "" ||
 		len(day2.Names(o.Running, day2.Rollout)) != 1 || join(day2.Names(o.Running, day2.Drill)) != "done" ||
 		join(day2.Names(o.Ended, day2.Drill)) != "older" {
 		t.Errorf("observation %+v", o)

@@ -77,7 +77,7 @@ func newBackupRig(t *testing.T, ns, backupSpec string, now time.Time) *backupRig
 	rig.cr.Clock = rig.clock
 	rig.br = &controllers.OpenBaoBackupReconciler{Client: k8s, APIReader: k8s, Recorder: rig.events, Clock: rig.clock,
 		OperatorImage: "localhost/openbao-operator:test", Operations: rig.cr.Operations,
-		NewStore:      func(context.Context, objectstore.Config) (objectstore.Store, error) { return rig.store, nil }}
+		NewStore: func(context.Context, objectstore.Config) (objectstore.Store, error) { return rig.store, nil }}
 	rig.reconcile() // renders the StatefulSet
 	activePod(t, ns, "bao-0")
 	sts := &appsv1.StatefulSet{}
