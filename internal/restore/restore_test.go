@@ -104,6 +104,56 @@ func TestPreflightHoldsARestoreThatHasNotStarted(t *testing.T) {
 	}
 }
 
+// TestAForcedRestoreMustTakeThePreRestoreSnapshot: OpenBao cannot check
+// that the seal opens a snapshot before snapshot-force installs it, so a
+// forced restore without a way back is refused, by the same rule at
+// admission (Configured) and in the controller (Preflight, then Decide).
+func TestAForcedRestoreMustTakeThePreRestoreSnapshot(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		force, bootstrap bool
+		preRestore       *bool
+		refused          bool
+	}{
+		{"force with preRestoreSnapshot: false is refused", true, false, ptr.To(false), true},
+		{"force with the default pre-restore snapshot runs", true, false, nil, false},
+		{"force with preRestoreSnapshot: true runs", true, false, ptr.To(true), false},
+		{"a forced bootstrap restore runs: the cluster holds nothing yet", true, true, ptr.To(false), false},
+		{"no force without a pre-restore snapshot runs", false, false, ptr.To(false), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := runningCluster()
+			r := newRestore(v1alpha1.OpenBaoRestoreStatus{})
+			r.Spec.Force, r.Spec.PreRestoreSnapshot = tc.force, tc.preRestore
+			if tc.bootstrap {
+				r.Spec.Source = v1alpha1.RestoreSource{Bootstrap: true}
+				c.Spec.Bootstrap = fromBackup("src")
+			}
+			rule, conf, pre := restore.ForceNeedsUndo(r), restore.Configured(c, r), restore.Preflight(restore.PreflightInput{Cluster: c, Restore: r})
+			if !tc.refused {
+				if !rule.OK || !conf.OK || !pre.OK {
+					t.Fatalf("refused: rule %+v, configured %+v, preflight %+v", rule, conf, pre)
+				}
+				return
+			}
+			for _, got := range []restore.Check{rule, conf, pre} {
+				if got.OK || !got.Permanent || got.Reason != restore.ReasonForceWithoutUndo || got.Message != restore.ForceWithoutUndoMessage {
+					t.Fatalf("got %+v, want the permanent refusal %s", got, restore.ReasonForceWithoutUndo)
+				}
+			}
+			for _, field := range []string{"spec.force", "spec.preRestoreSnapshot"} {
+				if !strings.Contains(pre.Message, field) {
+					t.Errorf("message %q does not name %s", pre.Message, field)
+				}
+			}
+			d := restore.Decide(restore.Observed{Now: t0, Restore: r, Cluster: c, Preflight: pre})
+			if d.Status.Phase != v1alpha1.RestoreFailed || d.Status.Reason != restore.ReasonForceWithoutUndo || d.CreateJob || d.CreateBackup {
+				t.Fatalf("decision %+v: want Failed %s and nothing started", d, restore.ReasonForceWithoutUndo)
+			}
+		})
+	}
+}
+
 func newRestore(status v1alpha1.OpenBaoRestoreStatus) *v1alpha1.OpenBaoRestore {
 	return &v1alpha1.OpenBaoRestore{
 		ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "ns", UID: "0a1b2c3d-0000-4000-8000-000000000001"},
