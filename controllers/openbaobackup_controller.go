@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -50,6 +52,8 @@ type OpenBaoBackupReconciler struct {
 	Scope Scope
 	// ProxyEnv is passed to the executor (operator-lib's proxy variables).
 	ProxyEnv []corev1.EnvVar
+	// Random draws provenance keys; nil is crypto/rand.
+	Random io.Reader
 
 	mu sync.Mutex
 	// started remembers, per cluster, the backup this process started
@@ -150,6 +154,13 @@ func (r *OpenBaoBackupReconciler) start(ctx context.Context, b *v1alpha1.OpenBao
 }
 
 func (r *OpenBaoBackupReconciler) createJob(ctx context.Context, b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster) (ctrl.Result, error) {
+	if err := r.ensureProvenanceKey(ctx, c); err != nil {
+		var foreign errForeignProvenanceKey
+		if errors.As(err, &foreign) {
+			return ctrl.Result{}, r.finish(ctx, b, c, v1alpha1.BackupFailed, ReasonProvenanceKeyNotAdopted, foreign.Error()+"; no Job was created")
+		}
+		return ctrl.Result{}, err
+	}
 	job := backup.JobFor(backup.JobInput{Cluster: c, Backup: b, Name: b.Status.JobName, OperatorImage: r.OperatorImage, Env: r.ProxyEnv})
 	err := r.Client.Create(ctx, job)
 	if apierrors.IsAlreadyExists(err) {

@@ -102,6 +102,7 @@ func (r *OpenBaoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, err
 	}
 	d := restore.Decide(o)
+	wasVerifying := rs.Status.Step == v1alpha1.RestoreStepVerifying
 	if err := r.writeStatus(ctx, rs, d.Status); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -119,6 +120,7 @@ func (r *OpenBaoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, err
 	}
 	r.tell(ctx, rs, o)
+	r.tellIgnored(rs, o, wasVerifying)
 	if d.Release {
 		return ctrl.Result{}, r.release(ctx, rs)
 	}
