@@ -72,4 +72,3 @@ func (r *OpenBaoBackupReconciler) prover(ctx context.Context, c *v1alpha1.OpenBa
 	}
 	return backup.NewProver(s.Data[backup.ProvenanceDataKey], c.Namespace, c.Name), nil
 }
-
