@@ -589,3 +589,31 @@ func provenanceOf(t *testing.T, ns, name string) backup.Prover {
 	}
 	return backup.NewProver(s.Data[backup.ProvenanceDataKey], ns, name)
 }
+
+// TestABackupNeverAdoptsAProvenanceKeyItDidNotWrite: a Secret of the
+// provenance key's name that the operator did not write (no managed-by
+// label) is neither used nor replaced: the backup fails, naming it, and no
+// Job mounts it.
+func TestABackupNeverAdoptsAProvenanceKeyItDidNotWrite(t *testing.T) {
+	rig := newBackupRig(t, "backup-foreign-key", scheduledSpec, at("2025-02-01T08:00:00Z"))
+	ctx := context.Background()
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bao" + v1alpha1.SuffixBackupProvenance, Namespace: rig.ns},
+		Data: map[string][]byte{backup.ProvenanceDataKey: []byte("0123456789abcdef0123456789abcdef")}}
+	if err := k8s.Create(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	createBackup(t, rig.ns, "manual-1")
+	rig.reconcileBackup("manual-1")
+	b := rig.backup("manual-1")
+	if b.Status.Phase != v1alpha1.BackupFailed || b.Status.Reason != controllers.ReasonProvenanceKeyNotAdopted ||
+		!strings.Contains(b.Status.Message, foreign.Name) {
+		t.Fatalf("status %+v", b.Status)
+	}
+	jobs := &batchv1.JobList{}
+	if err := k8s.List(ctx, jobs, client.InNamespace(rig.ns)); err != nil || len(jobs.Items) != 0 {
+		t.Errorf("jobs %d %v", len(jobs.Items), err)
+	}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(foreign), foreign); err != nil || len(foreign.Labels) != 0 {
+		t.Errorf("the foreign Secret was changed: %v %v", foreign.Labels, err)
+	}
+}
