@@ -63,7 +63,7 @@ func (r *OpenBaoClusterReconciler) finalize(ctx context.Context, c *v1alpha1.Ope
 		}
 	}
 	if policy == v1alpha1.DeletionPolicyDeleteAll {
-		if err := r.deleteDataSecrets(ctx, c, c.UnsealKeySecretName(), c.RootTokenSecretName()); err != nil {
+		if err := r.deleteDataSecrets(ctx, c, c.UnsealKeySecretName(), c.RootTokenSecretName(), c.BackupProvenanceSecretName()); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

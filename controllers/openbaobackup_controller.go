@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -49,6 +51,8 @@ type OpenBaoBackupReconciler struct {
 	Scope Scope
 	// ProxyEnv is passed to the executor (operator-lib's proxy variables).
 	ProxyEnv []corev1.EnvVar
+	// Random draws provenance keys; nil is crypto/rand.
+	Random io.Reader
 
 	// Operations is the Day-2 registry the reconcilers share: a backup's
 	// start is decided and recorded in it in one step. Nil remembers
@@ -147,6 +151,23 @@ func (r *OpenBaoBackupReconciler) claim(o backup.Observed, ops day2.Observation)
 
 // createJob creates the Job named in the status, which is written.
 func (r *OpenBaoBackupReconciler) createJob(ctx context.Context, b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster) (ctrl.Result, error) {
+	if err := r.ensureProvenanceKey(ctx, c); err != nil {
+		var foreign errForeignProvenanceKey
+		if !errors.As(err, &foreign) {
+			return ctrl.Result{}, err
+		}
+		// The Job's name is recorded, but no Job runs: the backup ends
+		// here, failed, as a refusal before the start would have.
+		next := *b.Status.DeepCopy()
+		now := metav1.NewMicroTime(r.Clock.Now())
+		next.Phase, next.Reason, next.CompletionTime = v1alpha1.BackupFailed, ReasonProvenanceKeyNotAdopted, &now
+		next.Message = foreign.Error() + "; no Job was created"
+		if err := r.setStatus(ctx, b, next); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.tell(ctx, b, c)
+		return ctrl.Result{}, nil
+	}
 	job := backup.JobFor(backup.JobInput{Cluster: c, Backup: b, Name: b.Status.JobName, OperatorImage: r.OperatorImage, Env: r.ProxyEnv})
 	err := r.Client.Create(ctx, job)
 	if apierrors.IsAlreadyExists(err) {

@@ -102,6 +102,7 @@ func (r *OpenBaoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if d.CreateJob {
 		d = r.claim(o, ops)
 	}
+	wasVerifying := rs.Status.Step == v1alpha1.RestoreStepVerifying
 	if err := r.writeStatus(ctx, rs, d.Status); err != nil {
 		if d.CreateJob { // not recorded: the start did not happen
 			r.Operations.Release(day2.ClusterOf(o.Cluster), day2.RestoreOp(rs).Ref)
@@ -122,6 +123,7 @@ func (r *OpenBaoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, err
 	}
 	r.tell(ctx, rs, o)
+	r.tellIgnored(rs, o, wasVerifying)
 	if d.Release {
 		return ctrl.Result{}, r.release(ctx, rs)
 	}

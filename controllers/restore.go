@@ -86,6 +86,18 @@ func (r *OpenBaoRestoreReconciler) tell(ctx context.Context, rs *v1alpha1.OpenBa
 	}
 }
 
+// tellIgnored announces, once (in the pass that read the Job's report and
+// moved the restore to Verifying), what latest ignored as unproven.
+func (r *OpenBaoRestoreReconciler) tellIgnored(rs *v1alpha1.OpenBaoRestore, o restore.Observed, wasVerifying bool) {
+	j := o.Job
+	if j == nil || !j.ReportRead || wasVerifying || rs.Status.Step != v1alpha1.RestoreStepVerifying {
+		return
+	}
+	if msg := j.Report.Unproven.Message(); msg != "" {
+		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, "UnprovenSnapshotsIgnored", "SelectLatest", "choosing latest, the executor %s", msg)
+	}
+}
+
 func phaseValue(p v1alpha1.RestorePhase) float64 {
 	switch p {
 	case v1alpha1.RestoreRunning:

@@ -30,7 +30,7 @@ func (r *OpenBaoBackupReconciler) applyRetention(ctx context.Context, b *v1alpha
 	report backup.Report) string {
 	who, policy := backup.WhoRetainsFor(c)
 	if who == backup.RetentionByExecutor {
-		return r.executorRetention(ctx, b, c, policy, report.Retention)
+		return r.executorRetention(ctx, b, c, policy, report.Retention) + r.ignoredOutcome(b, c, report.Unproven)
 	}
 	if report.Retention != nil {
 		// The spec changed while the Job ran: still audit what it deleted.
@@ -41,13 +41,26 @@ func (r *OpenBaoBackupReconciler) applyRetention(ctx context.Context, b *v1alpha
 	}
 	ctx, cancel := context.WithTimeout(ctx, retentionTimeout)
 	defer cancel()
-	deleted, err := r.deleteExpired(ctx, c, policy, report.Key)
+	deleted, ignored, err := r.deleteExpired(ctx, c, policy, report.Key)
 	r.auditDeleted(ctx, b, c, policy, deleted, "operator")
 	errText := ""
 	if err != nil {
 		errText = err.Error()
 	}
-	return r.retentionOutcome(b, c, "retention", len(deleted), deleted, errText)
+	return r.retentionOutcome(b, c, "retention", len(deleted), deleted, errText) + r.ignoredOutcome(b, c, ignored)
+}
+
+// ignoredOutcome tells, in a Warning event and the backup's message, of
+// the objects retention ignored because their names are not proven to be
+// this cluster's executor's: someone else wrote them under its prefix
+// (or an earlier release did, before names were signed).
+func (r *OpenBaoBackupReconciler) ignoredOutcome(b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster, ignored *backup.Ignored) string {
+	msg := ignored.Message()
+	if msg == "" {
+		return ""
+	}
+	r.Recorder.Eventf(c, b, corev1.EventTypeWarning, "UnprovenSnapshotsIgnored", "ApplyRetention", "retention %s", truncate(msg))
+	return "; " + msg
 }
 
 // executorRetention audits what the executor says its retention deleted:
@@ -104,10 +117,15 @@ func (r *OpenBaoBackupReconciler) retentionOutcome(b *v1alpha1.OpenBaoBackup, c 
 // deleteExpired deletes with the credentials the target names and only
 // those: the store is opened without the operator's ambient identity
 // whatever NewStore is.
-func (r *OpenBaoBackupReconciler) deleteExpired(ctx context.Context, c *v1alpha1.OpenBaoCluster, policy backup.Retention, keep string) ([]string, error) {
+func (r *OpenBaoBackupReconciler) deleteExpired(ctx context.Context, c *v1alpha1.OpenBaoCluster, policy backup.Retention,
+	keep string) ([]string, *backup.Ignored, error) {
+	prover, err := r.prover(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
 	cfg, err := r.storeConfig(ctx, c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	newStore := r.NewStore
 	if newStore == nil {
@@ -115,9 +133,9 @@ func (r *OpenBaoBackupReconciler) deleteExpired(ctx context.Context, c *v1alpha1
 	}
 	store, err := newStore(ctx, cfg.WithoutAmbientIdentity())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return executor.ApplyRetention(ctx, store, objectPrefix(c), policy, keep, r.Clock.Now())
+	return executor.ApplyRetention(ctx, store, prover, objectPrefix(c), policy, keep, r.Clock.Now())
 }
 
 // storeConfig reads the target's credentials and CA from their Secrets,

@@ -27,6 +27,7 @@ const (
 	SuffixUnsealKey             = "-unseal-key"
 	SuffixSelfInit              = "-self-init"
 	SuffixRootToken             = "-root-token"
+	SuffixBackupProvenance      = "-backup-provenance"
 )
 
 // ChildNameSuffixes lists every suffix of a child's name. Since none ends
@@ -38,6 +39,7 @@ func ChildNameSuffixes() []string {
 	return []string{
 		SuffixHeadlessService, SuffixConfigMap, SuffixServiceRegistration, SuffixUpgradeServiceAccount,
 		SuffixBackupServiceAccount, SuffixTLSCA, SuffixTLSServer, SuffixUnsealKey, SuffixSelfInit, SuffixRootToken,
+		SuffixBackupProvenance,
 	}
 }
 
@@ -84,6 +86,16 @@ func (c *OpenBaoCluster) SelfInitSecretName() string { return c.Name + SuffixSel
 
 // RootTokenSecretName holds the root token from sys/init.
 func (c *OpenBaoCluster) RootTokenSecretName() string { return c.Name + SuffixRootToken }
+
+// BackupProvenanceSecretName holds the key that signs the names of the
+// cluster's snapshots (internal/backup, Prover).
+func (c *OpenBaoCluster) BackupProvenanceSecretName() string {
+	return BackupProvenanceSecretNameOf(c.Name)
+}
+
+// BackupProvenanceSecretNameOf is BackupProvenanceSecretName of the
+// cluster of that name: a restore reads its source cluster's.
+func BackupProvenanceSecretNameOf(cluster string) string { return cluster + SuffixBackupProvenance }
 
 // PodName is the name of the server with the given ordinal.
 func (c *OpenBaoCluster) PodName(ordinal int) string {

@@ -52,6 +52,8 @@ type OpenBaoRestoreSpec struct {
 	// OpenBao's check that the snapshot was taken by a cluster with this
 	// seal. Only for a snapshot of another cluster whose seal this cluster
 	// can also open; otherwise the restored data cannot be unsealed.
+	// OpenBao cannot check that beforehand, so force needs
+	// preRestoreSnapshot true (except for source.bootstrap).
 	// +optional
 	Force bool `json:"force,omitempty"`
 

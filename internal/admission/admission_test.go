@@ -7,6 +7,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/openbao/operator/api/v1alpha1"
 )
@@ -148,6 +149,8 @@ func TestBackupsAndRestoresNeedAClusterThatCanServeThem(t *testing.T) {
 	}
 	latest := v1alpha1.RestoreSource{Latest: true}
 	configured := cluster(schedule(""))
+	forcedWithoutUndo := rs(latest)
+	forcedWithoutUndo.Spec.Force, forcedWithoutUndo.Spec.PreRestoreSnapshot = true, ptr.To(false)
 	tests := map[string]struct {
 		errs        []string
 		field, text string
@@ -158,6 +161,8 @@ func TestBackupsAndRestoresNeedAClusterThatCanServeThem(t *testing.T) {
 		"a restore of a cluster without spec": {errStrings(ValidateRestore(rs(latest), cluster())), "spec.clusterName", "has no spec.backup"},
 		"a bootstrap restore of a cluster without fromBackup": {errStrings(ValidateRestore(rs(v1alpha1.RestoreSource{Bootstrap: true}), configured)),
 			"spec.source.bootstrap", "source.key or source.latest"},
+		"a forced restore without the pre-restore snapshot": {errStrings(ValidateRestore(forcedWithoutUndo, configured)),
+			"spec.force", "needs spec.preRestoreSnapshot: true"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

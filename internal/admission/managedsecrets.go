@@ -21,13 +21,15 @@ const ReasonManagedSecretReferenced = "ManagedSecretReferenced"
 
 // ManagedSecretSuffixes end the names of the Secrets the operator writes
 // for every cluster (api/v1alpha1/names.go): its root token, static seal
-// key, CA, server certificate and self-init requests. A Secret of any
-// cluster so named, existing or not, is the operator's.
+// key, CA, server certificate, self-init requests and backup provenance
+// key (a spec naming it would hand the key that signs snapshot names to an
+// image of its author's choice). A Secret of any cluster so named, existing
+// or not, is the operator's.
 func ManagedSecretSuffixes() []string {
 	var none v1alpha1.OpenBaoCluster
 	return []string{
 		none.RootTokenSecretName(), none.UnsealKeySecretName(), none.TLSCASecretName(),
-		none.TLSServerSecretName(), none.SelfInitSecretName(),
+		none.TLSServerSecretName(), none.SelfInitSecretName(), none.BackupProvenanceSecretName(),
 	}
 }
 
@@ -70,7 +72,7 @@ func ManagedSecretRefs(refs []Ref, o ManagedObserved) field.ErrorList {
 			continue
 		}
 		errs = append(errs, field.Forbidden(r.Path, fmt.Sprintf("rule %q: Secret %s is managed by the operator (%s); "+
-			"a spec may not name the root token, seal key, TLS keys or self-init requests of any cluster. "+
+			"a spec may not name the root token, seal key, TLS keys, self-init requests or backup provenance key of any cluster. "+
 			"Copy what you need into a Secret of your own, whose name ends in none of %s",
 			RuleManagedSecret, r.Name, why, strings.Join(ManagedSecretSuffixes(), ", "))))
 	}

@@ -52,6 +52,8 @@ func TestManagedSecretsAreNeverCredentials(t *testing.T) {
 	}{
 		"a backup credential naming another cluster's root token is refused": {
 			c: tenantCluster(backupCredentials("prod-root-token")), field: "spec.backup.target.credentialsSecretRef", why: "ends in -root-token"},
+		"a backup credential naming a cluster's backup provenance key is refused": {
+			c: tenantCluster(backupCredentials("prod-backup-provenance")), field: "spec.backup.target.credentialsSecretRef", why: "ends in -backup-provenance"},
 		"a bootstrap seal key naming another cluster's seal key is refused": {
 			c: tenantCluster(fromBackup("prod", "prod-unseal-key")), field: "spec.bootstrap.fromBackup.unsealKeySecretRef", why: "ends in -unseal-key"},
 		"a seal key named after the cluster's own managed key is refused too": {

@@ -72,6 +72,12 @@ type ExecutorConfig struct {
 	// credentials, so only the Job's own identity may reach the store.
 	Retention Retention
 
+	// ProvenanceKeyFile holds the cluster's provenance key (Prover): the
+	// backup signs the names it gives with it, and latest and retention
+	// consider only names it proves. For a restore it may be absent (the
+	// source's Secret is gone): then no name is proven.
+	ProvenanceKeyFile string
+
 	// TerminationLog receives the Report.
 	TerminationLog string
 }
@@ -132,6 +138,7 @@ func (c ExecutorConfig) Flags() []string {
 	if c.Retention.MaxAge > 0 {
 		add("retention-max-age", c.Retention.MaxAge.String())
 	}
+	add("provenance-key-file", c.ProvenanceKeyFile)
 	add("termination-log", c.TerminationLog)
 	return args
 }
@@ -175,6 +182,7 @@ func (c *ExecutorConfig) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.Concurrency, "concurrency", DefaultConcurrency, "parts buffered and uploaded at once")
 	fs.IntVar(&c.Retention.MaxCount, "retention-max-count", 0, "after the upload, keep this many newest snapshots (0: no bound)")
 	fs.DurationVar(&c.Retention.MaxAge, "retention-max-age", 0, "after the upload, delete snapshots older than this (0: no bound)")
+	fs.StringVar(&c.ProvenanceKeyFile, "provenance-key-file", "", "file of the cluster's provenance key, which signs and proves snapshot names")
 	fs.StringVar(&c.TerminationLog, "termination-log", TerminationLog, "file the report is written to")
 }
 

@@ -15,20 +15,23 @@ import (
 // Where the backup pod finds what it is given. Nothing in the pod is
 // writable: the executor keeps the snapshot in memory, part by part.
 const (
-	openbaoCADir     = "/etc/openbao-backup/openbao-ca"
-	storeCADir       = "/etc/openbao-backup/store-ca"
-	CredentialsDir   = "/etc/openbao-backup/store-credentials"
-	identityDir      = "/var/run/secrets/openbao.org"
-	JWTFile          = identityDir + "/token"
-	TokenFile        = identityDir + "/openbao-token"
-	caFileName       = "ca.crt"
-	ExecutorName     = "executor"
-	jwtLifetime      = 600 // seconds: the token is read once, at the start
-	executorMargin   = 30 * time.Second
-	defaultTokenKey  = "token"
-	defaultCAKey     = "ca.crt"
-	jobBackoffLimit  = 2
-	executorMemLimit = "128Mi"
+	openbaoCADir   = "/etc/openbao-backup/openbao-ca"
+	storeCADir     = "/etc/openbao-backup/store-ca"
+	CredentialsDir = "/etc/openbao-backup/store-credentials"
+	provenanceDir  = "/etc/openbao-backup/provenance"
+	// ProvenanceKeyFile is where a Job finds the provenance key.
+	ProvenanceKeyFile = provenanceDir + "/" + ProvenanceDataKey
+	identityDir       = "/var/run/secrets/openbao.org"
+	JWTFile           = identityDir + "/token"
+	TokenFile         = identityDir + "/openbao-token"
+	caFileName        = "ca.crt"
+	ExecutorName      = "executor"
+	jwtLifetime       = 600 // seconds: the token is read once, at the start
+	executorMargin    = 30 * time.Second
+	defaultTokenKey   = "token"
+	defaultCAKey      = "ca.crt"
+	jobBackoffLimit   = 2
+	executorMemLimit  = "128Mi"
 )
 
 // Keys of the credentials Secret, by provider: the executor reads them as
@@ -109,6 +112,7 @@ func JobFor(in JobInput) *batchv1.Job {
 		Cluster: in.Cluster, Name: in.Name, Owner: in.Backup.ControllerReference(),
 		Labels: JobLabels(in.Cluster, in.Backup), Args: cfg.Args(),
 		OperatorImage: in.OperatorImage, Env: in.Env,
+		ProvenanceSecret: in.Cluster.BackupProvenanceSecretName(),
 	})
 }
 
@@ -123,12 +127,24 @@ type ExecutorJobInput struct {
 	Args          []string
 	OperatorImage string
 	Env           []corev1.EnvVar
+	// ProvenanceSecret is the Secret of the provenance key mounted at
+	// ProvenanceKeyFile; ProvenanceOptional lets the pod start without it
+	// (a restore, whose source's Secret may be gone, proves nothing then).
+	ProvenanceSecret   string
+	ProvenanceOptional bool
 }
 
 // ExecutorJob builds a Job of the executor, as JobFor describes.
 func ExecutorJob(in ExecutorJobInput) *batchv1.Job {
 	c, labels := in.Cluster, in.Labels
 	volumes, mounts := jobVolumes(c)
+	if in.ProvenanceSecret != "" {
+		volumes = append(volumes, corev1.Volume{Name: "provenance", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: in.ProvenanceSecret, Items: []corev1.KeyToPath{{Key: ProvenanceDataKey, Path: ProvenanceDataKey}},
+			Optional: ptr.To(in.ProvenanceOptional),
+		}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "provenance", MountPath: provenanceDir, ReadOnly: true})
+	}
 	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -204,7 +220,8 @@ func ExecutorConfigFor(c *v1alpha1.OpenBaoCluster, backup string) ExecutorConfig
 		PathStyle: spec.Target.UsePathStyle, PathPrefix: spec.Target.PathPrefix,
 		Timeout:  Timeout(spec) - executorMargin,
 		PartSize: DefaultPartSize, Concurrency: DefaultConcurrency,
-		TerminationLog: TerminationLog,
+		TerminationLog:    TerminationLog,
+		ProvenanceKeyFile: ProvenanceKeyFile,
 	}
 	if spec.TokenSecretRef != nil {
 		cfg.Auth, cfg.TokenFile = AuthToken, TokenFile

@@ -12,8 +12,10 @@ import (
 // keyTimeLayout is the time in an object's name: UTC, sortable as text.
 const keyTimeLayout = "20060102T150405Z"
 
-// objectNameRE matches the names ObjectKey gives, under a prefix.
-var objectNameRE = regexp.MustCompile(`^([0-9]{8}T[0-9]{6}Z)-[0-9a-f]{8}\.snap$`)
+// objectNameRE matches the names ObjectKey and Prover.SignedObjectKey
+// give, under a prefix: the time, the id, and the provenance tag, which
+// names from before provenance lack.
+var objectNameRE = regexp.MustCompile(`^([0-9]{8}T[0-9]{6}Z)-([0-9a-f]{8})(?:-([0-9a-f]{32}))?\.snap$`)
 
 // ObjectPrefix is the "directory" of a cluster's snapshots:
 // <pathPrefix>/<namespace>/<cluster>/, or <namespace>/<cluster>/ without
@@ -27,7 +29,9 @@ func ObjectPrefix(pathPrefix, namespace, cluster string) string {
 	return strings.Join(parts, "/") + "/"
 }
 
-// ObjectKey names a snapshot taken at t: <prefix><YYYYMMDDThhmmssZ>-<id>.snap.
+// ObjectKey names a snapshot taken at t without a provenance tag:
+// <prefix><YYYYMMDDThhmmssZ>-<id>.snap, the form of earlier releases. The
+// executor names its snapshots with Prover.SignedObjectKey.
 func ObjectKey(prefix string, t time.Time, id string) string {
 	return prefix + t.UTC().Format(keyTimeLayout) + "-" + id + ".snap"
 }
@@ -45,7 +49,9 @@ func NewObjectID(random io.Reader) (string, error) {
 
 // ParseObjectKey returns the time in the name of a snapshot directly under
 // prefix; ok is false for any other key: another cluster's (a deeper
-// path), or an object the executor did not name.
+// path), or an object not named in the executor's form. It proves nothing:
+// anyone who may write to the prefix can choose such a name (Prover.Prove
+// proves).
 func ParseObjectKey(prefix, key string) (t time.Time, ok bool) {
 	name, found := strings.CutPrefix(key, prefix)
 	if !found {

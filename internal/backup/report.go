@@ -39,6 +39,9 @@ type Report struct {
 	// Retention is what the executor's retention did after the upload,
 	// when it was given one (ExecutorConfig.Retention); nil otherwise.
 	Retention *RetentionReport `json:"retention,omitempty"`
+	// Unproven is what retention, or a restore's latest, ignored under the
+	// prefix because its name is not one the cluster's executor signed.
+	Unproven *Ignored `json:"unproven,omitempty"`
 	// Reason (CamelCase) and Error say why a run failed.
 	Reason string `json:"reason,omitempty"`
 	Error  string `json:"error,omitempty"`

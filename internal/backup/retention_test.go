@@ -10,11 +10,15 @@ import (
 
 const pfx = "p/ns/bao/"
 
-// snaps names snapshots of ns/bao taken the given hours before noon.
+// prover is ns/bao's, with a fixed test key.
+var prover = backup.NewProver([]byte("0123456789abcdef0123456789abcdef"), "ns", "bao")
+
+// snaps names snapshots of ns/bao taken the given hours before noon, as
+// its executor signs them.
 func snaps(hoursAgo ...int) []string {
 	var out []string
 	for i, h := range hoursAgo {
-		out = append(out, backup.ObjectKey(pfx, at("2025-06-01T12:00:00Z").Add(-time.Duration(h)*time.Hour), "0000000"+string(rune('0'+i))))
+		out = append(out, prover.SignedObjectKey(pfx, at("2025-06-01T12:00:00Z").Add(-time.Duration(h)*time.Hour), "0000000"+string(rune('0'+i))))
 	}
 	return out
 }
@@ -42,7 +46,7 @@ func TestRetentionExpired(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := tc.policy.Expired(pfx, tc.keys, tc.keep, now)
+			got, _ := tc.policy.Expired(prover, pfx, tc.keys, tc.keep, now)
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Expired = %v\nwant      %v", got, tc.want)
 			}

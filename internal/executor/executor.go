@@ -95,6 +95,10 @@ func run(ctx context.Context, cfg backup.ExecutorConfig, deps Deps, secrets *red
 	if err != nil {
 		return failed(ReasonConfig, err)
 	}
+	if !s.prover.CanSign() {
+		return failed(ReasonConfig, errors.New("no provenance key (--provenance-key-file): the executor signs every "+
+			"snapshot's name with it, and latest and retention ignore unsigned names"))
+	}
 	for attempt := 0; ; attempt++ {
 		report, err := s.attempt(ctx)
 		if err == nil {
@@ -116,11 +120,14 @@ func failed(reason string, err error) backup.Report {
 // runner is one run's settings, read once.
 type runner struct {
 	cfg    backup.ExecutorConfig
+	prover backup.Prover
 	deps   Deps
 	store  objectstore.Store
 	auth   func(ctx context.Context) (openbao.Token, error)
 	caPEM  []byte
 	prefix string
+	// ignored is what a restore's latest left out as unproven.
+	ignored *backup.Ignored
 }
 
 // stageError says which stage failed, for the reason.
@@ -146,7 +153,7 @@ func (s *runner) attempt(ctx context.Context) (backup.Report, error) {
 	if err != nil {
 		return backup.Report{}, err
 	}
-	key := backup.ObjectKey(s.prefix, s.deps.Clock.Now(), id)
+	key := s.prover.SignedObjectKey(s.prefix, s.deps.Clock.Now(), id)
 	if _, err := s.store.Stat(ctx, key); !errors.Is(err, objectstore.ErrNotFound) {
 		if err == nil {
 			err = fmt.Errorf("object %s exists already", key)

@@ -54,6 +54,14 @@ type harness struct {
 	storeCfgs []objectstore.Config // what the store was opened with
 }
 
+// testProvenanceKey is ns/bao's provenance key in these tests.
+const testProvenanceKey = "0123456789abcdef0123456789abcdef"
+
+// signer is the prover of cluster ns/<cluster> with testProvenanceKey.
+func signer(cluster string) backup.Prover {
+	return backup.NewProver([]byte(testProvenanceKey), "ns", cluster)
+}
+
 func newHarness(t *testing.T) *harness {
 	h := &harness{
 		cfg: backup.ExecutorConfig{
@@ -61,7 +69,7 @@ func newHarness(t *testing.T) *harness {
 			OpenBaoAddress: "https://bao.ns.svc:8200", OpenBaoCAFile: "/ca/ca.crt", ServerDomain: "bao-internal.ns.svc",
 			Auth: backup.AuthJWT, JWTMount: backup.OperatorAuthMount, JWTRole: "backup", JWTFile: "/id/token",
 			Endpoint: "http://store:9000", Bucket: "backups", PathPrefix: "p", CredentialsDir: "/creds",
-			Timeout: time.Minute, PartSize: 5 << 20, Concurrency: 1,
+			Timeout: time.Minute, PartSize: 5 << 20, Concurrency: 1, ProvenanceKeyFile: "/provenance/key",
 		},
 		bao: &openbaofake.Client{
 			LeaderAnswer: openbao.Leader{HAEnabled: true, IsSelf: true},
@@ -71,7 +79,7 @@ func newHarness(t *testing.T) *harness {
 		store: memstore.New(),
 		files: map[string]string{
 			"/ca/ca.crt": "PEM", "/id/token": jwt + "\n", "/creds/AWS_ACCESS_KEY_ID": "AKID",
-			"/creds/AWS_SECRET_ACCESS_KEY": secretKey,
+			"/creds/AWS_SECRET_ACCESS_KEY": secretKey, "/provenance/key": testProvenanceKey,
 		},
 	}
 	return h
@@ -121,7 +129,7 @@ func TestAGoodRunStoresTheCheckedSnapshotUnderTheClustersPrefix(t *testing.T) {
 	}
 	want := h.bao.SnapshotData
 	sum := sha256.Sum256(want)
-	if r.Key != "p/ns/bao/20250304T050607Z-abababab.snap" || r.Size != int64(len(want)) ||
+	if r.Key != signer("bao").SignedObjectKey("p/ns/bao/", time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC), "abababab") || r.Size != int64(len(want)) ||
 		r.SHA256 != hex.EncodeToString(sum[:]) || r.RaftIndex == 0 || r.Duration == "" {
 		t.Errorf("report %+v", r)
 	}

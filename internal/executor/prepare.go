@@ -25,6 +25,9 @@ func prepare(ctx context.Context, cfg backup.ExecutorConfig, deps Deps, secrets 
 		}
 		s.caPEM = ca
 	}
+	if err := s.readProvenanceKey(deps); err != nil {
+		return nil, err
+	}
 	storeCfg, err := storeConfig(cfg, deps, secrets)
 	if err != nil {
 		return nil, err
@@ -34,6 +37,26 @@ func prepare(ctx context.Context, cfg backup.ExecutorConfig, deps Deps, secrets 
 	}
 	s.auth, err = authenticator(cfg, deps, s, secrets)
 	return s, err
+}
+
+// readProvenanceKey reads the cluster's provenance key. A missing file
+// (a restore whose source's Secret is gone, mounted optional) leaves a
+// prover that proves nothing; a backup refuses to run without one.
+func (s *runner) readProvenanceKey(deps Deps) error {
+	if s.cfg.ProvenanceKeyFile == "" {
+		return nil
+	}
+	key, err := deps.ReadFile(s.cfg.ProvenanceKeyFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read the provenance key: %w", err)
+	case len(key) != backup.ProvenanceKeyBytes:
+		return fmt.Errorf("the provenance key in %s is %d bytes, not %d", s.cfg.ProvenanceKeyFile, len(key), backup.ProvenanceKeyBytes)
+	}
+	s.prover = backup.NewProver(key, s.cfg.Namespace, s.cfg.Cluster)
+	return nil
 }
 
 func storeConfig(cfg backup.ExecutorConfig, deps Deps, secrets *redactor) (objectstore.Config, error) {

@@ -45,6 +45,7 @@ func runRestore(ctx context.Context, cfg restore.ExecutorConfig, deps Deps, secr
 	}
 	if cfg.SourceCluster != "" {
 		s.prefix = backup.ObjectPrefix(cfg.PathPrefix, cfg.Namespace, cfg.SourceCluster)
+		s.prover = s.prover.ForCluster(cfg.SourceCluster)
 	}
 	var (
 		snap   checked
@@ -71,7 +72,7 @@ func runRestore(ctx context.Context, cfg restore.ExecutorConfig, deps Deps, secr
 	if err := s.post(ctx, leader, snap, cfg.Force); err != nil {
 		return failed(reasonOf(ctx, err), err)
 	}
-	return backup.Report{Key: snap.object.Key, Size: snap.size, SHA256: snap.sha256, RaftIndex: snap.info.Index}
+	return backup.Report{Key: snap.object.Key, Size: snap.size, SHA256: snap.sha256, RaftIndex: snap.info.Index, Unproven: s.ignored}
 }
 
 // retryableBeforePost says whether another try of the steps before the
@@ -118,9 +119,17 @@ func (s *runner) resolve(ctx context.Context, cfg restore.ExecutorConfig) (objec
 		if err != nil {
 			return objectstore.Object{}, stage(ReasonStoreFailed, err)
 		}
-		latest, err := restore.SelectLatestBefore(objects, s.prefix, cfg.LatestBefore)
+		latest, ignored, err := restore.SelectLatestBefore(s.prover, objects, s.prefix, cfg.LatestBefore)
+		s.ignored = ignored
 		if err != nil {
-			return objectstore.Object{}, stage(restore.ReasonNoSnapshot, fmt.Errorf("%w (under %s)", err, s.prefix))
+			why := ""
+			if !s.prover.CanSign() {
+				why = "; the source's provenance key (Secret " + cfg.ProvenanceSecret() + ") is missing, so no name is proven: name the snapshot with source.key"
+			}
+			if msg := ignored.Message(); msg != "" {
+				why += "; " + msg
+			}
+			return objectstore.Object{}, stage(restore.ReasonNoSnapshot, fmt.Errorf("%w (under %s)%s", err, s.prefix, why))
 		}
 		key = latest.Key
 	}

@@ -53,11 +53,11 @@ func TestARestorePostsTheNewestSnapshotOfThisClusterAsChecked(t *testing.T) {
 	good := snapshotFixture(t, "with-data.snap")
 	prefix := backup.ObjectPrefix("p", "ns", "bao")
 	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
-	h.store.Add(backup.ObjectKey(prefix, at, "00000001"), good, at)
-	h.store.Add(backup.ObjectKey(prefix, at.Add(-time.Hour), "00000002"), []byte("older"), at)
-	h.store.Add(backup.ObjectKey(backup.ObjectPrefix("p", "ns", "bao-2"), at.Add(time.Hour), "00000003"), []byte("another cluster's"), at)
+	h.store.Add(signer("bao").SignedObjectKey(prefix, at, "00000001"), good, at)
+	h.store.Add(signer("bao").SignedObjectKey(prefix, at.Add(-time.Hour), "00000002"), []byte("older"), at)
+	h.store.Add(signer("bao-2").SignedObjectKey(backup.ObjectPrefix("p", "ns", "bao-2"), at.Add(time.Hour), "00000003"), []byte("another cluster's"), at)
 	r := h.restore(t, func(c *restore.ExecutorConfig) { c.Latest, c.ExpectedSHA256 = true, hexSHA256(good) })
-	if r.Failed() || r.Key != backup.ObjectKey(prefix, at, "00000001") || r.SHA256 != hexSHA256(good) || r.RaftIndex == 0 {
+	if r.Failed() || r.Key != signer("bao").SignedObjectKey(prefix, at, "00000001") || r.SHA256 != hexSHA256(good) || r.RaftIndex == 0 {
 		t.Fatalf("report %+v", r)
 	}
 	if !bytes.Equal(h.bao.Restored, good) || h.bao.RestoreForced || strings.Join(h.bao.Logins, ",") != "openbao-operator/restore" {
@@ -75,11 +75,46 @@ func TestABootstrapRestoreTakesTheSourcesNewestSnapshot(t *testing.T) {
 	good := snapshotFixture(t, "with-data.snap")
 	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 	source := backup.ObjectPrefix("p", "ns", "old")
-	h.store.Add(backup.ObjectKey(source, at, "00000001"), good, at)
-	h.store.Add(backup.ObjectKey(backup.ObjectPrefix("p", "ns", "bao"), at.Add(time.Hour), "00000002"), []byte("this cluster's own"), at)
+	h.store.Add(signer("old").SignedObjectKey(source, at, "00000001"), good, at)
+	h.store.Add(signer("bao").SignedObjectKey(backup.ObjectPrefix("p", "ns", "bao"), at.Add(time.Hour), "00000002"), []byte("this cluster's own"), at)
 	r := h.restore(t, func(c *restore.ExecutorConfig) { c.Latest, c.SourceCluster = true, "old" })
-	if r.Failed() || r.Key != backup.ObjectKey(source, at, "00000001") || !bytes.Equal(h.bao.Restored, good) {
+	if r.Failed() || r.Key != signer("old").SignedObjectKey(source, at, "00000001") || !bytes.Equal(h.bao.Restored, good) {
 		t.Fatalf("report %+v, OpenBao received %d bytes", r, len(h.bao.Restored))
+	}
+}
+
+// TestLatestIgnoresAPlantedFarFutureName injects the fault latest guards
+// against: 99991231T000000Z-xxxxxxxx.snap, a valid snapshot, and a forged
+// copy carrying a real name's tag, planted beside the real snapshot. The
+// restore posts the real one and reports both planted objects; without
+// the provenance key nothing is chosen, and the refusal says why.
+func TestLatestIgnoresAPlantedFarFutureName(t *testing.T) {
+	h := newHarness(t)
+	good := snapshotFixture(t, "with-data.snap")
+	prefix := backup.ObjectPrefix("p", "ns", "bao")
+	at := time.Date(2025, 3, 1, 5, 6, 7, 0, time.UTC)
+	real := signer("bao").SignedObjectKey(prefix, at, "00000001")
+	h.store.Add(real, good, at)
+	h.store.Add(planted, good, at)
+	h.store.Add(forgedCopy(real), good, at)
+	r := h.restore(t, func(c *restore.ExecutorConfig) { c.Latest = true })
+	if r.Failed() || r.Key != real {
+		t.Fatalf("restored %q (%s: %s), want %s", r.Key, r.Reason, r.Error, real)
+	}
+	if r.Unproven == nil || r.Unproven.Count != 2 || r.Unproven.Example != forgedCopy(real) { // the first by key
+		t.Errorf("unproven %+v, want 2 with the example %s", r.Unproven, forgedCopy(real))
+	}
+	if strings.Contains(string(r.Encode()), testProvenanceKey) {
+		t.Error("the provenance key is in the report")
+	}
+
+	h = newHarness(t)
+	delete(h.files, "/provenance/key")
+	h.store.Add(real, good, at)
+	h.store.Add(planted, good, at)
+	r = h.restore(t, func(c *restore.ExecutorConfig) { c.Latest = true })
+	if r.Reason != restore.ReasonNoSnapshot || !strings.Contains(r.Error, "bao-backup-provenance") || len(h.bao.Restored) != 0 {
+		t.Fatalf("without the key: %s: %s; OpenBao received %d bytes", r.Reason, r.Error, len(h.bao.Restored))
 	}
 }
 

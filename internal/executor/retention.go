@@ -26,8 +26,12 @@ func (s *runner) retain(ctx context.Context, report backup.Report, secrets *reda
 	}
 	ctx, cancel := context.WithTimeout(ctx, retentionTimeout)
 	defer cancel()
-	deleted, err := ApplyRetention(ctx, s.store, s.prefix, policy, report.Key, s.deps.Clock.Now())
+	deleted, ignored, err := ApplyRetention(ctx, s.store, s.prover, s.prefix, policy, report.Key, s.deps.Clock.Now())
 	log := logr.FromContextOrDiscard(ctx)
+	if ignored != nil {
+		report.Unproven = ignored
+		log.Info("retention ignored objects it cannot prove this cluster's executor wrote", "count", ignored.Count, "example", ignored.Example)
+	}
 	for _, key := range deleted {
 		log.Info("snapshot deleted by retention", "audit", true, "event_type", "backup.retention.delete",
 			"key", key, "maxCount", policy.MaxCount, "maxAge", policy.MaxAge.String())
@@ -41,26 +45,29 @@ func (s *runner) retain(ctx context.Context, report backup.Report, secrets *reda
 }
 
 // ApplyRetention deletes the snapshots the policy lets go, under one
-// cluster's prefix only and never keep (the one just written): the
-// executor runs it after its upload when the target names no credentials,
-// the operator, with those credentials only, otherwise. It returns the keys it deleted,
-// also when a deletion fails part way, so that each can be audited.
-func ApplyRetention(ctx context.Context, store objectstore.Store, prefix string, policy backup.Retention,
-	keep string, now time.Time) ([]string, error) {
+// cluster's prefix only, only those whose names p proves were signed for
+// the cluster (Retention.Expired), and never keep (the one just written):
+// the executor runs it after its upload when the target names no
+// credentials, the operator, with those credentials only, otherwise. It
+// returns the keys it deleted, also when a deletion fails part way, so that
+// each can be audited, and what it ignored as unproven.
+func ApplyRetention(ctx context.Context, store objectstore.Store, p backup.Prover, prefix string, policy backup.Retention,
+	keep string, now time.Time) ([]string, *backup.Ignored, error) {
 	objects, err := store.List(ctx, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", prefix, err)
+		return nil, nil, fmt.Errorf("list %s: %w", prefix, err)
 	}
 	keys := make([]string, len(objects))
 	for i, o := range objects {
 		keys[i] = o.Key
 	}
+	expired, ignored := policy.Expired(p, prefix, keys, keep, now)
 	var deleted []string
-	for _, key := range policy.Expired(prefix, keys, keep, now) {
+	for _, key := range expired {
 		if err := store.Delete(ctx, key); err != nil {
-			return deleted, fmt.Errorf("delete %s: %w", key, err)
+			return deleted, ignored, fmt.Errorf("delete %s: %w", key, err)
 		}
 		deleted = append(deleted, key)
 	}
-	return deleted, nil
+	return deleted, ignored, nil
 }

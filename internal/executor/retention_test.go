@@ -16,11 +16,11 @@ func seedSnapshots(h *harness) []string {
 	now := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 	var ours []string
 	for _, days := range []int{3, 2, 1} {
-		key := backup.ObjectKey("p/ns/bao/", now.Add(-time.Duration(days)*24*time.Hour), "0000000"+string(rune('0'+days)))
+		key := signer("bao").SignedObjectKey("p/ns/bao/", now.Add(-time.Duration(days)*24*time.Hour), "0000000"+string(rune('0'+days)))
 		h.store.Add(key, []byte("old"), now)
 		ours = append(ours, key)
 	}
-	h.store.Add(backup.ObjectKey("p/ns/bao-2/", now.Add(-72*time.Hour), "00000009"), []byte("another cluster's"), now)
+	h.store.Add(signer("bao-2").SignedObjectKey("p/ns/bao-2/", now.Add(-72*time.Hour), "00000009"), []byte("another cluster's"), now)
 	h.store.Add("p/ns/bao/README", []byte("not a snapshot"), now)
 	return ours
 }
@@ -95,5 +95,48 @@ func TestAFailedRetentionLeavesTheBackupSucceeded(t *testing.T) {
 	r := h.run(t)
 	if r.Failed() || r.Key == "" || r.Retention == nil || r.Retention.DeletedCount != 0 || r.Retention.Error == "" {
 		t.Fatalf("report %+v, retention %+v", r, r.Retention)
+	}
+}
+
+// planted is the attack under ns/bao's prefix: a far-future name in
+// the executor's form, which anyone who may write to the prefix can choose.
+const planted = "p/ns/bao/99991231T000000Z-xxxxxxxx.snap"
+
+// forgedCopy is planted's variant that carries the tag of a real name
+// (real), as one who copied that object under a far-future time would.
+func forgedCopy(real string) string {
+	return "p/ns/bao/99991231T000000Z-" + real[len("p/ns/bao/20250301T050607Z-"):]
+}
+
+// TestRetentionKeepsRealSnapshotsBesideAPlantedFarFutureName injects the
+// fault retention guards against: 99991231T000000Z-xxxxxxxx.snap and a
+// forged copy carrying a real name's tag, in the store beside the real
+// snapshots. With maxCount 2 they neither take a place among the kept
+// (the new snapshot and the newest real one stay) nor get deleted; the
+// report counts them and names one.
+func TestRetentionKeepsRealSnapshotsBesideAPlantedFarFutureName(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.CredentialsDir = ""
+	h.cfg.Retention = backup.Retention{MaxCount: 2}
+	ours := seedSnapshots(h)
+	now := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	forged := forgedCopy(ours[2])
+	h.store.Add(planted, []byte("planted"), now)
+	h.store.Add(forged, []byte("old"), now)
+	r := h.run(t)
+	if r.Failed() {
+		t.Fatalf("%s: %s", r.Reason, r.Error)
+	}
+	if !slices.Equal(h.store.Deleted, ours[:2]) {
+		t.Errorf("deleted %v, want the two oldest real ones %v", h.store.Deleted, ours[:2])
+	}
+	for _, k := range []string{r.Key, ours[2], planted, forged} {
+		if h.store.Data(k) == nil {
+			t.Errorf("%s is gone", k)
+		}
+	}
+	// README and the two planted names.
+	if r.Unproven == nil || r.Unproven.Count != 3 || r.Unproven.Example == "" {
+		t.Errorf("unproven %+v, want 3 reported", r.Unproven)
 	}
 }

@@ -275,6 +275,9 @@ func (d *Decision) follow(o Observed) {
 		s.Key, s.Size, s.SHA256, s.RaftIndex = j.Report.Key, j.Report.Size, j.Report.SHA256, j.Report.RaftIndex
 		s.Reason = ReasonSnapshotInstalled
 		s.Message = fmt.Sprintf("OpenBao installed %s (Raft index %d); waiting for every server to be healthy and to serve it", s.Key, s.RaftIndex)
+		if msg := j.Report.Unproven.Message(); msg != "" {
+			s.Message += "; choosing latest, the executor " + msg
+		}
 		d.Requeue = VerifyPoll
 	default:
 		reason, msg := failureOf(j)

@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"io"
@@ -31,6 +32,12 @@ type ExecutorConfig struct {
 	// whose prefix Latest looks: a cluster bootstrapped from another's
 	// backup.
 	SourceCluster string
+}
+
+// ProvenanceSecret names the Secret of the provenance key that proves the
+// names latest chooses among: the source cluster's.
+func (c ExecutorConfig) ProvenanceSecret() string {
+	return v1alpha1.BackupProvenanceSecretNameOf(cmp.Or(c.SourceCluster, c.Cluster))
 }
 
 // Args writes the configuration as the restore subcommand and its flags.

@@ -29,9 +29,11 @@ func JobLabels(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) map[strin
 // Job's policy does, and no replacement starts while a failed pod is still
 // terminating.
 func JobFor(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore, operatorImage string, env []corev1.EnvVar) *batchv1.Job {
+	cfg := ExecutorConfigFor(c, r)
 	job := backup.ExecutorJob(backup.ExecutorJobInput{
 		Cluster: ViewFor(c, r), Name: r.Status.JobName, Owner: r.ControllerReference(), Labels: JobLabels(c, r),
-		Args: ExecutorConfigFor(c, r).Args(), OperatorImage: operatorImage, Env: env,
+		Args: cfg.Args(), OperatorImage: operatorImage, Env: env,
+		ProvenanceSecret: cfg.ProvenanceSecret(), ProvenanceOptional: true,
 	})
 	job.Spec.BackoffLimit = ptr.To[int32](0)
 	job.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)

@@ -15,7 +15,14 @@ import (
 const (
 	ReasonRestoreInProgress = day2.ReasonRestoreInProgress
 	ReasonNoBootstrapSource = "NoBootstrapSource"
+	// ReasonForceWithoutUndo: force: true with preRestoreSnapshot: false.
+	ReasonForceWithoutUndo = "ForceWithoutPreRestoreSnapshot"
 )
+
+// ForceWithoutUndoMessage is the refusal of ForceNeedsUndo.
+const ForceWithoutUndoMessage = "spec.force: true needs spec.preRestoreSnapshot: true (its default): a forced restore " +
+	"skips OpenBao's seal check, and a snapshot whose keyring this cluster's seal cannot open leaves the cluster unable to " +
+	"unseal; the pre-restore snapshot is the only way back. Remove spec.preRestoreSnapshot: false, or drop spec.force"
 
 // PreflightInput is what the preflight looks at.
 type PreflightInput struct {
@@ -67,6 +74,9 @@ func Preflight(in PreflightInput) Check {
 // spec.backup with an identity. Its refusals are permanent, so the
 // admission webhook refuses an OpenBaoRestore that fails it.
 func Configured(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) Check {
+	if check := ForceNeedsUndo(r); !check.OK {
+		return check
+	}
 	view := ViewFor(c, r)
 	if view == nil {
 		return Check{Permanent: true, Reason: ReasonNoBootstrapSource,
@@ -81,6 +91,24 @@ func Configured(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) Check {
 		return Check{Permanent: true, Reason: backup.ReasonAuthNotConfigured, Message: "spec.backup names neither jwtAuthRole nor tokenSecretRef"}
 	}
 	return Check{OK: true}
+}
+
+// ForceNeedsUndo is the rule for spec.force: a forced restore must take
+// the pre-restore snapshot. OpenBao 2.4 cannot check beforehand that this
+// cluster's seal opens a snapshot's keyring: sys/storage/raft/snapshot
+// verifies the snapshot's sealed checksums with the running seal and, if
+// they open, installs it in the same call (no dry run); snapshot-force
+// drops the seal access and verifies nothing (vault/logical_system_raft.go,
+// handleStorageRaftSnapshotWrite). A forced snapshot of a cluster with
+// another seal installs fine and then cannot be unsealed, so the copy of
+// the data it replaced must exist first. A bootstrap restore is exempt:
+// the cluster holds nothing yet, and takes no pre-restore snapshot. The
+// webhook (through Configured) and the controller (Preflight) both call it.
+func ForceNeedsUndo(r *v1alpha1.OpenBaoRestore) Check {
+	if r == nil || !r.Spec.Force || r.Spec.Source.Bootstrap || r.WantsPreRestoreSnapshot() {
+		return Check{OK: true}
+	}
+	return Check{Permanent: true, Reason: ReasonForceWithoutUndo, Message: ForceWithoutUndoMessage}
 }
 
 // restoreRoleRevision is the identity revision that brought the restore

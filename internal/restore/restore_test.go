@@ -19,10 +19,13 @@ import (
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
+// prover is ns/bao's, with a fixed test key.
+var prover = backup.NewProver([]byte("0123456789abcdef0123456789abcdef"), "ns", "bao")
+
 func TestSelectLatestTakesTheNewestOfThisClusterOnly(t *testing.T) {
 	prefix := backup.ObjectPrefix("p", "ns", "bao")
 	mine := func(age time.Duration, id string) objectstore.Object {
-		return objectstore.Object{Key: backup.ObjectKey(prefix, t0.Add(-age), id)}
+		return objectstore.Object{Key: prover.SignedObjectKey(prefix, t0.Add(-age), id)}
 	}
 	for _, tc := range []struct {
 		name    string
@@ -41,9 +44,14 @@ func TestSelectLatestTakesTheNewestOfThisClusterOnly(t *testing.T) {
 		{"two of the same second: the greater key, stably", []objectstore.Object{mine(0, "0000000b"), mine(0, "0000000a")},
 			mine(0, "0000000b").Key},
 		{"nothing of this cluster", []objectstore.Object{{Key: backup.ObjectKey(backup.ObjectPrefix("p", "ns", "bao-2"), t0, "00000003")}}, ""},
+		{"never a planted far-future name, nor one carrying a real name's tag", []objectstore.Object{
+			mine(time.Hour, "00000001"), {Key: prefix + "99991231T000000Z-xxxxxxxx.snap"},
+			{Key: prefix + "99991231T000000Z-00000001-" + tagOf(mine(time.Hour, "00000001").Key) + ".snap"}},
+			mine(time.Hour, "00000001").Key},
+		{"never a name of the executor's form it did not sign", []objectstore.Object{{Key: backup.ObjectKey(prefix, t0, "00000005")}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := restore.SelectLatest(tc.objects, prefix)
+			got, _, err := restore.SelectLatest(prover, tc.objects, prefix)
 			if tc.want == "" {
 				if err != restore.ErrNoSnapshot {
 					t.Fatalf("got %v, %v; want ErrNoSnapshot", got, err)
@@ -107,6 +115,56 @@ func TestPreflightHoldsARestoreThatHasNotStarted(t *testing.T) {
 			got := restore.Preflight(in)
 			if got.OK != (tc.reason == "") || got.Reason != tc.reason || got.Permanent != tc.permanent {
 				t.Fatalf("got %+v, want reason %q permanent %v", got, tc.reason, tc.permanent)
+			}
+		})
+	}
+}
+
+// TestAForcedRestoreMustTakeThePreRestoreSnapshot: OpenBao cannot check
+// that the seal opens a snapshot before snapshot-force installs it, so a
+// forced restore without a way back is refused, by the same rule at
+// admission (Configured) and in the controller (Preflight, then Decide).
+func TestAForcedRestoreMustTakeThePreRestoreSnapshot(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		force, bootstrap bool
+		preRestore       *bool
+		refused          bool
+	}{
+		{"force with preRestoreSnapshot: false is refused", true, false, ptr.To(false), true},
+		{"force with the default pre-restore snapshot runs", true, false, nil, false},
+		{"force with preRestoreSnapshot: true runs", true, false, ptr.To(true), false},
+		{"a forced bootstrap restore runs: the cluster holds nothing yet", true, true, ptr.To(false), false},
+		{"no force without a pre-restore snapshot runs", false, false, ptr.To(false), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := runningCluster()
+			r := newRestore(v1alpha1.OpenBaoRestoreStatus{})
+			r.Spec.Force, r.Spec.PreRestoreSnapshot = tc.force, tc.preRestore
+			if tc.bootstrap {
+				r.Spec.Source = v1alpha1.RestoreSource{Bootstrap: true}
+				c.Spec.Bootstrap = fromBackup("src")
+			}
+			rule, conf, pre := restore.ForceNeedsUndo(r), restore.Configured(c, r), restore.Preflight(restore.PreflightInput{Cluster: c, Restore: r})
+			if !tc.refused {
+				if !rule.OK || !conf.OK || !pre.OK {
+					t.Fatalf("refused: rule %+v, configured %+v, preflight %+v", rule, conf, pre)
+				}
+				return
+			}
+			for _, got := range []restore.Check{rule, conf, pre} {
+				if got.OK || !got.Permanent || got.Reason != restore.ReasonForceWithoutUndo || got.Message != restore.ForceWithoutUndoMessage {
+					t.Fatalf("got %+v, want the permanent refusal %s", got, restore.ReasonForceWithoutUndo)
+				}
+			}
+			for _, field := range []string{"spec.force", "spec.preRestoreSnapshot"} {
+				if !strings.Contains(pre.Message, field) {
+					t.Errorf("message %q does not name %s", pre.Message, field)
+				}
+			}
+			d := restore.Decide(restore.Observed{Now: t0, Restore: r, Cluster: c, Preflight: pre})
+			if d.Status.Phase != v1alpha1.RestoreFailed || d.Status.Reason != restore.ReasonForceWithoutUndo || d.CreateJob || d.CreateBackup {
+				t.Fatalf("decision %+v: want Failed %s and nothing started", d, restore.ReasonForceWithoutUndo)
 			}
 		})
 	}
@@ -465,7 +523,7 @@ func TestNoPreRestoreSnapshotWhenTurnedOffOrForABootstrapRestore(t *testing.T) {
 // never that copy of the data the restore replaces (nor anything newer).
 func TestLatestAfterAPreRestoreSnapshotIsTheNewestBeforeIt(t *testing.T) {
 	prefix := backup.ObjectPrefix("p", "ns", "bao")
-	key := func(age time.Duration, id string) string { return backup.ObjectKey(prefix, t0.Add(-age), id) }
+	key := func(age time.Duration, id string) string { return prover.SignedObjectKey(prefix, t0.Add(-age), id) }
 	pre := key(time.Minute, "0000000f")
 	objects := []objectstore.Object{{Key: key(time.Hour, "00000001")}, {Key: key(2*time.Hour, "00000002")}, {Key: pre},
 		{Key: key(0, "00000003")}, {Key: key(time.Minute, "00000000")}}
@@ -475,7 +533,7 @@ func TestLatestAfterAPreRestoreSnapshotIsTheNewestBeforeIt(t *testing.T) {
 		{"a bound that is not a snapshot of this cluster: none", "elsewhere/x.snap", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := restore.SelectLatestBefore(objects, prefix, tc.before)
+			got, _, err := restore.SelectLatestBefore(prover, objects, prefix, tc.before)
 			if tc.want == "" {
 				if err != restore.ErrNoSnapshot {
 					t.Fatalf("got %v, %v", got, err)
@@ -495,4 +553,59 @@ func TestLatestAfterAPreRestoreSnapshotIsTheNewestBeforeIt(t *testing.T) {
 	if err != nil || !cfg.Latest || cfg.LatestBefore != pre {
 		t.Fatalf("the executor reads back %+v, %v", cfg, err)
 	}
+}
+
+func tagOf(key string) string {
+	return strings.TrimSuffix(key[strings.LastIndex(key, "-")+1:], ".snap")
+}
+
+// FuzzLatestIsNeverAnUnprovenObject: whatever else the prefix holds
+// (names planted in the executor's form at any time, real tags on other
+// times, foreign files), latest is a name the cluster's key proves, and the
+// same one it would be were the unproven objects absent; every unproven
+// object directly under the prefix is counted as ignored.
+func FuzzLatestIsNeverAnUnprovenObject(f *testing.F) {
+	f.Add([]byte{1, 2, 160, 210, 240})
+	f.Add([]byte{199, 3})
+	f.Fuzz(func(t *testing.T, plan []byte) {
+		prefix := backup.ObjectPrefix("p", "ns", "bao")
+		var all, real []objectstore.Object
+		unproven := 0
+		for i, b := range plan {
+			id := strings.Repeat(string("0123456789abcdef"[i%16]), 8)
+			at := t0.Add(-time.Duration(b%100) * time.Hour)
+			var o objectstore.Object
+			switch {
+			case b < 150:
+				o = objectstore.Object{Key: prover.SignedObjectKey(prefix, at, id)}
+				real = append(real, o)
+			case b < 200:
+				o, unproven = objectstore.Object{Key: backup.ObjectKey(prefix, t0.Add(time.Duration(b)*24*time.Hour), id)}, unproven+1
+			case b < 230:
+				k := prover.SignedObjectKey(prefix, at, id)
+				o, unproven = objectstore.Object{Key: prefix + "99991231T000000Z" + strings.TrimPrefix(k, prefix)[16:]}, unproven+1
+			default:
+				o, unproven = objectstore.Object{Key: prefix + "x-" + id + ".snap"}, unproven+1
+			}
+			all = append(all, o)
+		}
+		got, ignored, err := restore.SelectLatest(prover, all, prefix)
+		alone, _, errAlone := restore.SelectLatest(prover, real, prefix)
+		if got.Key != alone.Key || (err == nil) != (errAlone == nil) {
+			t.Fatalf("latest %q (%v) with planted objects, %q (%v) without", got.Key, err, alone.Key, errAlone)
+		}
+		if err == nil {
+			if _, ok := prover.Prove(prefix, got.Key); !ok {
+				t.Fatalf("latest %q is not proven", got.Key)
+			}
+		}
+		if n := 0; ignored != nil {
+			n = ignored.Count
+			if n != unproven {
+				t.Fatalf("ignored %d, want %d", n, unproven)
+			}
+		} else if unproven != 0 {
+			t.Fatalf("ignored nothing, want %d", unproven)
+		}
+	})
 }

@@ -331,15 +331,24 @@ retention: {maxCount: 2}
 		t.Fatal(err)
 	}
 	prefix := backup.ObjectPrefix("", rig.ns, "bao")
-	for i, age := range []time.Duration{time.Hour, 2 * time.Hour, 3 * time.Hour} {
-		rig.store.Add(backup.ObjectKey(prefix, rig.clock.Now().Add(-age), fmt.Sprintf("0000000%d", i)), []byte("old"), rig.clock.Now())
-	}
-	other := backup.ObjectKey(backup.ObjectPrefix("", rig.ns, "other"), rig.clock.Now().Add(-time.Hour), "00000009")
-	rig.store.Add(other, []byte("another cluster's"), rig.clock.Now())
-
 	createBackup(t, rig.ns, "manual-1")
 	rig.reconcileBackup("manual-1")
 	b := rig.backup("manual-1")
+	// The operator created the provenance key before the Job; old
+	// snapshots are signed with it, as its executor signed them.
+	prover := provenanceOf(t, rig.ns, "bao")
+	for i, age := range []time.Duration{time.Hour, 2 * time.Hour, 3 * time.Hour} {
+		rig.store.Add(prover.SignedObjectKey(prefix, rig.clock.Now().Add(-age), fmt.Sprintf("0000000%d", i)), []byte("old"), rig.clock.Now())
+	}
+	other := backup.ObjectKey(backup.ObjectPrefix("", rig.ns, "other"), rig.clock.Now().Add(-time.Hour), "00000009")
+	rig.store.Add(other, []byte("another cluster's"), rig.clock.Now())
+	// The fault retention guards against: a far-future name planted under
+	// the prefix, which must neither take a place among maxCount nor go.
+	// (The 99991231T000000Z-xxxxxxxx.snap, and one with a hex id,
+	// which the executor's name form admits.)
+	planted, plantedHex := prefix+"99991231T000000Z-xxxxxxxx.snap", prefix+"99991231T000000Z-0badf00d.snap"
+	rig.store.Add(planted, []byte("planted"), rig.clock.Now())
+	rig.store.Add(plantedHex, []byte("planted"), rig.clock.Now())
 	if b.Status.Phase != v1alpha1.BackupRunning || b.Status.JobName != "backup-bao-20250201-080000" {
 		t.Fatalf("status %+v", b.Status)
 	}
@@ -357,7 +366,7 @@ retention: {maxCount: 2}
 		t.Fatalf("a second backup of the cluster started beside the first: %+v", s)
 	}
 
-	key := backup.ObjectKey(prefix, rig.clock.Now(), "abcdef01")
+	key := prover.SignedObjectKey(prefix, rig.clock.Now(), "abcdef01")
 	rig.store.Add(key, []byte("snapshot"), rig.clock.Now())
 	rig.clock.Step(7 * time.Second)
 	const canary = "2025-02-01T08:00:00.123456789Z"
@@ -368,10 +377,13 @@ retention: {maxCount: 2}
 		b.Status.Canary != canary {
 		t.Fatalf("status %+v", b.Status)
 	}
-	want := []string{other, backup.ObjectKey(prefix, at("2025-02-01T07:00:00Z"), "00000000"), key}
+	want := []string{other, prover.SignedObjectKey(prefix, at("2025-02-01T07:00:00Z"), "00000000"), key, planted, plantedHex}
 	sort.Strings(want)
 	if left := rig.store.Keys(); strings.Join(left, ",") != strings.Join(want, ",") {
 		t.Errorf("after retention (maxCount 2) the store holds %v", left)
+	}
+	if !strings.Contains(b.Status.Message, "ignored 2 object(s)") || !strings.Contains(b.Status.Message, plantedHex) {
+		t.Errorf("the backup's message does not report the planted object: %q", b.Status.Message)
 	}
 	rig.reconcile()
 	st := rig.get().Status.Backup
@@ -559,4 +571,49 @@ func labelsAre(m *dto.Metric, ns, name string) bool {
 		got[l.GetName()] = l.GetValue()
 	}
 	return len(got) == 2 && got["namespace"] == ns && got["name"] == name
+}
+
+// provenanceOf reads the provenance key the operator created for cluster
+// ns/name and checks it is the operator's, without an owner (it outlives
+// the cluster, as its data does), and never rewritten.
+func provenanceOf(t *testing.T, ns, name string) backup.Prover {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + v1alpha1.SuffixBackupProvenance}, s); err != nil {
+		t.Fatalf("the provenance key: %v", err)
+	}
+	if s.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue || len(s.OwnerReferences) != 0 || s.Immutable == nil || !*s.Immutable ||
+		len(s.Data[backup.ProvenanceDataKey]) != backup.ProvenanceKeyBytes {
+		t.Fatalf("the provenance Secret: labels %v, owners %v, immutable %v, %d bytes", s.Labels, s.OwnerReferences, s.Immutable,
+			len(s.Data[backup.ProvenanceDataKey]))
+	}
+	return backup.NewProver(s.Data[backup.ProvenanceDataKey], ns, name)
+}
+
+// TestABackupNeverAdoptsAProvenanceKeyItDidNotWrite: a Secret of the
+// provenance key's name that the operator did not write (no managed-by
+// label) is neither used nor replaced: the backup fails, naming it, and no
+// Job mounts it.
+func TestABackupNeverAdoptsAProvenanceKeyItDidNotWrite(t *testing.T) {
+	rig := newBackupRig(t, "backup-foreign-key", scheduledSpec, at("2025-02-01T08:00:00Z"))
+	ctx := context.Background()
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bao" + v1alpha1.SuffixBackupProvenance, Namespace: rig.ns},
+		Data: map[string][]byte{backup.ProvenanceDataKey: []byte("0123456789abcdef0123456789abcdef")}}
+	if err := k8s.Create(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	createBackup(t, rig.ns, "manual-1")
+	rig.reconcileBackup("manual-1")
+	b := rig.backup("manual-1")
+	if b.Status.Phase != v1alpha1.BackupFailed || b.Status.Reason != controllers.ReasonProvenanceKeyNotAdopted ||
+		!strings.Contains(b.Status.Message, foreign.Name) {
+		t.Fatalf("status %+v", b.Status)
+	}
+	jobs := &batchv1.JobList{}
+	if err := k8s.List(ctx, jobs, client.InNamespace(rig.ns)); err != nil || len(jobs.Items) != 0 {
+		t.Errorf("jobs %d %v", len(jobs.Items), err)
+	}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(foreign), foreign); err != nil || len(foreign.Labels) != 0 {
+		t.Errorf("the foreign Secret was changed: %v %v", foreign.Labels, err)
+	}
 }

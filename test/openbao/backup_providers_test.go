@@ -109,7 +109,8 @@ func backupTwiceAndRetain(t *testing.T, cfg backup.ExecutorConfig, secrets []str
 		time.Sleep(time.Second) // keys are named by the second
 	}
 	prefix := backup.ObjectPrefix(cfg.PathPrefix, cfg.Namespace, cfg.Cluster)
-	deleted, err := executor.ApplyRetention(context.Background(), storeOf(t, cfg), prefix, backup.Retention{MaxCount: 1}, keys[1], time.Now())
+	deleted, _, err := executor.ApplyRetention(context.Background(), storeOf(t, cfg), testProver(cfg.Namespace, cfg.Cluster), prefix,
+		backup.Retention{MaxCount: 1}, keys[1], time.Now())
 	if err != nil || len(deleted) != 1 || deleted[0] != keys[0] {
 		t.Fatalf("retention deleted %v (%v), want %s", deleted, err, keys[0])
 	}

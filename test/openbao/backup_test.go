@@ -72,6 +72,9 @@ func executorFiles(t *testing.T, jwt string, m *miniotest.Server) (jwtFile, cred
 
 func runExecutor(t *testing.T, cfg backup.ExecutorConfig) backup.Report {
 	t.Helper()
+	if cfg.ProvenanceKeyFile == "" {
+		cfg.ProvenanceKeyFile = provenanceKeyFile(t)
+	}
 	return executor.Run(context.Background(), cfg, executor.Deps{
 		OpenBao: openbao.New, NewStore: open.Store, ReadFile: os.ReadFile, Clock: clock.RealClock{},
 		Random: rand.Reader, Sleep: executor.SleepContext, PeakRSS: executor.PeakRSS,
@@ -156,20 +159,24 @@ func download(t *testing.T, m *miniotest.Server, key string) []byte {
 // backup and applies retention twice: maxAge 48h (with room in maxCount)
 // deletes the 50- and 100-hour-old ones; then maxCount 3 the 30-hour-old
 // one, keeping the new backup, the first and the hour-old one. Nothing of
-// anyone else's is touched.
+// anyone else's is touched, and neither is the fault planted beside them:
+// 99991231T000000Z-xxxxxxxx.snap and a far-future copy carrying a real
+// name's tag, which take no place among maxCount and are never deleted.
 func checkRetention(t *testing.T, m *miniotest.Server, cfg backup.ExecutorConfig, first string) {
 	t.Helper()
 	ctx := context.Background()
 	prefix := backup.ObjectPrefix(cfg.PathPrefix, cfg.Namespace, cfg.Cluster)
+	prover := testProver(cfg.Namespace, cfg.Cluster)
 	now := time.Now()
 	var byAge []string
 	for i, age := range []time.Duration{time.Hour, 30 * time.Hour, 50 * time.Hour, 100 * time.Hour} {
-		byAge = append(byAge, backup.ObjectKey(prefix, now.Add(-age), fmt.Sprintf("0000000%d", i)))
+		byAge = append(byAge, prover.SignedObjectKey(prefix, now.Add(-age), fmt.Sprintf("0000000%d", i)))
 	}
 	foreign := []string{
-		backup.ObjectKey(backup.ObjectPrefix(cfg.PathPrefix, cfg.Namespace, "bao-2"), now.Add(-100*time.Hour), "00000009"),
-		backup.ObjectKey(prefix+"deeper/", now.Add(-100*time.Hour), "00000008"),
+		testProver(cfg.Namespace, "bao-2").SignedObjectKey(backup.ObjectPrefix(cfg.PathPrefix, cfg.Namespace, "bao-2"), now.Add(-100*time.Hour), "00000009"),
+		prover.SignedObjectKey(prefix+"deeper/", now.Add(-100*time.Hour), "00000008"),
 		prefix + "notes.txt",
+		plantedKey(prefix), forgedKey(prefix, byAge[3]),
 	}
 	for _, k := range append(byAge, foreign...) {
 		if _, err := m.Client.PutObject(ctx, m.Bucket, k, strings.NewReader("x"), 1, minio.PutObjectOptions{}); err != nil {
@@ -192,9 +199,12 @@ func checkRetention(t *testing.T, m *miniotest.Server, cfg backup.ExecutorConfig
 		{backup.Retention{MaxCount: 5, MaxAge: 48 * time.Hour}, []string{byAge[3], byAge[2]}},
 		{backup.Retention{MaxCount: 3}, []string{byAge[1]}},
 	} {
-		deleted, err := executor.ApplyRetention(ctx, store, prefix, pass.policy, report.Key, now)
+		deleted, ignored, err := executor.ApplyRetention(ctx, store, prover, prefix, pass.policy, report.Key, now)
 		if err != nil || strings.Join(deleted, " ") != strings.Join(pass.want, " ") {
 			t.Fatalf("%+v deleted %v (%v), want %v", pass.policy, deleted, err, pass.want)
+		}
+		if ignored == nil || ignored.Count != 3 { // notes.txt and the two planted names
+			t.Errorf("%+v ignored %+v, want the 3 unproven objects under the prefix", pass.policy, ignored)
 		}
 	}
 	left := map[string]bool{}

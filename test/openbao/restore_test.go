@@ -27,6 +27,9 @@ import (
 
 func runRestoreExecutor(t *testing.T, cfg restore.ExecutorConfig) backup.Report {
 	t.Helper()
+	if cfg.ProvenanceKeyFile == "" {
+		cfg.ProvenanceKeyFile = provenanceKeyFile(t)
+	}
 	return executor.RunRestore(context.Background(), cfg, executor.Deps{
 		OpenBao: openbao.New, NewStore: open.Store, ReadFile: readFile, Clock: realClock, Random: randReader,
 		Sleep: executor.SleepContext, PeakRSS: executor.PeakRSS,
@@ -124,9 +127,25 @@ func TestRestoreBringsBackTheSnapshotsDataThroughTheSealCheckedEndpoint(t *testi
 	assertRefused(t, f.bao, rtok, http.MethodGet, "/v1/kv/before")
 	assertRefused(t, f.bao, rtok, http.MethodPut, "/v1/sys/step-down")
 
+	// The fault latest guards against, in the store beside the backup: a
+	// planted far-future name and a forged copy carrying the backup's tag,
+	// each holding a real snapshot of the data as it is now.
+	prefix := backup.ObjectPrefix(f.backupCfg.PathPrefix, f.backupCfg.Namespace, f.backupCfg.Cluster)
+	now := runExecutor(t, f.backupCfg)
+	if now.Failed() {
+		t.Fatalf("second backup: %s: %s", now.Reason, now.Error)
+	}
+	current := download(t, f.m, now.Key)
+	putObject(t, f.m, plantedKey(prefix), current)
+	putObject(t, f.m, forgedKey(prefix, b.Key), current)
+	removeObject(t, f.m, now.Key)
+
 	cfg := f.restoreBase
 	cfg.Latest, cfg.ExpectedSHA256 = true, b.SHA256
 	r := runRestoreExecutor(t, cfg)
+	if r.Key != b.Key || r.Unproven == nil || r.Unproven.Count != 2 {
+		t.Fatalf("latest restored %q (%s: %s), ignoring %+v; want %s, ignoring the 2 planted objects", r.Key, r.Reason, r.Error, r.Unproven, b.Key)
+	}
 	if r.Failed() {
 		t.Fatalf("restore: %s: %s", r.Reason, r.Error)
 	}
@@ -215,6 +234,13 @@ func TestRestoreRefusesABadObjectBeforePostingAnything(t *testing.T) {
 	}
 	if strings.Contains(f.bao.Log(), "installing snapshot") || strings.Contains(f.bao.Log(), "restoring snapshot") {
 		t.Error("the server installed a snapshot")
+	}
+}
+
+func removeObject(t *testing.T, m *miniotest.Server, key string) {
+	t.Helper()
+	if err := m.Client.RemoveObject(context.Background(), m.Bucket, key, minio.RemoveObjectOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
