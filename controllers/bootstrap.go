@@ -135,6 +135,15 @@ func (r *OpenBaoClusterReconciler) initialize(ctx context.Context, p *pass) erro
 	if err != nil {
 		return err
 	}
+	request, recovery, err := r.recoveryKeyRequest(ctx, c)
+	if err != nil {
+		msg := err.Error() + "; sys/init waits for usable PGP keys, so that the cluster never starts without recovery keys"
+		p.setCondition(v1alpha1.ConditionOpenBaoInitialized, false, bootstrap.ReasonRecoveryKeysUnavailable, msg)
+		p.degrade(bootstrap.ReasonRecoveryKeysUnavailable, msg)
+		p.record("Warning", bootstrap.ReasonRecoveryKeysUnavailable, "Initialize", msg)
+		p.requeueAfter(bootstrap.DegradedRequeue)
+		return nil
+	}
 	if err := r.recordInitStart(ctx, p); err != nil {
 		return err
 	}
@@ -143,6 +152,7 @@ func (r *OpenBaoClusterReconciler) initialize(ctx context.Context, p *pass) erro
 		Name: c.RootTokenSecretName(), Lifetime: secrets.WithData,
 	})}
 	opts := bootstrap.InitOptions{
+		Request: request, Recovery: recovery,
 		Autopilot:       &bootstrapAutopilot,
 		ClientWithToken: func(t openbao.Token) (openbao.Client, error) { return r.podClient(p, 0, t) },
 	}
@@ -165,6 +175,13 @@ func (r *OpenBaoClusterReconciler) initialize(ctx context.Context, p *pass) erro
 	p.record("Normal", bootstrap.ReasonInitialized, "Initialize", msg)
 	ctrl.LoggerFrom(ctx).Info("initialized the cluster through sys/init", "audit", true,
 		"event_type", "openbao.cluster.initialized", "rootTokenSecret", c.RootTokenSecretName())
+	if out.RecoveryErr != nil {
+		lost := fmt.Sprintf("the recovery keys were not stored: %s. spec.rootToken.policy Revoke will be refused; "+
+			"make new ones with the root token (bao operator rekey -target=recovery -init -pgp-keys=...) and keep them yourself", out.RecoveryErr.Error())
+		p.record("Warning", bootstrap.ReasonRecoveryKeysLost, "Initialize", lost)
+		ctrl.LoggerFrom(ctx).Info("recovery keys not stored", "audit", true, "event_type", "openbao.bootstrap.recovery_keys_lost",
+			"reason", out.RecoveryErr.Error())
+	}
 	if out.AutopilotErr != nil {
 		ctrl.LoggerFrom(ctx).Info("autopilot not configured yet; retrying", "reason", out.AutopilotErr.Error())
 	}
@@ -172,6 +189,31 @@ func (r *OpenBaoClusterReconciler) initialize(ctx context.Context, p *pass) erro
 		ctrl.LoggerFrom(ctx).Info("the operator's identity is not set up yet; retrying", "reason", out.SetupErr.Error())
 	}
 	return nil
+}
+
+// recoveryKeyRequest is the sys/init request for spec.rootToken.recoveryKeys
+// and the store of its encrypted shares; {} and nil without them. The
+// ConfigMap is read exactly (it is the user's and carries no label of
+// ours); the webhook checked that its author may read it.
+func (r *OpenBaoClusterReconciler) recoveryKeyRequest(ctx context.Context, c *v1alpha1.OpenBaoCluster) (openbao.InitRequest, bootstrap.RecoveryKeyStore, error) {
+	spec := c.RecoveryKeysOf()
+	if spec == nil {
+		return openbao.InitRequest{}, nil, nil
+	}
+	ref := spec.PGPKeysConfigMapRef
+	cm := &corev1.ConfigMap{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, cm); err != nil {
+		return openbao.InitRequest{}, nil, fmt.Errorf("spec.rootToken.recoveryKeys.pgpKeysConfigMapRef: read ConfigMap %s: %w", ref.Name, err)
+	}
+	keys, err := bootstrap.PGPKeys(ref, cm.Data, cm.BinaryData, r.Clock.Now())
+	if err != nil {
+		return openbao.InitRequest{}, nil, fmt.Errorf("spec.rootToken.recoveryKeys.pgpKeysConfigMapRef: %w", err)
+	}
+	req := openbao.InitRequest{RecoveryShares: len(keys), RecoveryThreshold: spec.ThresholdOrDefault(), RecoveryPGPKeys: keys}
+	store := &bootstrap.SecretRecoveryKeyStore{Client: r.Client, Template: secrets.New(c, secrets.Spec{
+		Name: c.RecoveryKeysSecretName(), Lifetime: secrets.WithData,
+	})}
+	return req, store, nil
 }
 
 // initFailed records a failed Initialize and paces the next attempt.
@@ -234,12 +276,14 @@ func initializedCondition(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoCl
 func (r *OpenBaoClusterReconciler) keepInitializedTold(ctx context.Context, p *pass) error {
 	was, msg := initializedCondition(p.cluster, p.status)
 	reason := was
-	if was == bootstrap.ReasonInitialized || was == bootstrap.ReasonRootTokenSecretMissing {
-		token, err := r.readOwnSecret(ctx, p.cluster, p.cluster.RootTokenSecretName())
+	if was == bootstrap.ReasonInitialized || was == bootstrap.ReasonRootTokenSecretMissing || was == bootstrap.ReasonRootTokenRevoked {
+		token, err := r.rootTokenSecret(ctx, p)
 		if err != nil {
 			return err
 		}
-		reason, msg = bootstrap.TokenCondition(was, msg, token != nil, p.cluster.RootTokenSecretName())
+		revoked := p.status.RootToken != nil && p.status.RootToken.RevokedAt != nil
+		reason, msg = bootstrap.TokenCondition(was, msg, token != nil, revoked, p.cluster.RootTokenSecretName(),
+			p.cluster.RecoveryKeysSecretName())
 	}
 	if reason == bootstrap.ReasonRootTokenSecretMissing && was != reason {
 		p.record("Warning", reason, "Bootstrap", msg)

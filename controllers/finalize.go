@@ -63,7 +63,8 @@ func (r *OpenBaoClusterReconciler) finalize(ctx context.Context, c *v1alpha1.Ope
 		}
 	}
 	if policy == v1alpha1.DeletionPolicyDeleteAll {
-		if err := r.deleteDataSecrets(ctx, c, c.UnsealKeySecretName(), c.RootTokenSecretName(), c.BackupProvenanceSecretName()); err != nil {
+		if err := r.deleteDataSecrets(ctx, c, c.UnsealKeySecretName(), c.RootTokenSecretName(), c.BackupProvenanceSecretName(),
+			c.RecoveryKeysSecretName()); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -188,7 +189,7 @@ func writtenByOperator(s *corev1.Secret, c *v1alpha1.OpenBaoCluster) bool {
 // the cache, so this costs nothing once done.
 func (r *OpenBaoClusterReconciler) disownDataSecrets(ctx context.Context, p *pass) error {
 	c := p.cluster
-	for _, name := range []string{c.UnsealKeySecretName(), c.RootTokenSecretName(), c.TLSCASecretName()} {
+	for _, name := range []string{c.UnsealKeySecretName(), c.RootTokenSecretName(), c.RecoveryKeysSecretName(), c.TLSCASecretName()} {
 		s, err := r.readSecret(ctx, r.Client, c.Namespace, name)
 		if err != nil || s == nil || metav1.GetControllerOfNoCopy(s) == nil {
 			if err != nil {

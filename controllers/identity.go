@@ -103,7 +103,8 @@ func (r *OpenBaoClusterReconciler) reconcileIdentity(ctx context.Context, p *pas
 		}
 		return nil
 	}
-	secret, err := r.readSecret(ctx, r.Client, c.Namespace, c.RootTokenSecretName())
+	// Exact when the cache has none: a break-glass token is stored by hand.
+	secret, err := r.rootTokenSecret(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -141,7 +142,15 @@ func (r *OpenBaoClusterReconciler) handAddedIdentity(p *pass, rev int32) {
 			fmt.Sprintf("revision %d, added by hand (annotation %s)", identity.Revision, v1alpha1.AnnotationIdentityRevision))
 		return
 	}
-	p.identityOutdated(identity.OutdatedMessage(p.cluster, rev))
+	msg := identity.OutdatedMessage(p.cluster, rev)
+	if rt := p.status.RootToken; rt != nil && rt.RevokedAt != nil {
+		msg = fmt.Sprintf("the root token was revoked (spec.rootToken.policy Revoke), so the operator cannot bring its identity "+
+			"from revision %d to %d itself. Break glass: make a root token with bao operator generate-root and the recovery keys "+
+			"of Secret %s, and store it in Secret %s under the key token; the operator applies the identity with it, then "+
+			"revokes it and deletes the Secret again. Or, by hand: %s", rev, identity.Revision, p.cluster.RecoveryKeysSecretName(),
+			p.cluster.RootTokenSecretName(), msg)
+	}
+	p.identityOutdated(msg)
 }
 
 // identityOutdated sets IdentityCurrent False; its Event is sent once,

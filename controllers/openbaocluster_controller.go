@@ -109,6 +109,7 @@ func (r *OpenBaoClusterReconciler) steps() []step {
 		{"data-secrets", r.disownDataSecrets},
 		{"bootstrap", r.reconcileBootstrap},
 		{"identity", r.reconcileIdentity},
+		{"root-token", r.reconcileRootToken},
 		{"membership", r.reconcileMembership},
 		{"rollout", r.reconcileRollout},
 		{"self-init", r.reconcileSelfInitSecret},

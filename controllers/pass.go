@@ -44,6 +44,10 @@ type pass struct {
 	// issuer is the service-account issuer, read for a self-init cluster
 	// that has not started.
 	issuer *identity.Issuer
+	// rootTokenSecret is <cluster>-root-token as the first step that needs
+	// it read it in this pass (rootTokenRead): nil when it does not exist.
+	rootTokenSecret *corev1.Secret
+	rootTokenRead   bool
 	// problems make the cluster Degraded; the first, in step order, names
 	// the condition's reason. reconciled is the children step's message
 	// when everything rendered was applied.

@@ -48,6 +48,7 @@ var degradedReasons = map[string]bool{
 	bootstrap.ReasonInitFailed: true, bootstrap.ReasonRootTokenSecretUnwritable: true,
 	v1alpha1.ReasonStaticKeyInvalid: true, v1alpha1.ReasonInvalidExternalSecrets: true,
 	v1alpha1.ReasonInvalidSchedule: true,
+	bootstrap.ReasonRevokeRefusedNoRecoveryKeys: true, bootstrap.ReasonRecoveryKeysUnavailable: true,
 }
 
 // summarizeDegraded sets Degraded from the problems the steps recorded: the

@@ -28,6 +28,7 @@ const (
 	SuffixSelfInit              = "-self-init"
 	SuffixRootToken             = "-root-token"
 	SuffixBackupProvenance      = "-backup-provenance"
+	SuffixRecoveryKeys          = "-recovery-keys"
 )
 
 // ChildNameSuffixes lists every suffix of a child's name. Since none ends
@@ -40,6 +41,7 @@ func ChildNameSuffixes() []string {
 		SuffixHeadlessService, SuffixConfigMap, SuffixServiceRegistration, SuffixUpgradeServiceAccount,
 		SuffixBackupServiceAccount, SuffixTLSCA, SuffixTLSServer, SuffixUnsealKey, SuffixSelfInit, SuffixRootToken,
 		SuffixBackupProvenance,
+		SuffixRecoveryKeys,
 	}
 }
 
@@ -96,6 +98,10 @@ func (c *OpenBaoCluster) BackupProvenanceSecretName() string {
 // BackupProvenanceSecretNameOf is BackupProvenanceSecretName of the
 // cluster of that name: a restore reads its source cluster's.
 func BackupProvenanceSecretNameOf(cluster string) string { return cluster + SuffixBackupProvenance }
+
+// RecoveryKeysSecretName holds the recovery key shares from sys/init,
+// each encrypted to one of the PGP keys of spec.rootToken.recoveryKeys.
+func (c *OpenBaoCluster) RecoveryKeysSecretName() string { return c.Name + SuffixRecoveryKeys }
 
 // PodName is the name of the server with the given ordinal.
 func (c *OpenBaoCluster) PodName(ordinal int) string {

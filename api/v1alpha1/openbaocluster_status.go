@@ -68,6 +68,10 @@ type OpenBaoClusterStatus struct {
 	// policies, set up at initialization (identityRevision says which).
 	// +optional
 	IdentityConfigured bool `json:"identityConfigured,omitempty"`
+	// RootToken says whether a root token of the cluster is stored, and
+	// what recovery keys exist (spec.rootToken).
+	// +optional
+	RootToken *RootTokenStatus `json:"rootToken,omitempty"`
 	// FromBackup is what became of spec.bootstrap.fromBackup.
 	// +optional
 	FromBackup *FromBackupStatus `json:"fromBackup,omitempty"`

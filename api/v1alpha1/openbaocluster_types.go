@@ -11,6 +11,8 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.selfInit) || !self.selfInit.enabled || size(self.selfInit.requests) > 0",message="selfInit.requests must hold at least one request when selfInit.enabled is true"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="bootstrap is set when a cluster is created and cannot be added or removed afterwards"
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.fromBackup) || self.unseal.type != 'static' || has(self.bootstrap.fromBackup.unsealKeySecretRef)",message="bootstrap.fromBackup.unsealKeySecretRef is required with unseal.type static: name the Secret holding the source cluster's static seal key"
+// +kubebuilder:validation:XValidation:rule="!has(self.rootToken) || !has(self.rootToken.recoveryKeys) || !has(self.selfInit) || !self.selfInit.enabled",message="rootToken.recoveryKeys apply to the operator's sys/init: with selfInit enabled OpenBao initializes itself and the operator holds no root token"
+// +kubebuilder:validation:XValidation:rule="!has(self.rootToken) || !has(self.rootToken.recoveryKeys) || !has(self.bootstrap) || !has(self.bootstrap.fromBackup)",message="rootToken.recoveryKeys cannot be used with bootstrap.fromBackup: the restored snapshot replaces the recovery keys (and the root token) of the cluster's own initialization with the source's"
 // +kubebuilder:validation:XValidation:rule="self.replicas >= 3 || oldSelf.replicas < 3",message="replicas cannot go below 3 once a cluster has 3 or more servers: fewer than 3 Raft voters tolerate no failure. To run fewer servers, bootstrap a new cluster from a backup"
 type OpenBaoClusterSpec struct {
 	// Version is the OpenBao release to run, as semantic version X.Y.Z; it is
@@ -81,6 +83,12 @@ type OpenBaoClusterSpec struct {
 	// requests instead of sys/init; the operator then holds no root token.
 	// +optional
 	SelfInit *SelfInitSpec `json:"selfInit,omitempty"`
+
+	// RootToken decides what becomes of the root token of the operator's
+	// sys/init (Secret <cluster>-root-token). Unset is policy Keep, with no
+	// recovery keys.
+	// +optional
+	RootToken *RootTokenSpec `json:"rootToken,omitempty"`
 
 	// Configuration holds the operator-rendered knobs of config.hcl.
 	// +kubebuilder:default={}
@@ -156,10 +164,11 @@ type OpenBaoClusterSpec struct {
 
 	// DeletionPolicy decides what outlives the OpenBaoCluster when it is
 	// deleted; the policy at the time of deletion applies to everything.
-	// Retain keeps the Raft volumes, the static seal key, the root token
-	// and the CA, so that a cluster of the same name adopts them;
-	// DeletePVCs also deletes the volumes and the CA; DeleteAll also the
-	// seal key and the root token. The servers stop before anything goes,
+	// Retain keeps the Raft volumes, the static seal key, the root token,
+	// the encrypted recovery keys and the CA, so that a cluster of the same
+	// name adopts them; DeletePVCs also deletes the volumes and the CA;
+	// DeleteAll also the seal key, the root token and the recovery keys.
+	// The servers stop before anything goes,
 	// and backups in object storage are never deleted.
 	// +kubebuilder:default=Retain
 	// +kubebuilder:validation:Enum=Retain;DeletePVCs;DeleteAll

@@ -27,6 +27,7 @@ import (
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/baoconfig"
+	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/restore"
 	"github.com/openbao/operator/internal/upgrade"
 	"github.com/openbao/operator/internal/values"
@@ -39,7 +40,23 @@ func ValidateCluster(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
 	errs = append(errs, validateSelfInit(old, c)...)
 	errs = append(errs, validateSchedule(old, c)...)
 	errs = append(errs, validateVersion(old, c)...)
+	errs = append(errs, validateRootToken(old, c)...)
 	return errs
+}
+
+// validateRootToken refuses spec.rootToken.policy Revoke, when it is set
+// anew, on a cluster initialized without stored recovery keys: the rule
+// bootstrap.RevokeRefusal, which the controller holds the revocation to.
+func validateRootToken(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
+	if c.RootTokenPolicyOf() != v1alpha1.RootTokenRevoke || old == nil || old.RootTokenPolicyOf() == v1alpha1.RootTokenRevoke {
+		return nil
+	}
+	rt := old.Status.RootToken
+	keys := rt != nil && rt.RecoveryShares > 0
+	if msg := bootstrap.RevokeRefusal(old.Status.Initialized && !old.Status.SelfInitialized, keys, c.RecoveryKeysSecretName()); msg != "" {
+		return field.ErrorList{field.Invalid(specPath.Child("rootToken", "policy"), string(v1alpha1.RootTokenRevoke), msg)}
+	}
+	return nil
 }
 
 var specPath = field.NewPath("spec")

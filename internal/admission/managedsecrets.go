@@ -21,15 +21,16 @@ const ReasonManagedSecretReferenced = "ManagedSecretReferenced"
 
 // ManagedSecretSuffixes end the names of the Secrets the operator writes
 // for every cluster (api/v1alpha1/names.go): its root token, static seal
-// key, CA, server certificate, self-init requests and backup provenance
+// key, CA, server certificate, self-init requests, backup provenance
 // key (a spec naming it would hand the key that signs snapshot names to an
-// image of its author's choice). A Secret of any cluster so named, existing
-// or not, is the operator's.
+// image of its author's choice) and encrypted recovery keys. A Secret of
+// any cluster so named, existing or not, is the operator's.
 func ManagedSecretSuffixes() []string {
 	var none v1alpha1.OpenBaoCluster
 	return []string{
 		none.RootTokenSecretName(), none.UnsealKeySecretName(), none.TLSCASecretName(),
 		none.TLSServerSecretName(), none.SelfInitSecretName(), none.BackupProvenanceSecretName(),
+		none.RecoveryKeysSecretName(),
 	}
 }
 

@@ -66,6 +66,9 @@ func ClusterReferences(c *v1alpha1.OpenBaoCluster) References {
 	}
 	refs.local(specPath.Child("unseal", "credentialsSecretRef"), KindSecret, s.Unseal.CredentialsSecretRef)
 	refs.local(specPath.Child("upgrade", "tokenSecretRef"), KindSecret, s.Upgrade.TokenSecretRef)
+	if rk := c.RecoveryKeysOf(); rk != nil {
+		refs.add(specPath.Child("rootToken", "recoveryKeys", "pgpKeysConfigMapRef"), KindConfigMap, rk.PGPKeysConfigMapRef.Name)
+	}
 	if in := s.Ingress; in != nil && in.TLSSecretName != "" {
 		refs.add(specPath.Child("ingress", "tlsSecretName"), KindSecret, in.TLSSecretName)
 	}

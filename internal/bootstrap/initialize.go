@@ -81,6 +81,10 @@ type InitOptions struct {
 	// waits for this call.
 	AutopilotAttempts  int
 	AutopilotRetryWait time.Duration
+	// Recovery, when set, stores the recovery key shares sys/init returns
+	// for Request.RecoveryPGPKeys, encrypted to those keys; its dry run
+	// goes before sys/init with the token's.
+	Recovery RecoveryKeyStore
 	// Setup, when set, runs once with a client holding the new root token
 	// after the autopilot write succeeded: the one use of the root token
 	// besides autopilot (the operator's own identity).
@@ -96,6 +100,9 @@ type InitOutcome struct {
 	// AutopilotErr is set when the autopilot write after init failed; the
 	// reconciler retries it later.
 	AutopilotErr error
+	// RecoveryErr is set when the encrypted recovery key shares could not
+	// be stored (they are lost; the root token is stored).
+	RecoveryErr error
 	// SetupErr is set when Setup failed or did not run (the autopilot
 	// write failed first); the reconciler finishes it later with the
 	// stored token.
@@ -119,6 +126,11 @@ func Initialize(ctx context.Context, c openbao.Client, store TokenStore, opts In
 	if err := store.DryRunCreate(ctx); err != nil {
 		return InitOutcome{}, &InitError{Reason: ReasonRootTokenSecretUnwritable, Err: fmt.Errorf("dry-run create of Secret %s: %w", store.Name(), err)}
 	}
+	if opts.Recovery != nil {
+		if err := opts.Recovery.DryRunCreate(ctx); err != nil {
+			return InitOutcome{}, &InitError{Reason: ReasonRootTokenSecretUnwritable, Err: fmt.Errorf("dry-run create of Secret %s: %w", opts.Recovery.Name(), err)}
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return InitOutcome{}, &InitError{Reason: ReasonInitFailed, Err: fmt.Errorf("%w: %w", errNotCalled, err)}
 	}
@@ -140,6 +152,9 @@ func Initialize(ctx context.Context, c openbao.Client, store TokenStore, opts In
 	}
 	log.Info("OpenBao initialized; root token stored", "audit", true, "event_type", "openbao.bootstrap.initialized")
 	var out InitOutcome
+	if opts.Recovery != nil {
+		out.RecoveryErr = storeRecovery(critical, res.RecoveryKeys, opts)
+	}
 	if opts.Autopilot != nil {
 		out.AutopilotErr = setAutopilot(ctx, res.RootToken, opts)
 	}
@@ -182,6 +197,32 @@ func storeToken(ctx context.Context, store TokenStore, token openbao.Token, opts
 		}
 	}
 	return fmt.Errorf("%w: Secret %s, %d attempt(s), last: %w", ErrTokenNotStored, store.Name(), attempts, last)
+}
+
+// storeRecovery stores the encrypted recovery key shares, with the same
+// bounded retries as the token.
+func storeRecovery(ctx context.Context, shares []openbao.Token, opts InitOptions) error {
+	if want := len(opts.Request.RecoveryPGPKeys); len(shares) != want {
+		return fmt.Errorf("sys/init returned %d recovery key share(s), want %d", len(shares), want)
+	}
+	attempts := opts.StoreAttempts
+	if attempts <= 0 {
+		attempts = 5
+	}
+	wait, sleep := retryTiming(opts)
+	var last error
+	for i := 0; i < attempts; i++ {
+		if i > 0 {
+			if err := sleep(ctx, wait); err != nil {
+				last = err
+				break
+			}
+		}
+		if last = opts.Recovery.Create(ctx, shares, opts.Request.RecoveryThreshold); last == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("store the encrypted recovery key shares in Secret %s, %d attempt(s), last: %w", opts.Recovery.Name(), attempts, last)
 }
 
 // setAutopilot writes the autopilot configuration with the new token.

@@ -3,9 +3,12 @@ package bootstrap
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -70,4 +73,78 @@ func (s *SecretTokenStore) secret(token []byte) *corev1.Secret {
 		obj.Data[RootTokenDataKey] = token
 	}
 	return obj
+}
+
+// SecretRecoveryKeyStore stores the PGP-encrypted recovery key shares in a
+// Kubernetes Secret built from Template: share i (from 1) as the binary
+// PGP message under RecoveryShareKey(i), the threshold under
+// RecoveryThresholdKey. Only the holders of the PGP private keys can open
+// a share.
+type SecretRecoveryKeyStore struct {
+	Client   client.Client
+	Template *corev1.Secret
+}
+
+var _ RecoveryKeyStore = (*SecretRecoveryKeyStore)(nil)
+
+// Name returns namespace/name of the Secret.
+func (s *SecretRecoveryKeyStore) Name() string {
+	return s.Template.Namespace + "/" + s.Template.Name
+}
+
+// DryRunCreate asks the API server to admit the Secret without storing it.
+func (s *SecretRecoveryKeyStore) DryRunCreate(ctx context.Context) error {
+	obj := s.Template.DeepCopy()
+	obj.Type = corev1.SecretTypeOpaque
+	if err := s.Client.Create(ctx, obj, client.DryRunAll); err != nil {
+		return fmt.Errorf("create Secret %s: %w", s.Name(), secrets.Redact(err))
+	}
+	return nil
+}
+
+// Create stores the shares. A Secret that already holds exactly these
+// shares counts as stored (an earlier attempt whose answer was lost).
+func (s *SecretRecoveryKeyStore) Create(ctx context.Context, shares []openbao.Token, threshold int) error {
+	obj := s.Template.DeepCopy()
+	obj.Type = corev1.SecretTypeOpaque
+	obj.Data = map[string][]byte{RecoveryThresholdKey: []byte(strconv.Itoa(threshold))}
+	for i, share := range shares {
+		msg, err := base64.StdEncoding.DecodeString(share.Reveal())
+		if err != nil {
+			return fmt.Errorf("recovery key share %d from sys/init is not base64", i+1)
+		}
+		obj.Data[RecoveryShareKey(i+1)] = msg
+	}
+	err := s.Client.Create(ctx, obj)
+	if err == nil {
+		return nil
+	}
+	if apierrors.IsAlreadyExists(err) {
+		var existing corev1.Secret
+		if getErr := s.Client.Get(ctx, client.ObjectKeyFromObject(obj), &existing); getErr == nil &&
+			equality.Semantic.DeepEqual(existing.Data, obj.Data) {
+			return nil
+		}
+	}
+	return fmt.Errorf("create Secret %s: %w", s.Name(), secrets.Redact(err))
+}
+
+// StoredRecoveryShares counts the shares a <cluster>-recovery-keys Secret
+// holds and reads its threshold; 0, 0 for a Secret that is nil or holds
+// fewer shares than its threshold (nothing generate-root could use).
+func StoredRecoveryShares(s *corev1.Secret) (shares, threshold int) {
+	if s == nil {
+		return 0, 0
+	}
+	threshold, err := strconv.Atoi(string(s.Data[RecoveryThresholdKey]))
+	if err != nil || threshold < 1 {
+		return 0, 0
+	}
+	for len(s.Data[RecoveryShareKey(shares+1)]) > 0 {
+		shares++
+	}
+	if shares < threshold {
+		return 0, 0
+	}
+	return shares, threshold
 }

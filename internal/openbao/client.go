@@ -126,8 +126,9 @@ func (c *client) Health(ctx context.Context) (Health, error) {
 // initBody is sent instead of api.InitRequest, which has no omitempty and
 // would send secret_shares = 0 to seals that refuse the field.
 type initBody struct {
-	RecoveryShares    int `json:"recovery_shares,omitempty"`
-	RecoveryThreshold int `json:"recovery_threshold,omitempty"`
+	RecoveryShares    int      `json:"recovery_shares,omitempty"`
+	RecoveryThreshold int      `json:"recovery_threshold,omitempty"`
+	RecoveryPGPKeys   []string `json:"recovery_pgp_keys,omitempty"`
 }
 
 type initAnswer struct {

@@ -99,11 +99,17 @@ func (h Health) Active() bool { return h.Initialized && !h.Sealed && !h.Standby 
 type InitRequest struct {
 	RecoveryShares    int
 	RecoveryThreshold int
+	// RecoveryPGPKeys (base64 of binary public keys, one per share) make
+	// OpenBao return each recovery key encrypted to its key: the caller
+	// never sees a plain share.
+	RecoveryPGPKeys []string
 }
 
 // InitResult is the answer of sys/init.
 type InitResult struct {
-	RootToken    Token
+	RootToken Token
+	// RecoveryKeys are recovery_keys_base64: with RecoveryPGPKeys, each is
+	// base64 of a PGP message only the key's holder can open.
 	RecoveryKeys []Token
 }
 
