@@ -85,6 +85,7 @@ func FuzzDecideRevoke(f *testing.F) {
 	f.Add(true, true, false, true, true, true, true, 1, false)
 	f.Add(true, true, false, true, true, true, true, 2, true)
 	f.Add(true, true, false, true, false, true, true, 1, false)
+	f.Add(true, true, false, true, true, true, true, 3, true)
 	f.Fuzz(func(t *testing.T, revoke, initialized, selfInit, secret, keys, identity, login bool, token int, sent bool) {
 		o := bootstrap.RevokeObserved{
 			Revoke: revoke, Initialized: initialized, SelfInitialized: selfInit, SecretExists: secret,

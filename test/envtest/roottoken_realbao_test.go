@@ -74,7 +74,8 @@ func (c faultyClient) Write(ctx context.Context, path string, data map[string]an
 // to the user's PGP key; the root token is revoked only once the
 // operator's identity is set up, its Secret deleted only once a lookup
 // proved the token dead (a revoke that was not sent, one whose answer was
-// lost, a delete that failed are each survived); afterwards the old token
+// lost, a delete that failed are each survived, and an identity of an
+// earlier revision holds it); afterwards the old token
 // is refused, the operator still logs in with its own identity, and the
 // user makes a working root token with generate-root and the decrypted
 // share. The token's value reaches no log, event or status.
@@ -130,9 +131,23 @@ spec:
 		t.Fatalf("after a revoke that was not sent: %d revoke(s), Secret kept %v, token %s", faults.revokes.Load(),
 			secretData(t, c, c.RootTokenSecretName()) != nil, tokenState(t, bao, token))
 	}
+	// An identity of an earlier revision that cannot be brought up to
+	// date holds the revocation, though the operator can log in.
+	faults.revokeNotSent.Store(false)
+	sent := faults.revokes.Load()
+	outdated := latestCluster(t, c)
+	outdated.Status.IdentityRevision = 1
+	if err := k8s.Status().Update(ctx, outdated); err != nil {
+		t.Fatal(err)
+	}
+	r.Issuer = failingIssuer{}
+	mustPass(t, pass)
+	if faults.revokes.Load() != sent || tokenState(t, bao, token) != "alive" {
+		t.Fatalf("revoke-self sent while the identity was at revision 1; token %s", tokenState(t, bao, token))
+	}
+	r.Issuer = issuer
 	// A revoke whose answer is lost, then a failed delete: the token is
 	// dead, and the Secret stays until a delete succeeds.
-	faults.revokeNotSent.Store(false)
 	faults.revokeLost.Store(true)
 	faults.deleteFails.Store(true)
 	if err := pass(); err == nil {
