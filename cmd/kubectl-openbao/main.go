@@ -27,7 +27,9 @@ const usage = `Usage: kubectl openbao <command> <cluster> [flags]
 
 Commands:
   status <cluster>   phase, version, each server's role, seal and Raft state,
-                     certificate expiry, last backup, conditions
+                     root token, certificate expiry, last backup, conditions
+  status             every cluster of the namespace (-A: of all namespaces)
+                     and whether it still holds a root token
   pause <cluster>    set spec.paused: the operator changes nothing until resume
   resume <cluster>   clear spec.paused
   step-down <cluster>
@@ -50,6 +52,7 @@ type options struct {
 	kubeconfig, context, namespace string
 	output, operatorNamespace      string
 	logLines                       int64
+	allNamespaces                  bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -63,10 +66,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.namespace, "namespace", "", "namespace of the cluster (default: the context's)")
 	fs.StringVar(&o.output, "o", "", "report: file to write (default openbao-report-<namespace>-<cluster>.tar.gz)")
 	fs.StringVar(&o.operatorNamespace, "operator-namespace", "openbao-operator-system", "report: namespace of the operator, for its logs")
+	fs.BoolVar(&o.allNamespaces, "A", false, "status without a cluster: list the clusters of all namespaces")
 	fs.Int64Var(&o.logLines, "log-lines", 5000, "report: newest lines of each operator log to keep")
 	positional, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
+	}
+	if len(positional) == 1 && positional[0] == "status" {
+		cmds, err := connect(o)
+		if err != nil {
+			return err
+		}
+		if o.allNamespaces {
+			cmds.Namespace = ""
+		}
+		return cmds.StatusAll(ctx, stdout)
 	}
 	if len(positional) != 2 {
 		fs.Usage()

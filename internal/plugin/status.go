@@ -43,6 +43,8 @@ func WriteStatus(w io.Writer, in StatusInput) error {
 	row("Ready:", fmt.Sprintf("%d/%d", st.ReadyReplicas, c.Spec.Replicas))
 	row("Active server:", orNone(st.ActiveLeader))
 	row("Paused:", strconv.FormatBool(c.Spec.Paused))
+	row("Root token:", RootTokenState(c, in.Now))
+	row("Recovery keys:", RecoveryKeysState(c))
 	row("Raft:", raftSummary(st.Raft, in.Now))
 	for _, what := range []string{"server", "ca"} {
 		row("Certificate ("+what+"):", certificateLine(in, what))

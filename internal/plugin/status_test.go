@@ -88,3 +88,39 @@ func TestCertificateExpiryReadsNotAfter(t *testing.T) {
 		t.Fatal("no error for bytes that are no certificate")
 	}
 }
+
+// TestStatusSaysWhichClustersStillHoldARootToken: the list names each
+// cluster whose root token is stored, and those whose token was revoked.
+func TestStatusSaysWhichClustersStillHoldARootToken(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	cluster := func(ns, name string, rt *v1alpha1.RootTokenStatus, policy v1alpha1.RootTokenPolicy) v1alpha1.OpenBaoCluster {
+		c := v1alpha1.OpenBaoCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		c.Spec.RootToken = &v1alpha1.RootTokenSpec{Policy: policy}
+		c.Status.Initialized, c.Status.RootToken = true, rt
+		return c
+	}
+	revoked := metav1.NewTime(now.Add(-2 * time.Hour))
+	self := cluster("team", "selfinit", nil, v1alpha1.RootTokenKeep)
+	self.Status.SelfInitialized = true
+	var out bytes.Buffer
+	err := WriteRootTokens(&out, []v1alpha1.OpenBaoCluster{
+		cluster("prod", "vault", &v1alpha1.RootTokenStatus{RevokedAt: &revoked, RecoveryShares: 3, RecoveryThreshold: 2}, v1alpha1.RootTokenRevoke),
+		cluster("dev", "bao", &v1alpha1.RootTokenStatus{Held: true}, v1alpha1.RootTokenKeep),
+		cluster("prod", "new", &v1alpha1.RootTokenStatus{Held: true, RecoveryShares: 1, RecoveryThreshold: 1}, v1alpha1.RootTokenRevoke),
+		self,
+	}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	for i, want := range []string{
+		"dev bao - HELD in Secret bao-root-token (policy Keep) none",
+		"prod new - HELD in Secret new-root-token, to be revoked (policy Revoke) 1 of 1 in Secret new-recovery-keys",
+		"prod vault - revoked 2h ago 2 of 3 in Secret vault-recovery-keys",
+		"team selfinit - none (self-init: the operator never held one) none",
+	} {
+		if got := strings.Join(strings.Fields(lines[i+1]), " "); got != want {
+			t.Errorf("line %d: got %q, want %q", i+1, got, want)
+		}
+	}
+}

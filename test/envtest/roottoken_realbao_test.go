@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
@@ -33,6 +34,7 @@ import (
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/identity"
 	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/plugin"
 )
 
 // revokeFaults injects faults into the operator's OpenBao client and its
@@ -123,6 +125,8 @@ spec:
 		t.Fatalf("status.rootToken %+v, want 1 recovery share stored and the token held", s)
 	}
 
+	assertPluginSays(t, c, "HELD in Secret boot-root-token, to be revoked")
+
 	// A revoke that was never sent keeps the Secret.
 	r.Issuer = issuer
 	faults.revokeNotSent.Store(true)
@@ -171,6 +175,7 @@ spec:
 		t.Errorf("OpenBaoInitialized %+v, want reason %s", cond, bootstrap.ReasonRootTokenRevoked)
 	}
 
+	assertPluginSays(t, c, "revoked")
 	// The operator still works with its own identity.
 	assertOperatorLogsIn(t, c, bao)
 	// Break glass: generate-root with the share only the user can open.
@@ -182,6 +187,23 @@ spec:
 		t.Errorf("the generated root token cannot read a policy: %v", err)
 	}
 	assertNoTokenIn(t, token, rec, logs, latest)
+}
+
+// assertPluginSays runs kubectl openbao status (the list) for c's
+// namespace and wants want on c's line.
+func assertPluginSays(t *testing.T, c *v1alpha1.OpenBaoCluster, want string) {
+	t.Helper()
+	var out bytes.Buffer
+	cmds := &plugin.Commands{Client: k8s, Namespace: c.Namespace, Now: time.Now}
+	if err := cmds.StatusAll(context.Background(), &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.Contains(line, " "+c.Name+" ") && strings.Contains(line, want) {
+			return
+		}
+	}
+	t.Errorf("kubectl openbao status does not say %q of %s:\n%s", want, c.Name, out.String())
 }
 
 func mustPass(t *testing.T, pass func() error) {
