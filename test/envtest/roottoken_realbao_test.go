@@ -179,7 +179,9 @@ spec:
 	// The operator still works with its own identity.
 	assertOperatorLogsIn(t, c, bao)
 	// Break glass: generate-root with the share only the user can open.
-	newRoot := generateRoot(t, bao, openShare(t, user, secretData(t, c, c.RecoveryKeysSecretName())[bootstrap.RecoveryShareKey(1)]))
+	encrypted := secretData(t, c, c.RecoveryKeysSecretName())[bootstrap.RecoveryShareKey(1)]
+	share := openShare(t, user, encrypted)
+	newRoot := generateRoot(t, bao, share)
 	if state := tokenState(t, bao, newRoot); state != "alive" {
 		t.Fatalf("the generated root token is %s", state)
 	}
@@ -187,6 +189,11 @@ spec:
 		t.Errorf("the generated root token cannot read a policy: %v", err)
 	}
 	assertNoTokenIn(t, token, rec, logs, latest)
+	for what, secret := range map[string]string{"the decrypted share": share, "the encrypted share": base64.StdEncoding.EncodeToString(encrypted)} {
+		if strings.Contains(logs.String(), secret) || strings.Contains(fmt.Sprintf("%+v", latest.Status), secret) {
+			t.Errorf("%s is in the operator's log or the status", what)
+		}
+	}
 }
 
 // assertPluginSays runs kubectl openbao status (the list) for c's
