@@ -137,11 +137,7 @@ func (r *OpenBaoClusterReconciler) initialize(ctx context.Context, p *pass) erro
 	}
 	request, recovery, err := r.recoveryKeyRequest(ctx, c)
 	if err != nil {
-		msg := err.Error() + "; sys/init waits for usable PGP keys, so that the cluster never starts without recovery keys"
-		p.setCondition(v1alpha1.ConditionOpenBaoInitialized, false, bootstrap.ReasonRecoveryKeysUnavailable, msg)
-		p.degrade(bootstrap.ReasonRecoveryKeysUnavailable, msg)
-		p.record("Warning", bootstrap.ReasonRecoveryKeysUnavailable, "Initialize", msg)
-		p.requeueAfter(bootstrap.DegradedRequeue)
+		recoveryKeysUnavailable(p, err)
 		return nil
 	}
 	if err := r.recordInitStart(ctx, p); err != nil {
@@ -176,11 +172,7 @@ func (r *OpenBaoClusterReconciler) initialize(ctx context.Context, p *pass) erro
 	ctrl.LoggerFrom(ctx).Info("initialized the cluster through sys/init", "audit", true,
 		"event_type", "openbao.cluster.initialized", "rootTokenSecret", c.RootTokenSecretName())
 	if out.RecoveryErr != nil {
-		lost := fmt.Sprintf("the recovery keys were not stored: %s. spec.rootToken.policy Revoke will be refused; "+
-			"make new ones with the root token (bao operator rekey -target=recovery -init -pgp-keys=...) and keep them yourself", out.RecoveryErr.Error())
-		p.record("Warning", bootstrap.ReasonRecoveryKeysLost, "Initialize", lost)
-		ctrl.LoggerFrom(ctx).Info("recovery keys not stored", "audit", true, "event_type", "openbao.bootstrap.recovery_keys_lost",
-			"reason", out.RecoveryErr.Error())
+		recoveryKeysLost(ctx, p, out.RecoveryErr)
 	}
 	if out.AutopilotErr != nil {
 		ctrl.LoggerFrom(ctx).Info("autopilot not configured yet; retrying", "reason", out.AutopilotErr.Error())
@@ -189,6 +181,26 @@ func (r *OpenBaoClusterReconciler) initialize(ctx context.Context, p *pass) erro
 		ctrl.LoggerFrom(ctx).Info("the operator's identity is not set up yet; retrying", "reason", out.SetupErr.Error())
 	}
 	return nil
+}
+
+// recoveryKeysUnavailable holds sys/init while the PGP keys of
+// spec.rootToken.recoveryKeys cannot be used.
+func recoveryKeysUnavailable(p *pass, err error) {
+	msg := err.Error() + "; sys/init waits for usable PGP keys, so that the cluster never starts without recovery keys"
+	p.setCondition(v1alpha1.ConditionOpenBaoInitialized, false, bootstrap.ReasonRecoveryKeysUnavailable, msg)
+	p.degrade(bootstrap.ReasonRecoveryKeysUnavailable, msg)
+	p.record("Warning", bootstrap.ReasonRecoveryKeysUnavailable, "Initialize", msg)
+	p.requeueAfter(bootstrap.DegradedRequeue)
+}
+
+// recoveryKeysLost reports encrypted shares sys/init returned that could
+// not be stored: Revoke is refused from then on.
+func recoveryKeysLost(ctx context.Context, p *pass, err error) {
+	lost := fmt.Sprintf("the recovery keys were not stored: %s. spec.rootToken.policy Revoke will be refused; "+
+		"make new ones with the root token (bao operator rekey -target=recovery -init -pgp-keys=...) and keep them yourself", err.Error())
+	p.record("Warning", bootstrap.ReasonRecoveryKeysLost, "Initialize", lost)
+	ctrl.LoggerFrom(ctx).Info("recovery keys not stored", "audit", true, "event_type", "openbao.bootstrap.recovery_keys_lost",
+		"reason", err.Error())
 }
 
 // recoveryKeyRequest is the sys/init request for spec.rootToken.recoveryKeys
