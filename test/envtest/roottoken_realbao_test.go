@@ -453,3 +453,54 @@ func assertNoTokenIn(t *testing.T, token openbao.Token, rec *events.FakeRecorder
 		t.Error("the root token is in the status")
 	}
 }
+
+// TestSysInitWaitsForUsablePGPKeys: with spec.rootToken.recoveryKeys,
+// sys/init is not called while the ConfigMap is missing or holds no
+// usable public key (a cluster initialized then would have no recovery
+// keys); once it does, the cluster initializes with them.
+func TestSysInitWaitsForUsablePGPKeys(t *testing.T) {
+	requireBao(t)
+	t.Parallel()
+	ctx := context.Background()
+	createNamespace(t, "root-token-keys")
+	c := newCluster(t, "root-token-keys", `
+metadata: {name: boot}
+spec:
+  version: 2.4.0
+  replicas: 1
+  rootToken:
+    policy: Revoke
+    recoveryKeys: {pgpKeysConfigMapRef: {name: pgp, keys: [alice.asc]}}
+`)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	r, inits := realReconciler(t, events.NewFakeRecorder(100))
+	reconcile := reconcileFunc(t, ctx, r, c)
+	reconcile()
+	startPod0(t, c)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pgp", Namespace: c.Namespace},
+		Data: map[string]string{"alice.asc": "-----BEGIN PGP PUBLIC KEY BLOCK-----\nnot a key\n-----END PGP PUBLIC KEY BLOCK-----\n"}}
+	for _, step := range []string{"missing", "not a key"} {
+		if step == "not a key" {
+			if err := k8s.Create(ctx, cm); err != nil {
+				t.Fatal(err)
+			}
+		}
+		reconcile()
+		cond := findCondition(latestCluster(t, c), v1alpha1.ConditionOpenBaoInitialized)
+		if inits.Load() != 0 || cond == nil || cond.Reason != bootstrap.ReasonRecoveryKeysUnavailable ||
+			!strings.Contains(cond.Message, "pgpKeysConfigMapRef") {
+			t.Fatalf("ConfigMap %s: %d sys/init call(s), OpenBaoInitialized %+v", step, inits.Load(), cond)
+		}
+	}
+	_, armored := pgpKey(t)
+	cm.Data["alice.asc"] = armored
+	if err := k8s.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	reconcile()
+	if s := latestCluster(t, c).Status; inits.Load() != 1 || !s.Initialized || s.RootToken == nil || s.RootToken.RecoveryShares != 1 {
+		t.Fatalf("with a usable key: %d sys/init call(s), status %+v", inits.Load(), s.RootToken)
+	}
+}
