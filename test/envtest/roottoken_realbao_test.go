@@ -504,3 +504,41 @@ spec:
 		t.Fatalf("with a usable key: %d sys/init call(s), status %+v", inits.Load(), s.RootToken)
 	}
 }
+
+// TestRevokeIsHeldOnAClusterWithoutRecoveryKeys: a cluster initialized
+// without recovery keys, switched to Revoke past the webhook, keeps its
+// only credential: Degraded RevokeRefusedNoRecoveryKeys, no revoke-self.
+func TestRevokeIsHeldOnAClusterWithoutRecoveryKeys(t *testing.T) {
+	requireBao(t)
+	t.Parallel()
+	ctx := context.Background()
+	createNamespace(t, "root-token-nokeys")
+	c := newCluster(t, "root-token-nokeys", "metadata: {name: boot}\nspec: {version: 2.4.0, replicas: 1}\n")
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	faults := &revokeFaults{}
+	r, logs := revokeReconciler(t, c, events.NewFakeRecorder(100), faults)
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
+	pass := func() error { _, err := r.Reconcile(ctrl.LoggerInto(ctx, logs.logger()), req); return err }
+	mustPass(t, pass)
+	bao := startPod0(t, c)
+	routeServiceToPod0(r, c, bao)
+	mustPass(t, pass)
+	token := readRootToken(t, c)
+	latest := latestCluster(t, c)
+	latest.Spec.RootToken = &v1alpha1.RootTokenSpec{Policy: v1alpha1.RootTokenRevoke, RecoveryKeys: &v1alpha1.RecoveryKeysSpec{
+		PGPKeysConfigMapRef: v1alpha1.PGPKeysConfigMapRef{Name: "pgp", Keys: []string{"alice.asc"}}}}
+	if err := k8s.Update(ctx, latest); err != nil {
+		t.Fatal(err)
+	}
+	mustPass(t, pass)
+	mustPass(t, pass)
+	cond := findCondition(latestCluster(t, c), v1alpha1.ConditionDegraded)
+	if faults.revokes.Load() != 0 || tokenState(t, bao, token) != "alive" || secretData(t, c, c.RootTokenSecretName()) == nil {
+		t.Fatalf("%d revoke(s); token %s", faults.revokes.Load(), tokenState(t, bao, token))
+	}
+	if cond == nil || cond.Reason != bootstrap.ReasonRevokeRefusedNoRecoveryKeys || !strings.Contains(cond.Message, "generate-root") {
+		t.Fatalf("Degraded %+v, want %s", cond, bootstrap.ReasonRevokeRefusedNoRecoveryKeys)
+	}
+}
