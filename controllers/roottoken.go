@@ -34,8 +34,7 @@ func (r *OpenBaoClusterReconciler) reconcileRootToken(ctx context.Context, p *pa
 	if err != nil {
 		return err
 	}
-	// The operator writes it with its label: the cache has it.
-	recovery, err := r.readSecret(ctx, r.Client, c.Namespace, c.RecoveryKeysSecretName())
+	recovery, err := r.recoveryKeysSecret(ctx, c, !storedToken(secret).IsZero())
 	if err != nil {
 		return err
 	}
@@ -62,6 +61,18 @@ func (r *OpenBaoClusterReconciler) reconcileRootToken(ctx context.Context, p *pa
 	}
 	obs.OperatorLoggedIn = r.operatorCanWork(ctx, p)
 	return r.revokeRootToken(ctx, p, obs, secret, token)
+}
+
+// recoveryKeysSecret reads <cluster>-recovery-keys from the cache (the
+// operator writes it with its label), and exactly when the cache has none
+// and a revocation depends on it: a cache that lags the Secret written in
+// this pass's sys/init must not make the revocation look refused.
+func (r *OpenBaoClusterReconciler) recoveryKeysSecret(ctx context.Context, c *v1alpha1.OpenBaoCluster, tokenHeld bool) (*corev1.Secret, error) {
+	s, err := r.readSecret(ctx, r.Client, c.Namespace, c.RecoveryKeysSecretName())
+	if err != nil || s != nil || !tokenHeld || c.RootTokenPolicyOf() != v1alpha1.RootTokenRevoke {
+		return s, err
+	}
+	return r.readSecret(ctx, r.APIReader, c.Namespace, c.RecoveryKeysSecretName())
 }
 
 // withLogin is obs as if the operator had logged in: the login is tried
