@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -45,22 +46,37 @@ func (r *OpenBaoClusterReconciler) reconcileImagePolicy(_ context.Context, p *pa
 }
 
 // reconcileImage owns ImageVerified and status.imageVerification: with
-// spec.imageVerification on, it verifies the image the servers pull before
-// anything of the StatefulSet is written, and leaves the verified digest in
-// status, which the chart pins. A failure under Block ends the pass here,
-// so the StatefulSet and its running pods stay as they are; under Warn the
-// pass goes on with the image by its tag.
+// the platform's signature policy (--image-signature-*) or
+// spec.imageVerification on, it verifies the image the servers pull
+// before anything of the StatefulSet is written, and leaves the verified
+// digest in status, which the chart pins. The platform's policy is checked
+// first and always blocks; the spec's adds its own check of the same
+// digest and cannot remove the platform's. A failure that blocks ends the
+// pass here, so the StatefulSet and its running pods stay as they are;
+// under the spec's Warn, a failure of the spec's own check lets the pass
+// go on with the image by its tag.
 func (r *OpenBaoClusterReconciler) reconcileImage(ctx context.Context, p *pass) error {
 	spec := p.cluster.Spec.ImageVerification
-	if !spec.Verifies() {
+	platform := r.PlatformVerification
+	if !spec.Verifies() && platform == nil {
 		p.status.ImageVerification = nil
 		meta.RemoveStatusCondition(&p.status.Conditions, v1alpha1.ConditionImageVerified)
 		return nil
 	}
 	if r.ImageVerifier == nil {
-		return errors.New("spec.imageVerification is on but this operator has no image verifier")
+		return errors.New("image verification is on but this operator has no image verifier")
 	}
-	policy, err := r.imagePolicy(ctx, p.cluster)
+	var policies []imageverify.Policy
+	if platform != nil {
+		policies = append(policies, platform.Policy)
+		p.platformVerified = true
+	}
+	var err error
+	if spec.Verifies() {
+		var own imageverify.Policy
+		own, err = r.imagePolicy(ctx, p.cluster)
+		policies = append(policies, own)
+	}
 	var kc authn.Keychain
 	if err == nil {
 		kc, err = r.pullKeychain(ctx, p.cluster)
@@ -69,19 +85,80 @@ func (r *OpenBaoClusterReconciler) reconcileImage(ctx context.Context, p *pass) 
 		return err
 	}
 	pulled := values.PulledImage(p.cluster, r.Operator)
+	specBlocks := !spec.Verifies() || !spec.Warns()
+	v := verification{image: pulled, policy: policiesID(policies), blocks: platform != nil || specBlocks}
 	var res imageverify.Result
 	if err == nil {
-		res, err = r.verifyImage(ctx, kc, pulled, policy)
+		res, v.blocks, err = r.verifyImageAll(ctx, kc, pulled, policies, platform != nil, specBlocks)
 	}
 	if err == nil {
-		imageVerified(p, pulled, policy, res)
+		imageVerified(p, v, res)
 		return nil
 	}
 	if errors.Is(err, errTrustedRootMissing) {
 		// Nothing watches the ConfigMap: look again for it.
 		p.requeueAfter(imageRetry)
 	}
-	return imageFailed(p, pulled, policy, err)
+	return imageFailed(p, v, res, err)
+}
+
+// verification is one image checked under the platform's and the spec's
+// policies: what a failure of it does.
+type verification struct {
+	image  string
+	policy string // policiesID
+	// blocks: a failure holds the StatefulSet as it is (the platform's
+	// check, or the spec's under Block); else it only warns.
+	blocks bool
+}
+
+// policiesID identifies the policies an image was verified against, in
+// order, for status: a change of either verifies again.
+func policiesID(policies []imageverify.Policy) string {
+	ids := make([]string, len(policies))
+	for i, p := range policies {
+		ids[i] = p.ID()
+	}
+	return strings.Join(ids, "+")
+}
+
+// verifyImageAll verifies image against each policy in turn, the later
+// ones by the digest the first resolved, so that every policy checks the
+// same manifest. blocks says whether the failed check was one that blocks:
+// the first when platform is set, else by the spec's failure policy. On a
+// failure, the result is the platform's when its check passed.
+func (r *OpenBaoClusterReconciler) verifyImageAll(ctx context.Context, kc authn.Keychain, image string, policies []imageverify.Policy,
+	platform, specBlocks bool) (imageverify.Result, bool, error) {
+	var first imageverify.Result
+	for i, policy := range policies {
+		ref := image
+		if i > 0 {
+			ref = pinned(image, first.Digest)
+		}
+		res, err := r.verifyImage(ctx, kc, ref, policy)
+		if err != nil {
+			blocks := specBlocks
+			if platform && i == 0 {
+				blocks, err = true, fmt.Errorf("the platform's signature policy (--image-signature-*): %w", err)
+			}
+			return first, blocks, err
+		}
+		if i == 0 {
+			first = res
+		}
+	}
+	return first, true, nil
+}
+
+// pinned names image (repository:tag or repository@digest) by digest.
+func pinned(image, digest string) string {
+	if at := strings.LastIndex(image, "@"); at >= 0 {
+		image = image[:at]
+	}
+	if slash, colon := strings.LastIndex(image, "/"), strings.LastIndex(image, ":"); colon > slash {
+		image = image[:colon]
+	}
+	return image + "@" + digest
 }
 
 // errTrustedRootMissing: the keyless trusted root's ConfigMap or key does
@@ -156,9 +233,10 @@ func (r *OpenBaoClusterReconciler) pullKeychain(ctx context.Context, c *v1alpha1
 	return imageverify.NewKeychain(secrets)
 }
 
-func imageVerified(p *pass, pulled string, policy imageverify.Policy, res imageverify.Result) {
+func imageVerified(p *pass, v verification, res imageverify.Result) {
+	pulled := v.image
 	now := &v1alpha1.ImageVerificationStatus{
-		Image: values.SpecImage(p.cluster).String(), Digest: res.Digest, Policy: policy.ID(), Format: string(res.Format),
+		Image: values.SpecImage(p.cluster).String(), Digest: res.Digest, Policy: v.policy, Format: string(res.Format),
 		VerifiedAt: metav1.NewTime(p.now),
 	}
 	if was := p.status.ImageVerification; was != nil && was.Image == now.Image && was.Digest == now.Digest && was.Policy == now.Policy {
@@ -171,14 +249,14 @@ func imageVerified(p *pass, pulled string, policy imageverify.Policy, res imagev
 		fmt.Sprintf("%s verified (%s format): the pod template pins %s", pulled, res.Format, res.Digest))
 }
 
-// imageFailed handles a failed verification by the failure policy. A
+// imageFailed handles a failed verification by whether it blocks. A
 // registry that cannot be reached does not undo a digest verified earlier
-// for the same image and policy: it stays pinned.
-func imageFailed(p *pass, pulled string, policy imageverify.Policy, err error) error {
-	spec := p.cluster.Spec.ImageVerification
+// for the same image and policies: it stays pinned.
+func imageFailed(p *pass, v verification, platform imageverify.Result, err error) error {
+	pulled := v.image
 	reason, msg := imageFailureReason(err), fmt.Sprintf("%s: %v", pulled, err)
 	if was := p.status.ImageVerification; imageverify.Retryable(err) && was != nil &&
-		was.Image == values.SpecImage(p.cluster).String() && was.Policy == policy.ID() {
+		was.Image == values.SpecImage(p.cluster).String() && was.Policy == v.policy {
 		p.setCondition(v1alpha1.ConditionImageVerified, true, v1alpha1.ReasonImageVerifiedEarlier,
 			fmt.Sprintf("%s was verified earlier as %s and stays pinned; checking again failed: %s", pulled, was.Digest, msg))
 		p.requeueAfter(imageRetry)
@@ -188,13 +266,24 @@ func imageFailed(p *pass, pulled string, policy imageverify.Policy, err error) e
 		p.requeueAfter(imageRetry)
 	}
 	p.setCondition(v1alpha1.ConditionImageVerified, false, reason, msg)
-	if spec.Warns() {
+	if !v.blocks && platform.Digest != "" {
+		// The spec's own check failed under Warn, the platform's passed:
+		// the digest the platform verified stays pinned, never the tag.
+		p.status.ImageVerification = &v1alpha1.ImageVerificationStatus{
+			Image: values.SpecImage(p.cluster).String(), Digest: platform.Digest, Policy: v.policy,
+			Format: string(platform.Format), VerifiedAt: metav1.NewTime(p.now),
+		}
+		p.record("Warning", v1alpha1.ReasonImageVerificationFailed, "Verify",
+			msg+"; failurePolicy Warn: the image runs by the digest the platform's policy verified, "+platform.Digest)
+		return nil
+	}
+	if !v.blocks {
 		p.status.ImageVerification = nil
 		p.record("Warning", v1alpha1.ReasonImageVerificationFailed, "Verify",
 			msg+"; failurePolicy Warn: the image is applied by its tag, unpinned")
 		return nil
 	}
-	block := msg + "; failurePolicy Block: the StatefulSet is left as it is"
+	block := msg + "; the StatefulSet is left as it is"
 	p.degrade(v1alpha1.ReasonImageVerificationFailed, block)
 	p.record("Warning", v1alpha1.ReasonImageVerificationFailed, "Verify", block)
 	return errStop
@@ -219,4 +308,15 @@ func imageFailureReason(err error) string {
 		}
 	}
 	return v1alpha1.ReasonImageVerificationFailed
+}
+
+// PlatformVerification is the platform's signature policy, set when the
+// operator is installed (--image-signature-public-key-file, or the keyless
+// --image-signature-issuer, subject and trusted root): the servers' image
+// of every cluster, drill copies included, and every executor image a
+// tenant names are verified against it, whatever spec.imageVerification
+// says, and a failure always blocks. A tenant's own imageVerification
+// adds its check; it cannot remove this one.
+type PlatformVerification struct {
+	Policy imageverify.Policy
 }

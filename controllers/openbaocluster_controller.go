@@ -29,6 +29,7 @@ import (
 	"github.com/openbao/operator/internal/apply"
 	"github.com/openbao/operator/internal/children"
 	"github.com/openbao/operator/internal/day2"
+	"github.com/openbao/operator/internal/delegated"
 	"github.com/openbao/operator/internal/imagepolicy"
 	"github.com/openbao/operator/internal/imageverify"
 	"github.com/openbao/operator/internal/openbao"
@@ -84,6 +85,16 @@ type OpenBaoClusterReconciler struct {
 	// ImagePolicy is the platform's: the repositories a tenant's images
 	// may come from (--allowed-image-repositories); empty allows any.
 	ImagePolicy imagepolicy.Policy
+	// HeldFields, set when the operator runs without its webhook, is the
+	// platform's allow-list of the fields the operator copies into its
+	// Pods, Services and Ingresses, which the controller then holds every
+	// cluster to. With the webhook, nil: the webhook asked whether the
+	// author may set the rest, which the controller cannot ask.
+	HeldFields *delegated.Policy
+	// PlatformVerification, when set, is the platform's signature policy:
+	// every image the servers run is verified against it, whatever
+	// spec.imageVerification says.
+	PlatformVerification *PlatformVerification
 	// Scope names the namespaces the controller holds rights in; nil: all.
 	Scope Scope
 	// Operations is the Day-2 registry the reconcilers share: the start
@@ -103,6 +114,7 @@ func (r *OpenBaoClusterReconciler) steps() []step {
 		{"pause", r.reconcilePause},
 		{"references", r.reconcileReferences},
 		{"image-policy", r.reconcileImagePolicy},
+		{"delegated-fields", r.reconcileDelegatedFields},
 		{"tls", r.reconcileTLS},
 		{"seal", r.reconcileSealMaterial},
 		{"image", r.reconcileImage},
@@ -338,6 +350,11 @@ type Options struct {
 	ImageVerifier imageverify.Verifier
 	// ImagePolicy is the platform's image policy; empty allows any image.
 	ImagePolicy imagepolicy.Policy
+	// HeldFields is the platform's allow-list the controller holds
+	// clusters to; set it when no webhook runs.
+	HeldFields *delegated.Policy
+	// PlatformVerification is the platform's signature policy; nil: none.
+	PlatformVerification *PlatformVerification
 	// Scope names the namespaces the controller holds rights in; nil: all.
 	Scope Scope
 }
@@ -362,6 +379,7 @@ func NewReconciler(mgr ctrl.Manager, o Options) (*OpenBaoClusterReconciler, erro
 		Operator: o.Operator, Recorder: mgr.GetEventRecorder("openbao-operator"), Clock: o.Clock,
 		ResyncPeriod: o.ResyncPeriod, OpenBao: o.OpenBao, Issuer: o.Issuer,
 		PreUpgradeSnapshot: NewBackupSnapshots(mgr.GetClient()), ImageVerifier: o.ImageVerifier,
-		ImagePolicy: o.ImagePolicy, Scope: o.Scope, Operations: &day2.Registry{},
+		ImagePolicy: o.ImagePolicy, HeldFields: o.HeldFields, PlatformVerification: o.PlatformVerification, Scope: o.Scope,
+		Operations: &day2.Registry{},
 	}, nil
 }

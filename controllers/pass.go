@@ -48,6 +48,9 @@ type pass struct {
 	// it read it in this pass (rootTokenRead): nil when it does not exist.
 	rootTokenSecret *corev1.Secret
 	rootTokenRead   bool
+	// platformVerified: the image step verified under the platform's
+	// signature policy, whose digest in status is pinned as the spec's is.
+	platformVerified bool
 	// problems make the cluster Degraded; the first, in step order, names
 	// the condition's reason. reconciled is the children step's message
 	// when everything rendered was applied.
@@ -120,6 +123,9 @@ func (p *pass) degrade(reason, message string) {
 // input is what the chart renders from: the spec and this pass's decisions.
 func (p *pass) input() values.Input {
 	in := values.InputFor(p.cluster, p.status)
+	if v := p.status.ImageVerification; p.platformVerified && v != nil && v.Image == in.Image.String() {
+		in.Image.Digest = v.Digest
+	}
 	if p.replicas != nil && p.status.Initialized {
 		in = in.WithReplicas(*p.replicas, p.status.Upgrade)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	decide "github.com/openbao/operator/internal/admission"
+	"github.com/openbao/operator/internal/delegated"
 	"github.com/openbao/operator/internal/imagepolicy"
 )
 
@@ -27,26 +28,39 @@ const (
 // the CA bundle (WebhookCert).
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;update;patch,resourceNames=openbao-operator-validating-webhook
 
+// Platform is what the platform sets when it installs the operator, and a
+// tenant who may edit OpenBaoClusters cannot change: the repositories
+// images come from, and the allow-list of fields the operator copies into
+// its Pods, Services and Ingresses.
+type Platform struct {
+	Images imagepolicy.Policy
+	Fields delegated.Policy
+}
+
 // SetupWebhooks registers the validating webhook of the three kinds on the
 // manager's webhook server. Backups and restores read the cluster they
 // name from the API server, not the cache: a cluster created a moment ago
 // must count.
-func SetupWebhooks(mgr ctrl.Manager, images imagepolicy.Policy) {
+func SetupWebhooks(mgr ctrl.Manager, platform Platform) {
 	reader := mgr.GetAPIReader()
 	rules := referenceRules{reader: reader, reviews: mgr.GetClient()}
 	srv := mgr.GetWebhookServer()
 	scheme := mgr.GetScheme()
-	srv.Register(ClusterWebhookPath, admission.WithValidator[*v1alpha1.OpenBaoCluster](scheme, clusterValidator{rules: rules, images: images}))
+	srv.Register(ClusterWebhookPath, admission.WithValidator[*v1alpha1.OpenBaoCluster](scheme,
+		clusterValidator{rules: rules, images: platform.Images, fields: platform.Fields}))
 	srv.Register(BackupWebhookPath, admission.WithValidator[*v1alpha1.OpenBaoBackup](scheme, backupValidator{reader: reader, rules: rules}))
 	srv.Register(RestoreWebhookPath, admission.WithValidator[*v1alpha1.OpenBaoRestore](scheme, restoreValidator{reader: reader, rules: rules}))
 }
 
 // clusterValidator checks a cluster's values, what its spec names against
 // the author's rights and the managed-Secret rule, and its images against
-// the platform's image policy.
+// the platform's image policy, and the fields it hands the operator's
+// Pods, Services and Ingresses against the platform's allow-list or the
+// author's own rights.
 type clusterValidator struct {
 	rules  referenceRules
 	images imagepolicy.Policy
+	fields delegated.Policy
 }
 
 func (v clusterValidator) ValidateCreate(ctx context.Context, c *v1alpha1.OpenBaoCluster) (admission.Warnings, error) {
@@ -63,7 +77,15 @@ func (v clusterValidator) validate(ctx context.Context, old, c *v1alpha1.OpenBao
 	if err != nil {
 		return nil, err
 	}
-	return nil, invalid("OpenBaoCluster", c.Name, append(errs, refused...))
+	base, err := v.rules.delegatedBase(ctx, old, c)
+	if err != nil {
+		return nil, err
+	}
+	delegatedErrs, err := v.rules.delegatedFields(ctx, c.Namespace, v.fields.OutsideChanged(base, c))
+	if err != nil {
+		return nil, err
+	}
+	return nil, invalid("OpenBaoCluster", c.Name, append(append(errs, refused...), delegatedErrs...))
 }
 
 func (clusterValidator) ValidateDelete(context.Context, *v1alpha1.OpenBaoCluster) (admission.Warnings, error) {

@@ -49,6 +49,11 @@ const (
 	// cluster names is not from a repository the platform's image policy
 	// allows; nothing is applied until it is.
 	ReasonImageNotAllowed = "ImageNotAllowed"
+	// ReasonFieldNotAllowed (Degraded, delegated-fields step): without the
+	// webhook, a scheduling field, Service or Ingress annotation or
+	// Ingress class is outside the platform's allow-list; nothing is
+	// applied until it is within.
+	ReasonFieldNotAllowed = "FieldNotAllowed"
 )
 
 // Reasons of IdentityCurrent.

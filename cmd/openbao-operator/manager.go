@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/openbao/operator/controllers"
+	"github.com/openbao/operator/internal/delegated"
 	"github.com/openbao/operator/internal/imagepolicy"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/values"
@@ -44,6 +45,8 @@ type managerFlags struct {
 	watchNamespaces string
 	// images is the platform's image policy (--allowed-image-repositories).
 	images imagepolicy.Policy
+	// platform: the fields' allow-list and the signature policy.
+	platform platformFlags
 }
 
 // webhookFlags configure the admission webhook and its certificate.
@@ -83,12 +86,23 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 		"comma-separated registry hosts or repository paths (ghcr.io/openbao,registry.corp.example) every image a tenant names must come from: "+
 			"spec.image and spec.backup.executorImage; empty (the default, or ALLOWED_IMAGE_REPOSITORIES) allows any",
 		func(v string) (err error) { f.images, err = imagepolicy.Parse(v); return err })
+	f.platform.bind(fs)
 	zapOpts.BindFlags(fs)
 	var err error
 	if f.images, err = imagepolicy.Parse(os.Getenv("ALLOWED_IMAGE_REPOSITORIES")); err != nil {
 		return f, zapOpts, fmt.Errorf("ALLOWED_IMAGE_REPOSITORIES: %w", err)
 	}
 	return f, zapOpts, fs.Parse(args)
+}
+
+// heldFields is the allow-list the controller holds every cluster to:
+// only without the webhook, which otherwise lets through, besides the
+// allow-list, what the author may create themselves.
+func (f managerFlags) heldFields() *delegated.Policy {
+	if f.webhook.port != 0 {
+		return nil
+	}
+	return &f.platform.fields
 }
 
 // watchNamespace returns --watch-namespace's namespaces; nil for all.
@@ -223,11 +237,16 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 	if err != nil {
 		return err
 	}
+	verification, err := f.platform.verification()
+	if err != nil {
+		return err
+	}
 	reconciler, err := controllers.NewReconciler(mgr, controllers.Options{
 		Operator: values.Operator{
 			Namespace: f.namespace, Image: f.image, OpenShift: openshift, OverrideValues: settings.OverrideValues,
 		},
 		ResyncPeriod: settings.ReconcilePeriod, OpenBao: openbao.New, Issuer: issuer, Scope: scope, ImagePolicy: f.images,
+		HeldFields: f.heldFields(), PlatformVerification: verification,
 	})
 	if err != nil {
 		return err
@@ -262,7 +281,7 @@ func setUpWebhook(mgr ctrl.Manager, f managerFlags) error {
 	if f.webhook.port == 0 {
 		return nil
 	}
-	controllers.SetupWebhooks(mgr, f.images)
+	controllers.SetupWebhooks(mgr, controllers.Platform{Images: f.images, Fields: f.platform.fields})
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return fmt.Errorf("add webhook ready check: %w", err)
 	}

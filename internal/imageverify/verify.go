@@ -252,3 +252,11 @@ func registryError(action string, err error) error {
 	}
 	return fmt.Errorf("%w: %s: %w", ErrRegistry, action, err)
 }
+
+// CheckPolicy says whether policy can verify anything: its key parses, or
+// its identity's regular expression and trusted root do. Errors are
+// ErrInvalidPolicy.
+func CheckPolicy(p Policy) error {
+	_, err := newChecker(p)
+	return err
+}

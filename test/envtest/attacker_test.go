@@ -61,16 +61,26 @@ var authenticatedGroups = []string{"system:authenticated"}
 // client acting as that user.
 func NewAttacker(t *testing.T, namespace string) *Attacker {
 	t.Helper()
-	ensureUserRolesAggregated(t)
-	ensureNamespace(t, namespace)
+	return NewAttackerOn(t, cfg, k8s, namespace)
+}
+
+// NewAttackerOn is NewAttacker on another API server (one that calls the
+// operator's webhook, startWebhookServerWith), given its admin's config
+// and client.
+func NewAttackerOn(t *testing.T, adminCfg *rest.Config, admin client.Client, namespace string) *Attacker {
+	t.Helper()
+	ensureUserRolesAggregatedOn(t, adminCfg, admin)
+	if err := admin.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	user := "attacker@" + namespace
-	bindUser(t, namespace, user, "view")
-	bindUser(t, namespace, user, editorRole)
+	bindUserOn(t, admin, namespace, user, "view")
+	bindUserOn(t, admin, namespace, user, editorRole)
 	waitUntil(t, 30*time.Second, user+"'s bindings in force", func() bool {
-		return userAllowed(t, user, namespace, "create", v1alpha1.GroupVersion.Group, "openbaoclusters", "") &&
-			userAllowed(t, user, namespace, "list", "", "pods", "")
+		return userAllowedOn(t, admin, user, namespace, "create", v1alpha1.GroupVersion.Group, "openbaoclusters", "") &&
+			userAllowedOn(t, admin, user, namespace, "list", "", "pods", "")
 	})
-	c := rest.CopyConfig(cfg)
+	c := rest.CopyConfig(adminCfg)
 	c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: authenticatedGroups}
 	cl, err := client.New(c, client.Options{Scheme: scheme})
 	if err != nil {
@@ -82,6 +92,11 @@ func NewAttacker(t *testing.T, namespace string) *Attacker {
 // bindUser binds user to the ClusterRole role in namespace, with a
 // RoleBinding named after both.
 func bindUser(t *testing.T, namespace, user, role string) {
+	t.Helper()
+	bindUserOn(t, k8s, namespace, user, role)
+}
+
+func bindUserOn(t *testing.T, k8s client.Client, namespace, user, role string) {
 	t.Helper()
 	b := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: strings.ReplaceAll(user, "@", "-at-") + "-" + role, Namespace: namespace},
@@ -96,6 +111,11 @@ func bindUser(t *testing.T, namespace, user, role string) {
 // userAllowed asks the API server whether an authenticated user (not a
 // ServiceAccount) may verb the resource ("pods" or "pods/exec").
 func userAllowed(t testing.TB, user, namespace, verb, group, resource, name string) bool {
+	t.Helper()
+	return userAllowedOn(t, k8s, user, namespace, verb, group, resource, name)
+}
+
+func userAllowedOn(t testing.TB, k8s client.Client, user, namespace, verb, group, resource, name string) bool {
 	t.Helper()
 	res, sub, _ := strings.Cut(resource, "/")
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
@@ -121,6 +141,11 @@ var userRolesMu sync.Mutex
 // until they are filled, and the filled roles stay.
 func ensureUserRolesAggregated(t *testing.T) {
 	t.Helper()
+	ensureUserRolesAggregatedOn(t, cfg, k8s)
+}
+
+func ensureUserRolesAggregatedOn(t *testing.T, cfg *rest.Config, k8s client.Client) {
+	t.Helper()
 	userRolesMu.Lock()
 	defer userRolesMu.Unlock()
 	root, _ := testbin.RepoRoot()
@@ -135,21 +160,21 @@ func ensureUserRolesAggregated(t *testing.T) {
 			}
 		}
 	}
-	if builtinRolesAggregated(t) {
+	if builtinRolesAggregated(t, k8s) {
 		return
 	}
 	t.Log("running kube-controller-manager's clusterrole-aggregation controller")
-	stop := startRoleAggregation(t)
+	stop := startRoleAggregation(t, cfg)
 	defer stop()
 	waitUntil(t, 60*time.Second, "admin, edit and view aggregate the editor and viewer roles", func() bool {
-		return builtinRolesAggregated(t)
+		return builtinRolesAggregated(t, k8s)
 	})
 }
 
 // builtinRolesAggregated: admin and edit hold the editor's rules, view the
 // viewer's and Kubernetes' own (system:aggregate-to-view's, which the
 // attacker's view binding stands for).
-func builtinRolesAggregated(t *testing.T) bool {
+func builtinRolesAggregated(t *testing.T, k8s client.Client) bool {
 	t.Helper()
 	holds := func(role, from string) bool {
 		var r, f rbacv1.ClusterRole
@@ -177,7 +202,7 @@ func equalRule(a, b rbacv1.PolicyRule) bool {
 // startRoleAggregation runs the real kube-controller-manager (make tools
 // builds it beside kube-apiserver) with only its clusterrole-aggregation
 // controller, as the suite's admin; stop ends it.
-func startRoleAggregation(t *testing.T) (stop func()) {
+func startRoleAggregation(t *testing.T, cfg *rest.Config) (stop func()) {
 	t.Helper()
 	bin, err := testbin.Path("kube-controller-manager")
 	if err != nil {

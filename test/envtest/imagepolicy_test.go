@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/controllers"
 	"github.com/openbao/operator/internal/imagepolicy"
 )
 
@@ -26,7 +27,7 @@ func TestTheWebhookHoldsThePlatformsImagePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := startWebhookServerWith(t, policy)
+	c, _ := startWebhookServerWith(t, controllers.Platform{Images: policy})
 	ctx := context.Background()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "images"}}); err != nil {
 		t.Fatal(err)

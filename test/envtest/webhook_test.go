@@ -23,7 +23,6 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/controllers"
-	"github.com/openbao/operator/internal/imagepolicy"
 	"github.com/openbao/operator/test/testbin"
 )
 
@@ -45,12 +44,12 @@ func startWebhook(t *testing.T) client.Client {
 // admin config, from which a test impersonates users.
 func startWebhookServer(t *testing.T) (client.Client, *rest.Config) {
 	t.Helper()
-	return startWebhookServerWith(t, imagepolicy.Policy{})
+	return startWebhookServerWith(t, controllers.Platform{})
 }
 
-// startWebhookServerWith is startWebhookServer under a platform image
-// policy, as --allowed-image-repositories sets it.
-func startWebhookServerWith(t *testing.T, images imagepolicy.Policy) (client.Client, *rest.Config) {
+// startWebhookServerWith is startWebhookServer under the platform's
+// policies, as --allowed-image-repositories and --allowed-* set them.
+func startWebhookServerWith(t *testing.T, platform controllers.Platform) (client.Client, *rest.Config) {
 	t.Helper()
 	binDir, err := testbin.Dir()
 	if err != nil {
@@ -78,7 +77,7 @@ func startWebhookServerWith(t *testing.T, images imagepolicy.Policy) (client.Cli
 	if err != nil {
 		t.Fatal(err)
 	}
-	controllers.SetupWebhooks(mgr, images)
+	controllers.SetupWebhooks(mgr, platform)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() { _ = mgr.Start(ctx) }()
