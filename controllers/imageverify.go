@@ -207,18 +207,23 @@ func (r *OpenBaoClusterReconciler) verifyImage(ctx context.Context, kc authn.Key
 	return r.ImageVerifier.Verify(ctx, imageverify.Request{Image: image, Policy: policy, Keychain: kc})
 }
 
+// pullKeychain reads the imagePullSecrets the chart gives the servers.
+func (r *OpenBaoClusterReconciler) pullKeychain(ctx context.Context, c *v1alpha1.OpenBaoCluster) (authn.Keychain, error) {
+	return pullKeychain(ctx, r.APIReader, c, r.Operator)
+}
+
 // pullKeychain reads the imagePullSecrets the chart gives the servers; a
 // missing one is skipped, as the kubelet does. Unusable secrets are
 // ErrInvalidPolicy; other errors are the API server's.
-func (r *OpenBaoClusterReconciler) pullKeychain(ctx context.Context, c *v1alpha1.OpenBaoCluster) (authn.Keychain, error) {
-	names, err := values.PullSecretNames(c, r.Operator)
+func pullKeychain(ctx context.Context, reader client.Reader, c *v1alpha1.OpenBaoCluster, op values.Operator) (authn.Keychain, error) {
+	names, err := values.PullSecretNames(c, op)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", imageverify.ErrInvalidPolicy, err)
 	}
 	var secrets []imageverify.PullSecret
 	for _, name := range names {
 		s := &corev1.Secret{}
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, s)
+		err := reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, s)
 		if apierrors.IsNotFound(err) {
 			log.FromContext(ctx).Info("imagePullSecret not found; verifying without it", "secret", name)
 			continue
@@ -231,6 +236,37 @@ func (r *OpenBaoClusterReconciler) pullKeychain(ctx context.Context, c *v1alpha1
 		})
 	}
 	return imageverify.NewKeychain(secrets)
+}
+
+// pinExecutorImage verifies the executor image a tenant names
+// (spec.backup.executorImage) under the platform's signature policy and
+// returns the cluster with it named by the verified digest, which the
+// Job then runs. Without the policy, or without an executorImage (the
+// operator's own image, which the platform installed and which runs
+// pinned by the digest the operator's pod runs), c is returned as it is.
+// The backup and restore reconcilers both call it before a Job is made.
+func pinExecutorImage(ctx context.Context, verifier imageverify.Verifier, platform *PlatformVerification, reader client.Reader,
+	c *v1alpha1.OpenBaoCluster) (*v1alpha1.OpenBaoCluster, error) {
+	if platform == nil || c.Spec.Backup == nil || c.Spec.Backup.ExecutorImage == "" {
+		return c, nil
+	}
+	if verifier == nil {
+		return nil, errors.New("the platform requires image signatures but this operator has no image verifier")
+	}
+	image := c.Spec.Backup.ExecutorImage
+	kc, err := pullKeychain(ctx, reader, c, values.Operator{})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, imageVerifyTimeout)
+	defer cancel()
+	res, err := verifier.Verify(ctx, imageverify.Request{Image: image, Policy: platform.Policy, Keychain: kc})
+	if err != nil {
+		return nil, fmt.Errorf("spec.backup.executorImage %s under the platform's signature policy (--image-signature-*): %w", image, err)
+	}
+	pinnedCluster := c.DeepCopy()
+	pinnedCluster.Spec.Backup.ExecutorImage = pinned(image, res.Digest)
+	return pinnedCluster, nil
 }
 
 func imageVerified(p *pass, v verification, res imageverify.Result) {

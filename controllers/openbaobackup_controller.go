@@ -24,6 +24,7 @@ import (
 	"github.com/openbao/operator/internal/children"
 	"github.com/openbao/operator/internal/day2"
 	"github.com/openbao/operator/internal/imagepolicy"
+	"github.com/openbao/operator/internal/imageverify"
 	"github.com/openbao/operator/internal/objectstore"
 )
 
@@ -43,6 +44,11 @@ type OpenBaoBackupReconciler struct {
 	// ImagePolicy is the platform's image policy, held against
 	// spec.backup.executorImage before a Job runs it.
 	ImagePolicy imagepolicy.Policy
+	// PlatformVerification, when set, is the signature every
+	// spec.backup.executorImage must carry; the Job runs it by digest.
+	PlatformVerification *PlatformVerification
+	// ImageVerifier verifies it; nil takes cosign against the registries.
+	ImageVerifier imageverify.Verifier
 	// NewStore opens the backup target for retention; nil is
 	// open.OperatorStore. It is given the target's own credentials only,
 	// never the operator's ambient identity.
@@ -129,6 +135,11 @@ func (r *OpenBaoBackupReconciler) observe(ctx context.Context, b *v1alpha1.OpenB
 	if errs := r.ImagePolicy.CheckCluster(c); len(errs) > 0 {
 		o.Refusals = append(o.Refusals, backup.Refusal{Reason: v1alpha1.ReasonImageNotAllowed, Message: errs.ToAggregate().Error()})
 	}
+	if _, err := pinExecutorImage(ctx, r.ImageVerifier, r.PlatformVerification, r.APIReader, c); imageverify.Retryable(err) {
+		return o, day2.Observation{}, err // the registry stood in the way: try again
+	} else if err != nil {
+		o.Refusals = append(o.Refusals, backup.Refusal{Reason: v1alpha1.ReasonImageVerificationFailed, Message: err.Error() + "; no Job was created"})
+	}
 	ops, err := observeOperations(ctx, r.Client, c, nil)
 	if err != nil {
 		return o, ops, err
@@ -168,8 +179,15 @@ func (r *OpenBaoBackupReconciler) createJob(ctx context.Context, b *v1alpha1.Ope
 		r.tell(ctx, b, c)
 		return ctrl.Result{}, nil
 	}
-	job := backup.JobFor(backup.JobInput{Cluster: c, Backup: b, Name: b.Status.JobName, OperatorImage: r.OperatorImage, Env: r.ProxyEnv})
-	err := r.Client.Create(ctx, job)
+	// Verified in observe already (the verifier remembers it); should the
+	// tag have moved to an image that fails since, no Job is made and the
+	// next pass tries again (Decide asks for the Job while it is missing).
+	pinnedCluster, err := pinExecutorImage(ctx, r.ImageVerifier, r.PlatformVerification, r.APIReader, c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	job := backup.JobFor(backup.JobInput{Cluster: pinnedCluster, Backup: b, Name: b.Status.JobName, OperatorImage: r.OperatorImage, Env: r.ProxyEnv})
+	err = r.Client.Create(ctx, job)
 	if apierrors.IsAlreadyExists(err) {
 		return ctrl.Result{RequeueAfter: backup.ReportRetry}, nil // the cache has not seen it yet
 	}

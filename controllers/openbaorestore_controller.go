@@ -24,6 +24,7 @@ import (
 	decide "github.com/openbao/operator/internal/admission"
 	"github.com/openbao/operator/internal/day2"
 	"github.com/openbao/operator/internal/imagepolicy"
+	"github.com/openbao/operator/internal/imageverify"
 	"github.com/openbao/operator/internal/restore"
 )
 
@@ -67,6 +68,11 @@ type OpenBaoRestoreReconciler struct {
 	// start is decided and recorded in it in one step. Nil remembers
 	// nothing.
 	Operations *day2.Registry
+	// PlatformVerification, when set, is the signature every
+	// spec.backup.executorImage must carry; the Job runs it by digest.
+	PlatformVerification *PlatformVerification
+	// ImageVerifier verifies it; nil takes cosign against the registries.
+	ImageVerifier imageverify.Verifier
 }
 
 // Reconcile takes one OpenBaoRestore one step further. The restore holds
@@ -208,6 +214,10 @@ func (r *OpenBaoRestoreReconciler) preflight(ctx context.Context, c *v1alpha1.Op
 		return restore.Check{Permanent: true, Reason: v1alpha1.ReasonImageNotAllowed,
 			Message: "OpenBaoCluster " + c.Name + ": " + errs.ToAggregate().Error()}, day2.Observation{}, nil
 	}
+	if _, err := pinExecutorImage(ctx, r.ImageVerifier, r.PlatformVerification, r.APIReader, c); err != nil {
+		return restore.Check{Permanent: !imageverify.Retryable(err), Reason: v1alpha1.ReasonImageVerificationFailed,
+			Message: "OpenBaoCluster " + c.Name + ": " + err.Error()}, day2.Observation{}, nil
+	}
 	ops, err := observeOperations(ctx, r.Client, c, nil)
 	if err != nil {
 		return restore.Check{}, ops, err
@@ -302,8 +312,15 @@ func (r *OpenBaoRestoreReconciler) observeServers(ctx context.Context, c *v1alph
 // server, after which it cannot exist, takes the decision back.
 func (r *OpenBaoRestoreReconciler) createJob(ctx context.Context, rs *v1alpha1.OpenBaoRestore, c *v1alpha1.OpenBaoCluster,
 	d restore.Decision) (restore.Decision, error) {
-	job := restore.JobFor(c, rs, r.OperatorImage, r.ProxyEnv)
-	err := r.Client.Create(ctx, job)
+	pinnedCluster, err := pinExecutorImage(ctx, r.ImageVerifier, r.PlatformVerification, r.APIReader, c)
+	if err != nil {
+		// No Job was made: the decision is taken back, as for a refusal.
+		r.Operations.Release(day2.ClusterOf(c), day2.RestoreOp(rs).Ref)
+		d = restore.JobNotCreated(rs.Status, "its executor image was not verified: "+err.Error())
+		return d, r.writeStatus(ctx, rs, d.Status)
+	}
+	job := restore.JobFor(pinnedCluster, rs, r.OperatorImage, r.ProxyEnv)
+	err = r.Client.Create(ctx, job)
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return d, nil // the next pass checks whose it is

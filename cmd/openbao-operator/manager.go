@@ -22,6 +22,7 @@ import (
 	"github.com/openbao/operator/controllers"
 	"github.com/openbao/operator/internal/delegated"
 	"github.com/openbao/operator/internal/imagepolicy"
+	"github.com/openbao/operator/internal/imageverify"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/values"
 	"github.com/openbao/operator/internal/watches"
@@ -241,12 +242,14 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 	if err != nil {
 		return err
 	}
+	// One verifier, whose cache of verified digests the three share.
+	verifier := imageverify.NewCosign(imageverify.DefaultCacheSize, nil)
 	reconciler, err := controllers.NewReconciler(mgr, controllers.Options{
 		Operator: values.Operator{
 			Namespace: f.namespace, Image: f.image, OpenShift: openshift, OverrideValues: settings.OverrideValues,
 		},
 		ResyncPeriod: settings.ReconcilePeriod, OpenBao: openbao.New, Issuer: issuer, Scope: scope, ImagePolicy: f.images,
-		HeldFields: f.heldFields(), PlatformVerification: verification,
+		HeldFields: f.heldFields(), PlatformVerification: verification, ImageVerifier: verifier,
 	})
 	if err != nil {
 		return err
@@ -257,7 +260,7 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 	backups := &controllers.OpenBaoBackupReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openbao-operator"),
 		Clock: clock.RealClock{}, OperatorImage: f.image, Scope: scope, ProxyEnv: proxy.ReadProxyVarsFromEnv(),
-		ImagePolicy: f.images, Operations: reconciler.Operations,
+		ImagePolicy: f.images, Operations: reconciler.Operations, PlatformVerification: verification, ImageVerifier: verifier,
 	}
 	if err := backups.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up OpenBaoBackup controller: %w", err)
@@ -265,7 +268,7 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 	restores := &controllers.OpenBaoRestoreReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openbao-operator"),
 		Clock: clock.RealClock{}, OperatorImage: f.image, Servers: reconciler, Scope: scope, ProxyEnv: proxy.ReadProxyVarsFromEnv(),
-		ImagePolicy: f.images, Operations: reconciler.Operations,
+		ImagePolicy: f.images, Operations: reconciler.Operations, PlatformVerification: verification, ImageVerifier: verifier,
 	}
 	if err := restores.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up OpenBaoRestore controller: %w", err)

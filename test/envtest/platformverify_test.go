@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -83,4 +85,58 @@ func TestTheAttackerCannotTurnOffThePlatformsImageSignaturePolicy(t *testing.T) 
 			t.Fatalf("the servers run %q (%v), want %q", got, err, want)
 		}
 	})
+}
+
+// TestTheAttackerCannotRunAnUnsignedExecutorUnderThePlatformsPolicy: with
+// the platform's signature policy, the backup executor image a tenant
+// names (spec.backup.executorImage, which runs with the store credentials
+// and the cluster's backup identity) is verified before its Job is made.
+// The attacker's backup of a cluster whose executor is unsigned fails
+// (ImageVerificationFailed, naming the platform's policy) and no Job is
+// created; signed by the platform, the Job runs it by digest.
+func TestTheAttackerCannotRunAnUnsignedExecutorUnderThePlatformsPolicy(t *testing.T) {
+	ctx := context.Background()
+	reg := cosigntest.New(t, "", "")
+	platformKey := cosigntest.NewKey(t)
+	signed := reg.Push(t, "team/executor", "1")
+	reg.SignBundle(t, platformKey, signed, signed)
+	reg.Push(t, "team/executor", "evil")
+	const ns = "platform-executor"
+	rig := newBackupRig(t, ns, scheduledSpec+"executorImage: "+reg.Host+"/team/executor:evil\n", time.Now())
+	rig.br.ImageVerifier = imageverify.NewCosign(0, nil)
+	rig.br.PlatformVerification = &controllers.PlatformVerification{Policy: imageverify.Policy{PublicKey: cosigntest.PublicPEM(t, platformKey)}}
+	a := NewAttacker(t, ns)
+
+	b := &v1alpha1.OpenBaoBackup{ObjectMeta: metav1.ObjectMeta{Name: "evil", Namespace: ns}, Spec: v1alpha1.OpenBaoBackupSpec{ClusterName: "bao"}}
+	if err := a.Client.Create(ctx, b); err != nil {
+		t.Fatalf("the attacker creates its backup: %v", err)
+	}
+	rig.reconcileBackup("evil")
+	got := rig.backup("evil")
+	if got.Status.Phase != v1alpha1.BackupFailed || got.Status.Reason != v1alpha1.ReasonImageVerificationFailed ||
+		!strings.Contains(got.Status.Message, "spec.backup.executorImage") || !strings.Contains(got.Status.Message, "the platform's signature policy") {
+		t.Fatalf("backup status %+v, want Failed ImageVerificationFailed naming the executor image and the platform's policy", got.Status)
+	}
+	jobs := &batchv1.JobList{}
+	if err := k8s.List(ctx, jobs, client.InNamespace(ns)); err != nil || len(jobs.Items) != 0 {
+		t.Fatalf("%d Jobs (%v) for an executor the platform did not verify", len(jobs.Items), err)
+	}
+
+	c := rig.get()
+	c.Spec.Backup.ExecutorImage = reg.Host + "/team/executor:1"
+	if err := k8s.Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	b = &v1alpha1.OpenBaoBackup{ObjectMeta: metav1.ObjectMeta{Name: "signed", Namespace: ns}, Spec: v1alpha1.OpenBaoBackupSpec{ClusterName: "bao"}}
+	if err := a.Client.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	rig.reconcileBackup("signed")
+	job := &batchv1.Job{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: rig.backup("signed").Status.JobName}, job); err != nil {
+		t.Fatalf("the Job of a platform-signed executor: %v", err)
+	}
+	if got, want := job.Spec.Template.Spec.Containers[0].Image, reg.Host+"/team/executor@"+signed.DigestStr(); got != want {
+		t.Errorf("the executor runs %q, want %q", got, want)
+	}
 }
