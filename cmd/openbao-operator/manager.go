@@ -38,7 +38,10 @@ type managerFlags struct {
 	watchesFile    string
 	namespace      string
 	image          string
-	webhook        webhookFlags
+	// executorImage is image pinned by digest (executorImage), which the
+	// backup and restore executor runs unless a cluster names its own.
+	executorImage string
+	webhook       webhookFlags
 	// tenancy: the namespaces are those OpenBaoTenants provisioned, and
 	// the informers follow them; watchNamespaces: these, fixed at start.
 	// Neither: every namespace (a cluster-wide install).
@@ -153,6 +156,7 @@ func runManager(args []string) error {
 			return err
 		}
 	}
+	f.executorImage = executorImage(cfg, f.namespace, os.Getenv("POD_NAME"), f.image)
 	managerSettings := f.managerSettings()
 	var scope *controllers.TenantScope
 	if f.tenancy {
@@ -182,7 +186,7 @@ func runManager(args []string) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("add ready check: %w", err)
 	}
-	ctrl.Log.WithName("setup").Info("starting manager", "openshift", openshift, "namespace", f.namespace, "image", f.image)
+	ctrl.Log.WithName("setup").Info("starting manager", "openshift", openshift, "namespace", f.namespace, "image", describeImage(f.image, f.executorImage))
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
@@ -259,7 +263,7 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 	}
 	backups := &controllers.OpenBaoBackupReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openbao-operator"),
-		Clock: clock.RealClock{}, OperatorImage: f.image, Scope: scope, ProxyEnv: proxy.ReadProxyVarsFromEnv(),
+		Clock: clock.RealClock{}, OperatorImage: f.executorImage, Scope: scope, ProxyEnv: proxy.ReadProxyVarsFromEnv(),
 		ImagePolicy: f.images, Operations: reconciler.Operations, PlatformVerification: verification, ImageVerifier: verifier,
 	}
 	if err := backups.SetupWithManager(mgr); err != nil {
@@ -267,7 +271,7 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 	}
 	restores := &controllers.OpenBaoRestoreReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openbao-operator"),
-		Clock: clock.RealClock{}, OperatorImage: f.image, Servers: reconciler, Scope: scope, ProxyEnv: proxy.ReadProxyVarsFromEnv(),
+		Clock: clock.RealClock{}, OperatorImage: f.executorImage, Servers: reconciler, Scope: scope, ProxyEnv: proxy.ReadProxyVarsFromEnv(),
 		ImagePolicy: f.images, Operations: reconciler.Operations, PlatformVerification: verification, ImageVerifier: verifier,
 	}
 	if err := restores.SetupWithManager(mgr); err != nil {
