@@ -48,6 +48,18 @@ var operatorChartCases = map[string]map[string]any{
 		"commonLabels": map[string]any{"team": "platform"},
 		"extraArgs":    []any{"--zap-log-level=debug"},
 	},
+	"platform-policy": {
+		"imagePolicy": map[string]any{"allowedRepositories": []any{"ghcr.io/openbao"},
+			"signature": map[string]any{"publicKeyConfigMap": "platform-cosign"}},
+		"tenantFields": map[string]any{"allowedPriorityClasses": []any{"openbao"}, "allowedTolerationKeys": []any{"dedicated", "gpu"},
+			"allowedAnnotationPrefixes": []any{"nginx.ingress.kubernetes.io/"}},
+	},
+	"platform-keyless-no-webhook": {
+		"webhook": map[string]any{"enabled": false},
+		"imagePolicy": map[string]any{"signature": map[string]any{"keyless": map[string]any{
+			"issuer": "https://token.actions.githubusercontent.com", "subjectRegExp": "^https://github.com/corp/",
+			"trustedRootConfigMap": "sigstore-root"}}},
+	},
 	"tenancy":          {"tenancy": map[string]any{"enabled": true}},
 	"watch-namespaces": {"watchNamespaces": []any{"team-a", "team-b"}},
 	"webhook-cert-from-secret": {
