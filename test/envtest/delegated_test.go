@@ -134,8 +134,9 @@ func testAttackerUpdatesAnAdminsCluster(t *testing.T, admin client.Client, a *At
 // (backup.DrillCopyFor) copies its source's scheduling, which the author
 // of the copy did not set and may not set itself; a cluster that only
 // claims to be the copy (not controlled by the source) is refused. The
-// author here may create clusters and read the seal key, as the
-// operator does, but not create Pods.
+// author here may create clusters, read the seal key and delete claims and
+// Secrets (the copy's DeleteAll), as the operator does, but not create
+// Pods.
 func testDrillCopyCarriesItsSourcesFields(t *testing.T, admin client.Client, adminCfg *rest.Config, ns string) {
 	ctx := context.Background()
 	source := newCluster(t, ns, "metadata: {name: source}\nspec: {version: 2.4.0, priorityClassName: high, "+
@@ -146,7 +147,8 @@ func testDrillCopyCarriesItsSourcesFields(t *testing.T, admin client.Client, adm
 	drills := "drills@" + ns
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "drills", Namespace: ns}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"openbaoclusters"}, Verbs: []string{"get", "create", "update"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"delete"}},
 	}}
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "drills", Namespace: ns},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "drills"},
