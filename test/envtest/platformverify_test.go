@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
@@ -138,5 +139,40 @@ func TestTheAttackerCannotRunAnUnsignedExecutorUnderThePlatformsPolicy(t *testin
 	}
 	if got, want := job.Spec.Template.Spec.Containers[0].Image, reg.Host+"/team/executor@"+signed.DigestStr(); got != want {
 		t.Errorf("the executor runs %q, want %q", got, want)
+	}
+}
+
+// TestTheAttackerCannotRestoreThroughAnUnsignedExecutor: the same for a
+// restore, whose executor writes the snapshot into the cluster: the
+// attacker's OpenBaoRestore of a cluster whose executor is unsigned fails
+// (ImageVerificationFailed) and no Job is created.
+func TestTheAttackerCannotRestoreThroughAnUnsignedExecutor(t *testing.T) {
+	ctx := context.Background()
+	reg := cosigntest.New(t, "", "")
+	reg.Push(t, "team/executor", "evil")
+	const ns = "platform-restore"
+	rig := newRestoreRig(t, ns)
+	rig.rr.ImageVerifier = imageverify.NewCosign(0, nil)
+	rig.rr.PlatformVerification = &controllers.PlatformVerification{Policy: imageverify.Policy{PublicKey: cosigntest.PublicPEM(t, cosigntest.NewKey(t))}}
+	c := rig.get()
+	c.Spec.Backup.ExecutorImage = reg.Host + "/team/executor:evil"
+	if err := k8s.Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	a := NewAttacker(t, ns)
+	rs := &v1alpha1.OpenBaoRestore{ObjectMeta: metav1.ObjectMeta{Name: "evil", Namespace: ns},
+		Spec: v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Latest: true}, PreRestoreSnapshot: ptr.To(false)}}
+	if err := a.Client.Create(ctx, rs); err != nil {
+		t.Fatalf("the attacker creates its restore: %v", err)
+	}
+	rig.reconcileRestore("evil")
+	got := rig.restore("evil").Status
+	if got.Phase != v1alpha1.RestoreFailed || got.Reason != v1alpha1.ReasonImageVerificationFailed ||
+		!strings.Contains(got.Message, "spec.backup.executorImage") || !strings.Contains(got.Message, "the platform's signature policy") {
+		t.Fatalf("restore status %+v, want Failed ImageVerificationFailed naming the executor image and the platform's policy", got)
+	}
+	jobs := &batchv1.JobList{}
+	if err := k8s.List(ctx, jobs, client.InNamespace(ns)); err != nil || len(jobs.Items) != 0 {
+		t.Fatalf("%d Jobs (%v) for an executor the platform did not verify", len(jobs.Items), err)
 	}
 }
