@@ -21,6 +21,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/admission"
+	"github.com/openbao/operator/internal/delegated"
 )
 
 // attackerUser is issue 34's attacker tenant: in its namespace, Kubernetes'
@@ -56,6 +57,12 @@ func TestAttackerTenantOnTheNode(t *testing.T) {
 			"spec.backup.target.credentialsSecretRef", admission.RuleAuthorRights},
 		{"3: an image from a repository the platform did not allow",
 			`spec: {version: 2.4.0, image: "evil.example/bao"}`, "spec.image", "is not from a repository the platform allows"},
+		{"8: a toleration the tenant could not put on a pod itself",
+			`spec: {version: 2.4.0, image: localhost/openbao, tolerations: [{key: node-role.kubernetes.io/control-plane, operator: Exists}]}`,
+			"spec.tolerations[0].key", delegated.Rule},
+		{"8: a Service annotation the tenant could not put on a Service itself",
+			`spec: {version: 2.4.0, image: localhost/openbao, service: {annotations: {service.beta.kubernetes.io/aws-load-balancer-internal: "false"}}}`,
+			"spec.service.annotations[service.beta.kubernetes.io/aws-load-balancer-internal]", delegated.Rule},
 		{"deletion: a policy that deletes volumes and Secrets the tenant may not delete",
 			`spec: {version: 2.4.0, image: localhost/openbao, deletionPolicy: DeleteAll}`, "spec.deletionPolicy", admission.RuleAuthorRights},
 	} {
