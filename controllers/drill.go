@@ -106,7 +106,7 @@ func (r *OpenBaoClusterReconciler) observeDrill(ctx context.Context, p *pass) (b
 	}
 	if fb := copyRestored(o.Copy, &view); fb && o.Backup != nil && p.status.Backup.Verifying != nil {
 		o.CanaryRead = true
-		o.Canary, o.CanaryErr = r.readCanary(ctx, &view, o.Copy)
+		o.Canary, o.CanaryErr = r.readCanary(ctx, &view, o.Copy, p.status.Backup.Verifying.Key)
 	}
 	return o, nil
 }
@@ -124,9 +124,11 @@ func (r *OpenBaoClusterReconciler) getOptional(ctx context.Context, key types.Na
 	return nil
 }
 
-// readCanary logs in to the copy as the source's backup role (the
-// snapshot's identity is the source's) and reads the canary.
-func (r *OpenBaoClusterReconciler) readCanary(ctx context.Context, c, cp *v1alpha1.OpenBaoCluster) (map[string]any, error) {
+// readCanary logs in to the copy as the source's drill role, with the
+// audience the snapshot's drill role holds and the source's no longer
+// does (identity.DrillLogin): a token the copy could replay logs in to
+// nothing on the source. It reads the canary.
+func (r *OpenBaoClusterReconciler) readCanary(ctx context.Context, c, cp *v1alpha1.OpenBaoCluster, key string) (map[string]any, error) {
 	if r.OpenBao == nil {
 		return nil, fmt.Errorf("this operator cannot reach OpenBao")
 	}
@@ -135,7 +137,8 @@ func (r *OpenBaoClusterReconciler) readCanary(ctx context.Context, c, cp *v1alph
 		return nil, fmt.Errorf("the copy's CA Secret %s: missing or unreadable (%v)", cp.TLSCASecretName(), err)
 	}
 	tls := servedTLS{caPEM: ca.Data[pki.CAKey], ready: true}
-	jwt, err := r.serviceAccountToken(ctx, c, c.BackupServiceAccountName())
+	login := identity.DrillLogin(c, key)
+	jwt, err := r.serviceAccountToken(ctx, c.Namespace, login)
 	if err != nil {
 		return nil, err
 	}
@@ -143,9 +146,10 @@ func (r *OpenBaoClusterReconciler) readCanary(ctx context.Context, c, cp *v1alph
 	if err != nil {
 		return nil, err
 	}
-	tok, _, err := bao.Login(ctx, identity.Mount, identity.BackupRole, jwt)
+	tok, _, err := bao.Login(ctx, identity.Mount, login.Role, jwt)
 	if err != nil {
-		return nil, fmt.Errorf("log in to the copy as role %s: %w", identity.BackupRole, err)
+		return nil, fmt.Errorf("log in to the copy as role %s (a snapshot whose backup did not set the drill role's "+
+			"audience, from before identity revision %d, has none): %w", login.Role, identity.PerRoleRevision, err)
 	}
 	withToken, err := r.activeClient(cp, tls, tok)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
@@ -199,7 +200,7 @@ var errNoUpgradeAuth = errors.New("the operator cannot log in to OpenBao: its ow
 // shortly before it expires.
 func (r *OpenBaoClusterReconciler) upgradeToken(ctx context.Context, p *pass) (openbao.Token, error) {
 	c := p.cluster
-	if ref := c.Spec.Upgrade.TokenSecretRef; ref != nil {
+	if ref := c.Spec.Upgrade.TokenSecretRef; ref != nil && c.DrillSource() == "" {
 		return r.userToken(ctx, c, ref.Name)
 	}
 	if c.Spec.Upgrade.JWTAuthRole == "" && !p.status.IdentityConfigured {
@@ -234,10 +235,46 @@ func (r *OpenBaoClusterReconciler) forgetUpgradeToken(c *v1alpha1.OpenBaoCluster
 
 func (r *OpenBaoClusterReconciler) loginAsUpgrade(ctx context.Context, p *pass) (openbao.Token, time.Duration, error) {
 	c := p.cluster
-	owner := c.IdentityOwner() // the source's, in a copy that kept it
-	jwt, err := r.serviceAccountToken(ctx, owner, owner.UpgradeServiceAccountName())
+	login, mount, err := r.upgradeLogin(ctx, c)
 	if err != nil {
 		return openbao.Token{}, 0, err
+	}
+	jwt, err := r.serviceAccountToken(ctx, c.Namespace, login)
+	if err != nil {
+		return openbao.Token{}, 0, err
+	}
+	bao, err := r.activeClient(c, p.tls, openbao.Token{})
+	if err != nil {
+		return openbao.Token{}, 0, err
+	}
+	tok, ttl, err := bao.Login(ctx, mount, login.Role, jwt)
+	if err != nil {
+		return openbao.Token{}, 0, fmt.Errorf("log in at auth/%s as role %s: %w", mount, login.Role, err)
+	}
+	if ttl <= 0 {
+		ttl = time.Minute
+	}
+	return tok, ttl, nil
+}
+
+// upgradeLogin is how the operator logs in to c for rollouts and
+// autopilot: as c's upgrade role; in a copy that kept its source's
+// identity, as the source's (whose recorded revision says with which
+// audience); in a restore drill's copy, as the source's drill role with
+// the snapshot's audience, which the source itself refuses, so that the
+// copy is never handed a token that works on the source.
+func (r *OpenBaoClusterReconciler) upgradeLogin(ctx context.Context, c *v1alpha1.OpenBaoCluster) (identity.Login, string, error) {
+	owner := c.IdentityOwner()
+	if src := c.DrillSource(); src != "" && owner != c {
+		return identity.DrillLogin(owner, c.FromBackup().Key), identity.Mount, nil
+	}
+	if owner != c {
+		source := &v1alpha1.OpenBaoCluster{}
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(owner), source); err == nil {
+			owner = source
+		} else if !apierrors.IsNotFound(err) {
+			return identity.Login{}, "", fmt.Errorf("read the source cluster %s: %w", owner.Name, err)
+		}
 	}
 	mount, role := c.Spec.Upgrade.JWTAuthPath, c.Spec.Upgrade.JWTAuthRole
 	if mount == "" {
@@ -246,33 +283,22 @@ func (r *OpenBaoClusterReconciler) loginAsUpgrade(ctx context.Context, p *pass) 
 	if role == "" {
 		role = identity.UpgradeRole
 	}
-	bao, err := r.activeClient(c, p.tls, openbao.Token{})
-	if err != nil {
-		return openbao.Token{}, 0, err
-	}
-	tok, ttl, err := bao.Login(ctx, mount, role, jwt)
-	if err != nil {
-		return openbao.Token{}, 0, fmt.Errorf("log in at auth/%s as role %s: %w", mount, role, err)
-	}
-	if ttl <= 0 {
-		ttl = time.Minute
-	}
-	return tok, ttl, nil
+	return identity.LoginFor(owner, identity.UpgradeRole, role), mount, nil
 }
 
 // serviceAccountTokenLifetime is the shortest TokenRequest allows.
 const serviceAccountTokenLifetime = 10 * time.Minute
 
-// serviceAccountToken asks the API server for a short-lived token of one
-// of the cluster's ServiceAccounts, for this cluster's audience only.
-func (r *OpenBaoClusterReconciler) serviceAccountToken(ctx context.Context, c *v1alpha1.OpenBaoCluster, name string) (openbao.Token, error) {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace}}
+// serviceAccountToken asks the API server for a short-lived token of
+// login's ServiceAccount, for login's audience only.
+func (r *OpenBaoClusterReconciler) serviceAccountToken(ctx context.Context, namespace string, login identity.Login) (openbao.Token, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: login.ServiceAccount, Namespace: namespace}}
 	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		Audiences:         []string{c.OperatorTokenAudience()},
+		Audiences:         []string{login.Audience},
 		ExpirationSeconds: ptr.To(int64(serviceAccountTokenLifetime / time.Second)),
 	}}
 	if err := r.Client.SubResource("token").Create(ctx, sa, req); err != nil {
-		return openbao.Token{}, fmt.Errorf("request a token of ServiceAccount %s: %w", name, secrets.Redact(err))
+		return openbao.Token{}, fmt.Errorf("request a token of ServiceAccount %s: %w", login.ServiceAccount, secrets.Redact(err))
 	}
 	return openbao.NewToken(req.Status.Token), nil
 }

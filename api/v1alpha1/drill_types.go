@@ -74,3 +74,17 @@ const LabelDrillOf = "openbao.org/drill-of"
 // ConditionBackupVerified (drill step) is True when the newest restore
 // drill passed, False when it failed.
 const ConditionBackupVerified = "BackupVerified"
+
+// DrillSource is the cluster whose restore drill c is the copy of, as
+// DrillCopyFor makes one: labelled with it, controlled by it, formed from
+// its snapshot keeping its identity. Empty for any other cluster. The
+// operator logs in to such a copy with the source's drill role only, never
+// with a token the source itself accepts.
+func (c *OpenBaoCluster) DrillSource() string {
+	src, fb, owner := c.Labels[LabelDrillOf], c.FromBackup(), metav1.GetControllerOf(c)
+	if src == "" || fb == nil || !fb.KeepSourceIdentity || fb.SourceCluster != src || fb.Key == "" ||
+		owner == nil || owner.Kind != Kind || owner.Name != src {
+		return ""
+	}
+	return src
+}

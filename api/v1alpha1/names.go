@@ -22,6 +22,8 @@ const (
 	SuffixServiceRegistration   = "-service-registration"
 	SuffixUpgradeServiceAccount = "-upgrade-serviceaccount"
 	SuffixBackupServiceAccount  = "-backup-serviceaccount"
+	SuffixRestoreServiceAccount = "-restore-serviceaccount"
+	SuffixDrillServiceAccount   = "-drill-serviceaccount"
 	SuffixTLSCA                 = "-tls-ca"
 	SuffixTLSServer             = "-tls-server"
 	SuffixUnsealKey             = "-unseal-key"
@@ -39,9 +41,8 @@ const (
 func ChildNameSuffixes() []string {
 	return []string{
 		SuffixHeadlessService, SuffixConfigMap, SuffixServiceRegistration, SuffixUpgradeServiceAccount,
-		SuffixBackupServiceAccount, SuffixTLSCA, SuffixTLSServer, SuffixUnsealKey, SuffixSelfInit, SuffixRootToken,
-		SuffixBackupProvenance,
-		SuffixRecoveryKeys,
+		SuffixBackupServiceAccount, SuffixRestoreServiceAccount, SuffixDrillServiceAccount, SuffixTLSCA, SuffixTLSServer,
+		SuffixUnsealKey, SuffixSelfInit, SuffixRootToken, SuffixBackupProvenance, SuffixRecoveryKeys,
 	}
 }
 

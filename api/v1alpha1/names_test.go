@@ -23,11 +23,51 @@ func TestOperatorIdentityNames(t *testing.T) {
 	c := cluster("bao")
 	for got, want := range map[string]string{
 		c.OperatorTokenAudience():     "openbao-operator:ns/bao",
+		c.RoleTokenAudience("backup"): "openbao-operator:ns/bao:backup",
+		c.DrillIdleAudience():         "openbao-operator:ns/bao:drill:idle",
 		c.BackupServiceAccountName():  "bao-backup-serviceaccount",
 		c.UpgradeServiceAccountName(): "bao-upgrade-serviceaccount",
+		c.RestoreServiceAccountName(): "bao-restore-serviceaccount",
+		c.DrillServiceAccountName():   "bao-drill-serviceaccount",
 	} {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+	drill := strings.TrimPrefix(c.DrillTokenAudience("p/ns/bao/k"), c.DrillAudiencePrefix())
+	if len(drill) != 32 || strings.Trim(drill, "0123456789abcdef") != "" || c.DrillTokenAudience("p/ns/bao/j") == c.DrillTokenAudience("p/ns/bao/k") {
+		t.Errorf("drill audience %q: want 32 hex digits, one per snapshot key", drill)
+	}
+}
+
+// TestOnlyTheCopyADrillMadeLogsInAsTheSourcesDrillRole: DrillSource names
+// the source of a copy as DrillCopyFor makes it, labelled, controlled and
+// formed from the source's snapshot under its identity; nothing else.
+func TestOnlyTheCopyADrillMadeLogsInAsTheSourcesDrillRole(t *testing.T) {
+	src := cluster("bao")
+	copyOf := func(edit func(*v1alpha1.OpenBaoCluster)) *v1alpha1.OpenBaoCluster {
+		cp := cluster("bao-drill")
+		cp.Labels = map[string]string{v1alpha1.LabelDrillOf: "bao"}
+		cp.OwnerReferences = []metav1.OwnerReference{src.ControllerReference()}
+		cp.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.BackupBootstrap{
+			SourceCluster: "bao", Key: "p/ns/bao/k", KeepSourceIdentity: true}}
+		edit(cp)
+		return cp
+	}
+	for name, tc := range map[string]struct {
+		cp   *v1alpha1.OpenBaoCluster
+		want string
+	}{
+		"the drill's copy":             {copyOf(func(*v1alpha1.OpenBaoCluster) {}), "bao"},
+		"no label":                     {copyOf(func(c *v1alpha1.OpenBaoCluster) { c.Labels = nil }), ""},
+		"not controlled by the source": {copyOf(func(c *v1alpha1.OpenBaoCluster) { c.OwnerReferences = nil }), ""},
+		"its own identity":             {copyOf(func(c *v1alpha1.OpenBaoCluster) { c.Spec.Bootstrap.FromBackup.KeepSourceIdentity = false }), ""},
+		"another source":               {copyOf(func(c *v1alpha1.OpenBaoCluster) { c.Spec.Bootstrap.FromBackup.SourceCluster = "other" }), ""},
+		"no snapshot key":              {copyOf(func(c *v1alpha1.OpenBaoCluster) { c.Spec.Bootstrap.FromBackup.Key = "" }), ""},
+		"not from a backup":            {copyOf(func(c *v1alpha1.OpenBaoCluster) { c.Spec.Bootstrap = nil }), ""},
+	} {
+		if got := tc.cp.DrillSource(); got != tc.want {
+			t.Errorf("%s: DrillSource %q, want %q", name, got, tc.want)
 		}
 	}
 }

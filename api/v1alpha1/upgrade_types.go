@@ -1,6 +1,9 @@
 package v1alpha1
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -121,17 +124,58 @@ type UpgradeStatus struct {
 }
 
 // OperatorTokenAudience is the audience of the service-account tokens the
-// operator requests to log in to this cluster: a token for one cluster is
-// refused by every other.
+// operator requests to log in to this cluster when its identity in
+// OpenBao predates revision 3, or is a role of the user's own
+// (status.identityRevision below 3): a token for one cluster is refused by
+// every other. From revision 3 each role has its own audience
+// (RoleTokenAudience).
 func (c *OpenBaoCluster) OperatorTokenAudience() string {
 	return "openbao-operator:" + c.Namespace + "/" + c.Name
 }
 
+// RoleTokenAudience is the audience of the tokens that log in to one role
+// of the operator's identity (revision 3 on): a token minted for one role
+// is refused by every other role and every other cluster. Cluster names
+// hold no colon, so no audience of one cluster is another's.
+func (c *OpenBaoCluster) RoleTokenAudience(role string) string {
+	return c.OperatorTokenAudience() + ":" + role
+}
+
+// DrillTokenAudience is the audience of the token the operator logs in to
+// a restore drill's copy with: one per snapshot (its object key, hashed),
+// which this cluster's drill role accepts only while the backup executor
+// takes that snapshot, so the snapshot holds it and the cluster itself no
+// longer does once the backup is over.
+func (c *OpenBaoCluster) DrillTokenAudience(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return c.DrillAudiencePrefix() + hex.EncodeToString(sum[:16])
+}
+
+// DrillAudiencePrefix begins every drill audience of this cluster.
+func (c *OpenBaoCluster) DrillAudiencePrefix() string {
+	return c.RoleTokenAudience("drill") + ":"
+}
+
+// DrillIdleAudience is the drill role's audience between backups: no token
+// is ever minted for it (drill audiences end in hex digits).
+func (c *OpenBaoCluster) DrillIdleAudience() string { return c.DrillAudiencePrefix() + "idle" }
+
 // UpgradeServiceAccountName is the identity the operator logs in to
 // OpenBao with for rollouts, peer removal and autopilot.
 func (c *OpenBaoCluster) UpgradeServiceAccountName() string {
-	return c.Name + "-upgrade-serviceaccount"
+	return c.Name + SuffixUpgradeServiceAccount
 }
 
-// BackupServiceAccountName is the identity backup Jobs log in with.
-func (c *OpenBaoCluster) BackupServiceAccountName() string { return c.Name + "-backup-serviceaccount" }
+// BackupServiceAccountName is the identity backup Jobs log in with (and,
+// before identity revision 3, restore Jobs).
+func (c *OpenBaoCluster) BackupServiceAccountName() string { return c.Name + SuffixBackupServiceAccount }
+
+// RestoreServiceAccountName is the identity restore Jobs log in with, from
+// identity revision 3: a backup Job's token cannot install a snapshot.
+func (c *OpenBaoCluster) RestoreServiceAccountName() string {
+	return c.Name + SuffixRestoreServiceAccount
+}
+
+// DrillServiceAccountName is the identity the operator logs in to a
+// restore drill's copy with (a TokenRequest; no pod runs as it).
+func (c *OpenBaoCluster) DrillServiceAccountName() string { return c.Name + SuffixDrillServiceAccount }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/identity"
 )
 
 // Reasons of a restore drill (condition BackupVerified).
@@ -20,6 +21,7 @@ const (
 	ReasonDrillTimedOut              = "TimedOut"
 	ReasonDrillCopyNameTaken         = "CopyNameTaken"
 	ReasonDrillBackupGone            = "BackupGone"
+	ReasonDrillIdentityOutdated      = "IdentityOutdated"
 )
 
 // DefaultDrillTimeout bounds a drill whose spec sets no timeout.
@@ -93,6 +95,15 @@ func (d *DrillDecision) start(o DrillObserved) {
 	}
 	now := metav1.NewTime(o.Now)
 	d.Verifying = &v1alpha1.BackupVerification{Backup: b.Name, Key: b.Status.Key, Copy: o.Cluster.DrillCopyName(), StartTime: &now}
+	if rev := identity.RecordedRevision(&o.Cluster.Status); rev < identity.PerRoleRevision {
+		// Without the drill role the copy could only be logged in to with
+		// a token the source accepts too.
+		d.end(o, v1alpha1.DrillFailed, ReasonDrillIdentityOutdated, fmt.Sprintf("backup %s was not drilled: the "+
+			"operator's identity in OpenBao is at revision %d and has no drill role before revision %d (condition %s "+
+			"says how to add it); a copy can only be logged in to with the drill role, whose token the source refuses",
+			b.Name, rev, identity.PerRoleRevision, v1alpha1.ConditionIdentityCurrent))
+		return
+	}
 	d.CreateCopy = DrillCopyFor(o.Cluster, b)
 	d.Requeue = DrillPoll
 }
@@ -207,13 +218,15 @@ func DrillCopyFor(c *v1alpha1.OpenBaoCluster, b *v1alpha1.OpenBaoBackup) *v1alph
 		fb.UnsealKeySecretRef = &corev1.LocalObjectReference{Name: c.UnsealKeySecretName()}
 	}
 	spec := *c.Spec.DeepCopy()
-	spec.Replicas = 1                                      // one server proves the snapshot
-	spec.Paused, spec.StepDownRequest = false, ""          // the source's operations are not the copy's
-	spec.TLS = v1alpha1.TLSSpec{}                          // certificates for the copy's own names, from its own CA
-	spec.Ingress, spec.Gateway = nil, nil                  // the source's hosts and routes stay the source's
-	spec.Backup = nil                                      // a copy never writes to the source's target
-	spec.SelfInit = nil                                    // formed from the snapshot, never initialized by requests
-	spec.DeletionPolicy = v1alpha1.DeletionPolicyDeleteAll // nothing of a drill outlives it
+	spec.Replicas = 1                                           // one server proves the snapshot
+	spec.Paused, spec.StepDownRequest = false, ""               // the source's operations are not the copy's
+	spec.Upgrade.JWTAuthRole, spec.Upgrade.JWTAuthPath = "", "" // the copy's own identity, then the source's drill role:
+	spec.Upgrade.TokenSecretRef = nil                           // never a token the source accepts
+	spec.TLS = v1alpha1.TLSSpec{}                               // certificates for the copy's own names, from its own CA
+	spec.Ingress, spec.Gateway = nil, nil                       // the source's hosts and routes stay the source's
+	spec.Backup = nil                                           // a copy never writes to the source's target
+	spec.SelfInit = nil                                         // formed from the snapshot, never initialized by requests
+	spec.DeletionPolicy = v1alpha1.DeletionPolicyDeleteAll      // nothing of a drill outlives it
 	spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: fb}
 	return &v1alpha1.OpenBaoCluster{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.Kind},
@@ -230,5 +243,5 @@ func DrillCopyFor(c *v1alpha1.OpenBaoCluster, b *v1alpha1.OpenBaoBackup) *v1alph
 // differs from its source, set in DrillCopyFor; every other field is the
 // source's. A test holds the two lists together.
 var DrillCopyOverrides = []string{
-	"Replicas", "Paused", "StepDownRequest", "TLS", "Ingress", "Gateway", "Backup", "SelfInit", "DeletionPolicy", "Bootstrap",
+	"Replicas", "Paused", "StepDownRequest", "Upgrade", "TLS", "Ingress", "Gateway", "Backup", "SelfInit", "DeletionPolicy", "Bootstrap",
 }

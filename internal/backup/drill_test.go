@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/identity"
 )
 
 var drillStart = time.Date(2026, 11, 23, 3, 0, 0, 0, time.UTC)
@@ -23,6 +25,7 @@ func drillCluster(verifying, last *v1alpha1.BackupVerification) *v1alpha1.OpenBa
 	return backupCluster(func(c *v1alpha1.OpenBaoCluster) {
 		c.Spec.Backup.Verify = &v1alpha1.BackupVerify{Enabled: true}
 		c.Status.Backup = &v1alpha1.BackupStatus{LastBackupName: "b2", Verifying: verifying, LastVerified: last}
+		c.Status.IdentityConfigured, c.Status.IdentityRevision = true, identity.Revision
 	})
 }
 
@@ -58,6 +61,11 @@ func TestADrillRestoresEachNewBackupOnceAndReadsItsCanaryBack(t *testing.T) {
 		{"a new successful backup starts a drill", func() backup.DrillObserved {
 			return backup.DrillObserved{Cluster: drillCluster(nil, nil), Backup: succeeded("b2", canary)}
 		}, "verifying", true, false},
+		{"an identity without the drill role fails the drill and makes no copy", func() backup.DrillObserved {
+			c := drillCluster(nil, nil)
+			c.Status.IdentityRevision = 2
+			return backup.DrillObserved{Cluster: c, Backup: succeeded("b2", canary), Now: drillStart}
+		}, backup.ReasonDrillIdentityOutdated, false, false},
 		{"a drilled backup is not drilled again", func() backup.DrillObserved {
 			return backup.DrillObserved{Cluster: drillCluster(nil, &v1alpha1.BackupVerification{Backup: "b2"}), Backup: succeeded("b2", canary)}
 		}, "", false, false},
@@ -193,6 +201,12 @@ func TestADrillCopyInheritsEveryProtectionOfItsSource(t *testing.T) {
 	}
 	src := backupCluster(func(c *v1alpha1.OpenBaoCluster) {})
 	cp := backup.DrillCopyFor(src, succeeded("b2", ""))
+	src.Spec.Upgrade.TokenSecretRef = &corev1.LocalObjectReference{Name: "prod-upgrade-token"}
+	src.Spec.Upgrade.JWTAuthRole = "ops"
+	cp = backup.DrillCopyFor(src, succeeded("b2", ""))
+	if cp.Spec.Upgrade.TokenSecretRef != nil || cp.Spec.Upgrade.JWTAuthRole != "" {
+		t.Errorf("the copy would log in with the source's own upgrade credential: %+v", cp.Spec.Upgrade)
+	}
 	if cp.Spec.Backup != nil || cp.Spec.Ingress != nil || cp.Spec.Replicas != 1 ||
 		cp.Spec.DeletionPolicy != v1alpha1.DeletionPolicyDeleteAll || cp.Spec.Bootstrap.FromBackup.SourceCluster != src.Name {
 		t.Errorf("the copy's own fields: %+v", cp.Spec)

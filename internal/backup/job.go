@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/identity"
 )
 
 // Where the backup pod finds what it is given. Nothing in the pod is
@@ -109,7 +110,8 @@ func JobFor(in JobInput) *batchv1.Job {
 		cfg.Retention = policy
 	}
 	return ExecutorJob(ExecutorJobInput{
-		Cluster: in.Cluster, Name: in.Name, Owner: in.Backup.ControllerReference(),
+		Cluster: in.Cluster, Login: identity.LoginFor(in.Cluster, identity.BackupRole, in.Cluster.Spec.Backup.JWTAuthRole),
+		Name: in.Name, Owner: in.Backup.ControllerReference(),
 		Labels: JobLabels(in.Cluster, in.Backup), Args: cfg.Args(),
 		OperatorImage: in.OperatorImage, Env: in.Env,
 		ProvenanceSecret: in.Cluster.BackupProvenanceSecretName(),
@@ -120,9 +122,12 @@ func JobFor(in JobInput) *batchv1.Job {
 // restore's) is built from.
 type ExecutorJobInput struct {
 	Cluster *v1alpha1.OpenBaoCluster
-	Name    string
-	Owner   metav1.OwnerReference
-	Labels  map[string]string
+	// Login is the pod's ServiceAccount and its projected token's
+	// audience (identity.LoginFor the backup or the restore).
+	Login  identity.Login
+	Name   string
+	Owner  metav1.OwnerReference
+	Labels map[string]string
 	// Args are the executor's command line (its subcommand and flags).
 	Args          []string
 	OperatorImage string
@@ -137,7 +142,7 @@ type ExecutorJobInput struct {
 // ExecutorJob builds a Job of the executor, as JobFor describes.
 func ExecutorJob(in ExecutorJobInput) *batchv1.Job {
 	c, labels := in.Cluster, in.Labels
-	volumes, mounts := jobVolumes(c)
+	volumes, mounts := jobVolumes(c, in.Login.Audience)
 	if in.ProvenanceSecret != "" {
 		volumes = append(volumes, corev1.Volume{Name: "provenance", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: in.ProvenanceSecret, Items: []corev1.KeyToPath{{Key: ProvenanceDataKey, Path: ProvenanceDataKey}},
@@ -175,7 +180,7 @@ func podSpec(in ExecutorJobInput, volumes []corev1.Volume, mounts []corev1.Volum
 	}
 	return corev1.PodSpec{
 		RestartPolicy:                corev1.RestartPolicyNever,
-		ServiceAccountName:           in.Cluster.BackupServiceAccountName(),
+		ServiceAccountName:           in.Login.ServiceAccount,
 		AutomountServiceAccountToken: ptr.To(false),
 		// No user or group IDs: the image's numeric user applies, and
 		// OpenShift's restricted SCC assigns its own.
@@ -238,9 +243,9 @@ func ExecutorConfigFor(c *v1alpha1.OpenBaoCluster, backup string) ExecutorConfig
 }
 
 // jobVolumes mounts the cluster's CA, the identity (a projected token for
-// the cluster's audience, or the token Secret) and the store's CA and
-// credentials, each read-only.
-func jobVolumes(c *v1alpha1.OpenBaoCluster) ([]corev1.Volume, []corev1.VolumeMount) {
+// audience, or the token Secret) and the store's CA and credentials, each
+// read-only.
+func jobVolumes(c *v1alpha1.OpenBaoCluster, audience string) ([]corev1.Volume, []corev1.VolumeMount) {
 	spec := c.Spec.Backup
 	var volumes []corev1.Volume
 	var mounts []corev1.VolumeMount
@@ -254,7 +259,7 @@ func jobVolumes(c *v1alpha1.OpenBaoCluster) ([]corev1.Volume, []corev1.VolumeMou
 	} else {
 		add("identity", identityDir, corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
-				Audience: c.OperatorTokenAudience(), ExpirationSeconds: ptr.To[int64](jwtLifetime), Path: "token",
+				Audience: audience, ExpirationSeconds: ptr.To[int64](jwtLifetime), Path: "token",
 			}}},
 		}})
 	}

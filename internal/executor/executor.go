@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/identity"
 	"github.com/openbao/operator/internal/objectstore"
@@ -148,7 +150,7 @@ func stage(reason string, err error) error {
 
 // attempt is one try: check the store, log in, find the leader, write the
 // canary, stream, verify.
-func (s *runner) attempt(ctx context.Context) (backup.Report, error) {
+func (s *runner) attempt(ctx context.Context) (report backup.Report, err error) {
 	id, err := backup.NewObjectID(s.deps.Random)
 	if err != nil {
 		return backup.Report{}, err
@@ -168,6 +170,24 @@ func (s *runner) attempt(ctx context.Context) (backup.Report, error) {
 	if err != nil {
 		return backup.Report{}, err
 	}
+	armed, err := s.armDrill(ctx, leader, key)
+	if err != nil {
+		return backup.Report{}, err
+	}
+	if armed {
+		defer func() {
+			if derr := s.disarmDrill(ctx); derr != nil && err == nil {
+				err = derr
+			}
+		}()
+	}
+	report, err = s.snapshotTo(ctx, leader, key)
+	return report, err
+}
+
+// snapshotTo writes the canary, streams the snapshot into the object at
+// key and verifies it.
+func (s *runner) snapshotTo(ctx context.Context, leader openbao.Client, key string) (backup.Report, error) {
 	canary, canaryErr, err := s.writeCanary(ctx, leader)
 	if err != nil {
 		return backup.Report{}, err
@@ -188,6 +208,59 @@ func (s *runner) attempt(ctx context.Context) (backup.Report, error) {
 	}
 	return backup.Report{Key: key, Size: put.Size, SHA256: checked.SHA256(), RaftIndex: checked.Info().Index,
 		Canary: canary, CanaryError: canaryErr}, nil
+}
+
+// armDrill sets the drill role's audience to this snapshot's just before
+// it is taken (identity.DrillArm), so that the snapshot, and a drill's
+// copy restored from it, accept the token the operator mints for that
+// audience. A cluster whose identity has no drill role (an earlier
+// revision, or a token of the user's that may not set it: 4xx) is backed
+// up unarmed, and a drill of it cannot log in to the copy.
+func (s *runner) armDrill(ctx context.Context, leader openbao.Client, key string) (bool, error) {
+	arm := identity.DrillArm(s.clusterRef(), key)
+	err := leader.Write(ctx, arm.Path, arm.Data)
+	var status *openbao.StatusError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &status) && status.Code < 500:
+		logr.FromContextOrDiscard(ctx).Info("the drill role's audience was not set: this backup's restore drill "+
+			"cannot log in to its copy", "status", status.Code)
+		return false, nil
+	}
+	return false, stage(ReasonSnapshotFailed, fmt.Errorf("set the drill role's audience: %w", err))
+}
+
+// disarmTimeout bounds putting the idle audience back, which is tried even
+// when the run's own time is up.
+const disarmTimeout = 30 * time.Second
+
+// disarmDrill puts the drill role's idle audience back once the snapshot
+// was taken, with a fresh login (the attempt's token may have expired
+// during a long upload): from then on this cluster refuses every drill
+// token. If it fails the attempt fails, so no drill ever mints a token for
+// the audience this cluster still accepts.
+func (s *runner) disarmDrill(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), disarmTimeout)
+	defer cancel()
+	token, err := s.auth(ctx)
+	if err != nil {
+		return stage(ReasonAuthFailed, fmt.Errorf("log in to put the drill role's idle audience back: %w", err))
+	}
+	leader, err := s.leaderClient(ctx, token)
+	if err != nil {
+		return err
+	}
+	disarm := identity.DrillDisarm(s.clusterRef())
+	if err := leader.Write(ctx, disarm.Path, disarm.Data); err != nil {
+		return stage(ReasonSnapshotFailed, fmt.Errorf("put the drill role's idle audience back: %w", err))
+	}
+	return nil
+}
+
+// clusterRef is the cluster being backed up, by name.
+func (s *runner) clusterRef() *v1alpha1.OpenBaoCluster {
+	return &v1alpha1.OpenBaoCluster{ObjectMeta: metav1.ObjectMeta{Namespace: s.cfg.Namespace, Name: s.cfg.Cluster}}
 }
 
 // writeCanary writes this backup's canary on the active server just before

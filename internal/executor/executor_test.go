@@ -16,10 +16,13 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/executor"
+	"github.com/openbao/operator/internal/identity"
 	"github.com/openbao/operator/internal/objectstore"
 	"github.com/openbao/operator/internal/objectstore/memstore"
 	"github.com/openbao/operator/internal/openbao"
@@ -139,7 +142,9 @@ func TestAGoodRunStoresTheCheckedSnapshotUnderTheClustersPrefix(t *testing.T) {
 	if h.bao.Logins[0] != "openbao-operator/backup" || h.bao.CallCount("Snapshot") != 1 {
 		t.Errorf("login roles %v, %d snapshots", h.bao.Logins, h.bao.CallCount("Snapshot"))
 	}
-	if strings.Join(h.addresses, " ") != "https://bao.ns.svc:8200 https://bao.ns.svc:8200 https://bao.ns.svc:8200+token" {
+	// Log in, find the leader, use it; then again to disarm the drill role.
+	once := "https://bao.ns.svc:8200 https://bao.ns.svc:8200 https://bao.ns.svc:8200+token"
+	if strings.Join(h.addresses, " ") != once+" "+once {
 		t.Errorf("clients for %v", h.addresses)
 	}
 }
@@ -293,7 +298,7 @@ func TestTheCanaryIsWrittenOnTheLeaderBeforeTheSnapshotAndReported(t *testing.T)
 func TestACanaryTheClusterCannotTakeLeavesTheBackupWithoutOne(t *testing.T) {
 	for code, name := range map[int]string{403: "an identity of an earlier release", 404: "no canary mount"} {
 		h := newHarness(t)
-		h.bao.WriteErr = &openbao.StatusError{Op: "openbao-operator/canary", Code: code, Messages: []string{"permission denied"}}
+		h.bao.WriteErrs = map[string]error{"openbao-operator/canary": &openbao.StatusError{Op: "openbao-operator/canary", Code: code, Messages: []string{"permission denied"}}}
 		r := h.run(t)
 		if r.Failed() || r.Canary != "" || !strings.Contains(r.CanaryError, fmt.Sprintf("HTTP %d", code)) || r.Key == "" {
 			t.Errorf("%s: report %+v", name, r)
@@ -301,8 +306,63 @@ func TestACanaryTheClusterCannotTakeLeavesTheBackupWithoutOne(t *testing.T) {
 	}
 	// Other failures are the attempt's: a sealed server is retried.
 	h := newHarness(t)
-	h.bao.WriteErr = &openbao.StatusError{Op: "openbao-operator/canary", Code: 503}
+	h.bao.WriteErrs = map[string]error{"openbao-operator/canary": &openbao.StatusError{Op: "openbao-operator/canary", Code: 503}}
 	if r := h.run(t); r.Reason != executor.ReasonCanaryFailed || h.sleeps != 2 || h.bao.CallCount("Snapshot") != 0 {
 		t.Errorf("sealed: %+v after %d waits, %d snapshots", r, h.sleeps, h.bao.CallCount("Snapshot"))
+	}
+}
+
+// TestTheDrillRoleAcceptsTheSnapshotsAudienceOnlyWhileItIsTaken: the
+// drill role is set to this snapshot's audience before the canary and the
+// snapshot, and back to the idle one after, so the snapshot holds the
+// audience the drill's token carries and the cluster no longer does.
+func TestTheDrillRoleAcceptsTheSnapshotsAudienceOnlyWhileItIsTaken(t *testing.T) {
+	h := newHarness(t)
+	r := h.run(t)
+	if r.Failed() {
+		t.Fatalf("%s: %s", r.Reason, r.Error)
+	}
+	c := &v1alpha1.OpenBaoCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bao"}}
+	want := []string{identity.DrillRolePath, "openbao-operator/canary", identity.DrillRolePath}
+	if !slices.Equal(h.bao.Writes, want) {
+		t.Fatalf("writes %v, want %v", h.bao.Writes, want)
+	}
+	if got := h.bao.Written[identity.DrillRolePath]["bound_audiences"]; got != c.DrillIdleAudience() {
+		t.Errorf("the drill role is left at audience %v, want the idle one", got)
+	}
+	order := strings.Join(h.bao.Order, " ")
+	if !strings.Contains(order, "Write Write Snapshot") || !strings.HasSuffix(order, "Login Leader Write") {
+		t.Errorf("calls %s: want the audience set and the canary written before the snapshot, and the idle "+
+			"audience put back after, with a fresh login", order)
+	}
+	if len(h.bao.Logins) != 2 {
+		t.Errorf("logins %v", h.bao.Logins)
+	}
+}
+
+// TestADrillRoleTheClusterCannotSetLeavesTheBackupUnarmed: a cluster of an
+// earlier identity revision refuses the drill role's audience (403): the
+// backup goes on, and nothing is put back.
+func TestADrillRoleTheClusterCannotSetLeavesTheBackupUnarmed(t *testing.T) {
+	h := newHarness(t)
+	h.bao.WriteErrs = map[string]error{identity.DrillRolePath: &openbao.StatusError{Op: identity.DrillRolePath, Code: 403}}
+	r := h.run(t)
+	if r.Failed() || r.Canary == "" {
+		t.Fatalf("report %+v", r)
+	}
+	if !slices.Equal(h.bao.Writes, []string{"openbao-operator/canary"}) || len(h.bao.Logins) != 1 {
+		t.Errorf("writes %v, logins %v", h.bao.Writes, h.bao.Logins)
+	}
+}
+
+// TestAnIdleAudienceNotPutBackFailsTheAttempt: the cluster would go on
+// accepting the snapshot's drill audience, so the backup must not succeed
+// (a drill mints that audience only for a successful backup).
+func TestAnIdleAudienceNotPutBackFailsTheAttempt(t *testing.T) {
+	h := newHarness(t)
+	h.bao.LoginErrAfter, h.bao.LoginErr = 1, &openbao.StatusError{Op: "login", Code: 400}
+	r := h.run(t)
+	if !r.Failed() || r.Reason != executor.ReasonAuthFailed || !strings.Contains(r.Error, "idle audience") {
+		t.Fatalf("report %+v", r)
 	}
 }

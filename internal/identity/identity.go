@@ -3,8 +3,10 @@
 // auth method that verifies the Kubernetes cluster's service-account
 // tokens, one narrow policy and one role per task, each role bound to one
 // ServiceAccount of the cluster and to an audience only this cluster
-// accepts. The operator sets it up once, with the root token at sys/init
-// or as self-init requests. It is pure: the issuer's keys are passed in.
+// accepts. From revision 3 every role has its own ServiceAccount and its
+// own audience, so a token minted for one role logs in to no other. The
+// operator sets it up once, with the root token at sys/init or as
+// self-init requests. It is pure: the issuer's keys are passed in.
 package identity
 
 import (
@@ -31,11 +33,17 @@ const (
 	BackupRole    = "backup"
 	UpgradePolicy = "openbao-operator-upgrade"
 	BackupPolicy  = "openbao-operator-backup"
-	// RestoreRole is bound to the backup service account too (restore
-	// Jobs run under it), with its own policy: a backup's token can read
-	// a snapshot but never install one.
+	// RestoreRole has its own policy: a backup's token can read a
+	// snapshot but never install one. From revision 3 it is bound to the
+	// restore ServiceAccount and audience (before, to the backup's).
 	RestoreRole   = "restore"
 	RestorePolicy = "openbao-operator-restore"
+	// DrillRole is what the operator logs in to a restore drill's copy
+	// with: read-only, and bound to an audience this cluster accepts only
+	// while a backup takes its snapshot (DrillArm), so the token the copy
+	// receives logs in to nothing here.
+	DrillRole   = "drill"
+	DrillPolicy = "openbao-operator-drill"
 	// TokenTTL bounds the OpenBao tokens the roles issue: long enough for
 	// one rollout step or one snapshot, short enough that a leaked one
 	// expires soon.
@@ -59,7 +67,16 @@ const (
 //	1: the JWT auth method, the upgrade and backup roles and policies.
 //	2: the restore role and policy, the canary mount, and the backup
 //	   policy's right to write and read the canary.
-const Revision = 2
+//	3: one ServiceAccount and one audience per role: restore bound to
+//	   <cluster>-restore-serviceaccount, each role to the audience
+//	   openbao-operator:<ns>/<cluster>:<role>; the drill role and policy
+//	   (bound to <cluster>-drill-serviceaccount), and the backup policy's
+//	   right to set the drill role's audience (DrillArm).
+const Revision = 3
+
+// PerRoleRevision is the revision from which each role has its own
+// ServiceAccount and audience (LoginFor) and the drill role exists.
+const PerRoleRevision = 3
 
 // upgradePolicy allows what rollouts, peer removal and autopilot need, and
 // nothing else: no secret, no auth or policy change, no snapshot.
@@ -70,11 +87,34 @@ path "sys/storage/raft/autopilot/configuration" { capabilities = ["read", "updat
 path "sys/storage/raft/remove-peer" { capabilities = ["update"] }
 `
 
-// backupPolicy allows reading a Raft snapshot and writing the canary
-// (read back to check it), and nothing else: no other path of the canary
-// mount, no secret.
-const backupPolicy = `path "sys/storage/raft/snapshot" { capabilities = ["read"] }
+// backupPolicy allows reading a Raft snapshot, writing the canary (read
+// back to check it) and setting the drill role's audience to one of this
+// cluster's drill audiences (nothing else of the role: its account, its
+// policies), and nothing else: no other path of the canary mount, no
+// secret. A list value of bound_audiences is refused by
+// allowed_parameters, so DrillArm sends a string.
+func backupPolicy(c *v1alpha1.OpenBaoCluster) string {
+	return `path "sys/storage/raft/snapshot" { capabilities = ["read"] }
 path "` + CanaryPath + `" { capabilities = ["create", "update", "read"] }
+path "` + DrillRolePath + `" {
+  capabilities = ["update"]
+  allowed_parameters = {
+    "role_type" = ["jwt"]
+    "bound_audiences" = ["` + c.DrillAudiencePrefix() + `*"]
+  }
+}
+`
+}
+
+// DrillRolePath is the drill role's path.
+const DrillRolePath = "auth/" + Mount + "/role/" + DrillRole
+
+// drillPolicy allows what checking a restored copy needs: the canary and
+// the Raft and autopilot state, read only.
+const drillPolicy = `path "` + CanaryPath + `" { capabilities = ["read"] }
+path "sys/storage/raft/configuration" { capabilities = ["read"] }
+path "sys/storage/raft/autopilot/state" { capabilities = ["read"] }
+path "sys/storage/raft/autopilot/configuration" { capabilities = ["read"] }
 `
 
 // restorePolicy allows installing a snapshot, and nothing else: no read
@@ -160,11 +200,13 @@ func SetupRequests(c *v1alpha1.OpenBaoCluster, iss Issuer) []baoconfig.InitReque
 		{Name: "operator-auth-config", Operation: "update", Path: "auth/" + Mount + "/config",
 			Data: map[string]any{"bound_issuer": iss.URL, "jwt_validation_pubkeys": keys}},
 		policyRequest("operator-upgrade-policy", UpgradePolicy, upgradePolicy),
-		policyRequest("operator-backup-policy", BackupPolicy, backupPolicy),
+		policyRequest("operator-backup-policy", BackupPolicy, backupPolicy(c)),
 		policyRequest("operator-restore-policy", RestorePolicy, restorePolicy),
-		roleRequest("operator-upgrade-role", UpgradeRole, c, c.UpgradeServiceAccountName(), UpgradePolicy),
-		roleRequest("operator-backup-role", BackupRole, c, c.BackupServiceAccountName(), BackupPolicy),
-		roleRequest("operator-restore-role", RestoreRole, c, c.BackupServiceAccountName(), RestorePolicy),
+		policyRequest("operator-drill-policy", DrillPolicy, drillPolicy),
+		roleRequest("operator-upgrade-role", UpgradeRole, c, UpgradePolicy),
+		roleRequest("operator-backup-role", BackupRole, c, BackupPolicy),
+		roleRequest("operator-restore-role", RestoreRole, c, RestorePolicy),
+		roleRequest("operator-drill-role", DrillRole, c, DrillPolicy),
 	}
 }
 
@@ -173,13 +215,19 @@ func policyRequest(name, policy, rules string) baoconfig.InitRequest {
 		Data: map[string]any{"policy": rules}}
 }
 
-func roleRequest(name, role string, c *v1alpha1.OpenBaoCluster, serviceAccount, policy string) baoconfig.InitRequest {
+// roleRequest binds role to its own ServiceAccount and audience (the drill
+// role to its idle audience, which no token carries).
+func roleRequest(name, role string, c *v1alpha1.OpenBaoCluster, policy string) baoconfig.InitRequest {
+	l := ownLogin(c, role)
+	if role == DrillRole {
+		l.Audience = c.DrillIdleAudience()
+	}
 	return baoconfig.InitRequest{Name: name, Operation: "update", Path: "auth/" + Mount + "/role/" + role,
 		Data: map[string]any{
 			"role_type":       "jwt",
 			"user_claim":      "sub",
-			"bound_subject":   "system:serviceaccount:" + c.Namespace + ":" + serviceAccount,
-			"bound_audiences": []any{c.OperatorTokenAudience()},
+			"bound_subject":   Subject(c.Namespace, l.ServiceAccount),
+			"bound_audiences": []any{l.Audience},
 			"token_policies":  []any{policy},
 			"token_ttl":       fmt.Sprintf("%ds", int64(TokenTTL/time.Second)),
 			"token_max_ttl":   fmt.Sprintf("%ds", int64(TokenMaxTTL/time.Second)),

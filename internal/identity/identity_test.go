@@ -78,14 +78,77 @@ func TestRolesAreBoundToOneAccountAndOneClustersAudience(t *testing.T) {
 			roles[strings.TrimPrefix(r.Path, "auth/openbao-operator/role/")] = r.Data
 		}
 	}
-	for role, account := range map[string]string{"upgrade": "bao-upgrade-serviceaccount", "backup": "bao-backup-serviceaccount"} {
-		d := roles[role]
-		if d["bound_subject"] != "system:serviceaccount:team:"+account {
-			t.Errorf("role %s bound to %v", role, d["bound_subject"])
+	for _, tc := range []struct{ role, account, audience, policy string }{
+		{"upgrade", "bao-upgrade-serviceaccount", "openbao-operator:team/bao:upgrade", identity.UpgradePolicy},
+		{"backup", "bao-backup-serviceaccount", "openbao-operator:team/bao:backup", identity.BackupPolicy},
+		{"restore", "bao-restore-serviceaccount", "openbao-operator:team/bao:restore", identity.RestorePolicy},
+		{"drill", "bao-drill-serviceaccount", "openbao-operator:team/bao:drill:idle", identity.DrillPolicy},
+	} {
+		d := roles[tc.role]
+		if d["bound_subject"] != "system:serviceaccount:team:"+tc.account {
+			t.Errorf("role %s bound to %v", tc.role, d["bound_subject"])
 		}
-		if aud, _ := d["bound_audiences"].([]any); len(aud) != 1 || aud[0] != "openbao-operator:team/bao" {
-			t.Errorf("role %s audiences %v", role, d["bound_audiences"])
+		if aud, _ := d["bound_audiences"].([]any); len(aud) != 1 || aud[0] != tc.audience {
+			t.Errorf("role %s audiences %v, want %s", tc.role, d["bound_audiences"], tc.audience)
 		}
+		if pol, _ := d["token_policies"].([]any); len(pol) != 1 || pol[0] != tc.policy {
+			t.Errorf("role %s policies %v", tc.role, d["token_policies"])
+		}
+	}
+	if len(roles) != 4 {
+		t.Errorf("roles %v, want upgrade, backup, restore and drill", roles)
+	}
+}
+
+// TestEachTaskLogsInWithItsOwnAccountAndAudienceFromRevision3: before,
+// the restore role took the backup's account and every role the
+// cluster's audience (a backup Job's token could restore); from revision
+// 3 no two tasks share an account or an audience, and a role of the
+// user's own keeps the documented cluster audience.
+func TestEachTaskLogsInWithItsOwnAccountAndAudienceFromRevision3(t *testing.T) {
+	at := func(rev int32) *v1alpha1.OpenBaoCluster {
+		c := cluster()
+		c.Status.IdentityConfigured, c.Status.IdentityRevision = rev > 0, rev
+		return c
+	}
+	for _, tc := range []struct {
+		name              string
+		rev               int32
+		purpose, role     string
+		account, audience string
+	}{
+		{"revision 2: upgrade", 2, "upgrade", "upgrade", "bao-upgrade-serviceaccount", "openbao-operator:team/bao"},
+		{"revision 2: backup", 2, "backup", "backup", "bao-backup-serviceaccount", "openbao-operator:team/bao"},
+		{"revision 2: restore shares the backup's account", 2, "restore", "restore", "bao-backup-serviceaccount", "openbao-operator:team/bao"},
+		{"revision 3: upgrade", 3, "upgrade", "upgrade", "bao-upgrade-serviceaccount", "openbao-operator:team/bao:upgrade"},
+		{"revision 3: backup", 3, "backup", "backup", "bao-backup-serviceaccount", "openbao-operator:team/bao:backup"},
+		{"revision 3: restore has its own", 3, "restore", "restore", "bao-restore-serviceaccount", "openbao-operator:team/bao:restore"},
+		{"revision 3: the user's own backup role", 3, "backup", "my-backup", "bao-backup-serviceaccount", "openbao-operator:team/bao"},
+		{"no identity: the user's own upgrade role", 0, "upgrade", "ops", "bao-upgrade-serviceaccount", "openbao-operator:team/bao"},
+	} {
+		got := identity.LoginFor(at(tc.rev), tc.purpose, tc.role)
+		want := identity.Login{ServiceAccount: tc.account, Audience: tc.audience, Role: tc.role}
+		if got != want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, want)
+		}
+	}
+	seen := map[string]string{}
+	for _, purpose := range []string{"upgrade", "backup", "restore"} {
+		l := identity.LoginFor(at(identity.Revision), purpose, purpose)
+		for _, v := range []string{l.ServiceAccount, l.Audience} {
+			if other, ok := seen[v]; ok {
+				t.Errorf("%s shares %s with %s", purpose, v, other)
+			}
+			seen[v] = purpose
+		}
+	}
+	d := identity.DrillLogin(cluster(), "openbao/team/bao/20250101-000000-abc.tar")
+	if d.ServiceAccount != "bao-drill-serviceaccount" || d.Role != "drill" ||
+		!strings.HasPrefix(d.Audience, "openbao-operator:team/bao:drill:") || d.Audience == cluster().DrillIdleAudience() {
+		t.Errorf("drill login %+v", d)
+	}
+	if other := identity.DrillLogin(cluster(), "openbao/team/bao/20250101-000001-abc.tar"); other.Audience == d.Audience {
+		t.Error("two snapshots share a drill audience")
 	}
 }
 
@@ -120,6 +183,13 @@ func TestTheCanaryMountIsKVVersion1AndTheBackupPolicyMayTouchOnlyTheCanary(t *te
 	}
 	want := `path "sys/storage/raft/snapshot" { capabilities = ["read"] }
 path "openbao-operator/canary" { capabilities = ["create", "update", "read"] }
+path "auth/openbao-operator/role/drill" {
+  capabilities = ["update"]
+  allowed_parameters = {
+    "role_type" = ["jwt"]
+    "bound_audiences" = ["openbao-operator:team/bao:drill:*"]
+  }
+}
 `
 	if policy != want {
 		t.Errorf("backup policy:\n%s\nwant:\n%s", policy, want)
@@ -169,15 +239,21 @@ func TestRecordedRevisionReadsAStatusFromBeforeRevisions(t *testing.T) {
 
 func TestAnOutdatedIdentityIsToldWhatItLacksAndHowToAddIt(t *testing.T) {
 	c := cluster()
-	msg := identity.OutdatedMessage(c, 1)
-	for _, want := range []string{"revision 1 of 2", "role restore", "openbao-operator/canary", identity.CanaryMountCommand(),
-		"bound_subject=system:serviceaccount:team:bao-backup-serviceaccount", "openbao.org/identity-revision=2"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("message lacks %q: %s", want, msg)
+	for rev, wants := range map[int32][]string{
+		1: {"revision 1 of 3", "role restore", "openbao-operator/canary", identity.CanaryMountCommand(), "role drill",
+			"bao-restore-serviceaccount", "openbao.org/identity-revision=3"},
+		2: {"revision 2 of 3", "one ServiceAccount and audience per role", "role drill", "Restore drills are refused",
+			"bao-drill-serviceaccount", "openbao.org/identity-revision=3"},
+	} {
+		msg := identity.OutdatedMessage(c, rev)
+		for _, want := range wants {
+			if !strings.Contains(msg, want) {
+				t.Errorf("revision %d: message lacks %q: %s", rev, want, msg)
+			}
 		}
-	}
-	if len(msg) > 1024 {
-		t.Errorf("message of %d bytes is cut in a condition", len(msg))
+		if len(msg) > 1024 {
+			t.Errorf("revision %d: message of %d bytes is cut in a condition", rev, len(msg))
+		}
 	}
 	if len(identity.Missing(identity.Revision)) != 0 {
 		t.Error("the current revision lacks something")

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/openbao/operator/api/v1alpha1"
 )
@@ -36,37 +35,41 @@ func AcknowledgedRevision(c *v1alpha1.OpenBaoCluster) int32 {
 // Missing names what an identity at revision rev lacks of the current
 // one, for a condition message; empty when nothing.
 func Missing(rev int32) []string {
-	if rev >= 2 {
-		return nil
+	var out []string
+	if rev < 2 {
+		out = append(out,
+			"the role "+RestoreRole+" (policy "+RestorePolicy+") that restore Jobs log in with",
+			"the backup canary: the KV version 1 mount "+CanaryMount+"/ and the right of policy "+
+				BackupPolicy+" to create, update and read "+CanaryPath)
 	}
-	return []string{
-		"the role " + RestoreRole + " (policy " + RestorePolicy + ") that restore Jobs log in with",
-		"the backup canary: the KV version 1 mount " + CanaryMount + "/ and the right of policy " +
-			BackupPolicy + " to create, update and read " + CanaryPath,
+	if rev < PerRoleRevision {
+		out = append(out, "one ServiceAccount and audience per role, and the role "+DrillRole+
+			" (policy "+DrillPolicy+") of restore drills")
 	}
+	return out
 }
 
 // OutdatedMessage says what a cluster at revision rev lacks and how to add
 // it by hand, for the IdentityCurrent condition and its Event; it fits a
 // condition message (1 KiB).
 func OutdatedMessage(c *v1alpha1.OpenBaoCluster, rev int32) string {
+	effect := "Restore drills are refused until it is added"
+	if rev < 2 {
+		effect = "Backups go on without a canary; restores and restore drills are refused until it is added"
+	}
+	how := "the policies and the roles"
+	if rev < 2 {
+		how = "`" + CanaryMountCommand() + "`, " + how
+	}
 	return fmt.Sprintf("the operator's identity in OpenBao is at revision %d of %d and the operator holds no root token "+
-		"to update it; it lacks %s. Backups go on without a canary. Add them with a token allowed to, as README.md "+
-		"(Restore) shows: `%s`, the two policies, `%s`; then annotate the cluster %s=%d",
-		rev, Revision, strings.Join(Missing(rev), ", and "), CanaryMountCommand(), RestoreRoleCommand(c),
+		"to update it; it lacks %s. %s. Add it with a token allowed to, as README.md (Restore) shows: %s for "+
+		"ServiceAccounts %s, %s, %s, %s; then annotate the cluster %s=%d",
+		rev, Revision, strings.Join(Missing(rev), ", and "), effect, how, c.UpgradeServiceAccountName(),
+		c.BackupServiceAccountName(), c.RestoreServiceAccountName(), c.DrillServiceAccountName(),
 		v1alpha1.AnnotationIdentityRevision, Revision)
 }
 
 // CanaryMountCommand enables the canary mount by hand.
 func CanaryMountCommand() string {
 	return "bao secrets enable -path=" + CanaryMount + " -version=1 kv"
-}
-
-// RestoreRoleCommand creates c's restore role by hand, as SetupRequests
-// would.
-func RestoreRoleCommand(c *v1alpha1.OpenBaoCluster) string {
-	return fmt.Sprintf("bao write auth/%s/role/%s role_type=jwt user_claim=sub bound_subject=system:serviceaccount:%s:%s "+
-		"bound_audiences=%s token_policies=%s token_ttl=%ds token_max_ttl=%ds token_type=service",
-		Mount, RestoreRole, c.Namespace, c.BackupServiceAccountName(), c.OperatorTokenAudience(), RestorePolicy,
-		int64(TokenTTL/time.Second), int64(TokenMaxTTL/time.Second))
 }

@@ -7,11 +7,12 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/identity"
 )
 
 // JobLabels are the labels of a restore Job and its pod. The component is
-// the backup's: the pod runs under the backup service account, and the
-// cluster's NetworkPolicy admits that component to the API port.
+// the backup's: the cluster's NetworkPolicy admits that component to the
+// API port.
 func JobLabels(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) map[string]string {
 	return map[string]string{
 		v1alpha1.LabelCluster: c.Name, v1alpha1.LabelRestore: r.Name,
@@ -19,8 +20,9 @@ func JobLabels(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) map[strin
 	}
 }
 
-// JobFor builds the Job of one restore: the backup Job's pod (backup
-// service account, restricted pod security, nothing writable, the same
+// JobFor builds the Job of one restore: the backup Job's pod (under the
+// restore's own ServiceAccount and audience, identity.LoginFor; restricted
+// pod security, nothing writable, the same
 // mounts and deadline) running `openbao-operator restore`, with one
 // difference: it runs one pod, once. A second pod would post the snapshot
 // again and silently lose what was written in between, so no pod failure
@@ -31,8 +33,8 @@ func JobLabels(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) map[strin
 func JobFor(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore, operatorImage string, env []corev1.EnvVar) *batchv1.Job {
 	cfg := ExecutorConfigFor(c, r)
 	job := backup.ExecutorJob(backup.ExecutorJobInput{
-		Cluster: ViewFor(c, r), Name: r.Status.JobName, Owner: r.ControllerReference(), Labels: JobLabels(c, r),
-		Args: cfg.Args(), OperatorImage: operatorImage, Env: env,
+		Cluster: ViewFor(c, r), Login: identity.LoginFor(c, identity.RestoreRole, identity.RestoreRole), Name: r.Status.JobName,
+		Owner: r.ControllerReference(), Labels: JobLabels(c, r), Args: cfg.Args(), OperatorImage: operatorImage, Env: env,
 		ProvenanceSecret: cfg.ProvenanceSecret(), ProvenanceOptional: true,
 	})
 	job.Spec.BackoffLimit = ptr.To[int32](0)

@@ -308,6 +308,46 @@ func TestTheJobRunsTheRestoreSubcommandUnderTheBackupIdentity(t *testing.T) {
 	}
 }
 
+// TestFromRevision3BackupAndRestoreJobsRunUnderTheirOwnAccountAndAudience:
+// a backup Job's projected token is of the backup account for the backup
+// role's audience, a restore Job's of the restore account for the restore
+// role's: neither logs in to the other's role. Before revision 3 both keep
+// the shared account and audience the cluster's roles are bound to.
+func TestFromRevision3BackupAndRestoreJobsRunUnderTheirOwnAccountAndAudience(t *testing.T) {
+	for _, tc := range []struct {
+		rev                   int32
+		backupSA, backupAud   string
+		restoreSA, restoreAud string
+	}{
+		{2, "bao-backup-serviceaccount", "openbao-operator:ns/bao", "bao-backup-serviceaccount", "openbao-operator:ns/bao"},
+		{3, "bao-backup-serviceaccount", "openbao-operator:ns/bao:backup", "bao-restore-serviceaccount", "openbao-operator:ns/bao:restore"},
+	} {
+		c := runningCluster()
+		c.Spec.Backup.Target = v1alpha1.BackupTarget{Endpoint: "https://s3.example.com", Bucket: "b"}
+		c.Spec.Backup.JWTAuthRole = "backup"
+		c.Status.IdentityConfigured, c.Status.IdentityRevision = true, tc.rev
+		b := &v1alpha1.OpenBaoBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: "ns"}}
+		for _, job := range []struct {
+			name    string
+			pod     corev1.PodSpec
+			sa, aud string
+		}{
+			{"backup", backup.JobFor(backup.JobInput{Cluster: c, Backup: b, Name: "j"}).Spec.Template.Spec, tc.backupSA, tc.backupAud},
+			{"restore", restore.JobFor(c, newRestore(restoring()), "operator:1", nil).Spec.Template.Spec, tc.restoreSA, tc.restoreAud},
+		} {
+			aud := ""
+			for _, v := range job.pod.Volumes {
+				if v.Projected != nil {
+					aud = v.Projected.Sources[0].ServiceAccountToken.Audience
+				}
+			}
+			if job.pod.ServiceAccountName != job.sa || aud != job.aud {
+				t.Errorf("revision %d, %s Job: account %s audience %s, want %s %s", tc.rev, job.name, job.pod.ServiceAccountName, aud, job.sa, job.aud)
+			}
+		}
+	}
+}
+
 func bootstrapRestore() *v1alpha1.OpenBaoRestore {
 	return &v1alpha1.OpenBaoRestore{ObjectMeta: metav1.ObjectMeta{Name: "bao-from-backup", Namespace: "ns"},
 		Spec: v1alpha1.OpenBaoRestoreSpec{ClusterName: "bao", Source: v1alpha1.RestoreSource{Bootstrap: true}}}

@@ -91,6 +91,8 @@ func childNames(c *v1alpha1.OpenBaoCluster) map[string]any {
 		"serviceAccount":        c.ServiceAccountName(),
 		"upgradeServiceAccount": c.UpgradeServiceAccountName(),
 		"backupServiceAccount":  c.BackupServiceAccountName(),
+		"restoreServiceAccount": c.RestoreServiceAccountName(),
+		"drillServiceAccount":   c.DrillServiceAccountName(),
 		"role":                  c.ServiceRegistrationRoleName(),
 		"tlsCASecret":           c.TLSCASecretName(),
 		"tlsServerSecret":       c.TLSServerSecretName(),

@@ -547,3 +547,114 @@ spec: {version: 2.4.0, replicas: 3}
 	}
 	waitUntil(t, 30*time.Second, "the namespace no longer served once its tenant goes", func() bool { return !served() })
 }
+
+// TestTheWorkloadIdentitiesMayDoOnlyTheirOwnWork: the SubjectAccessReview
+// table of the identities the operator renders for a cluster with
+// backups: the OpenBao servers' (service registration may label its own
+// cluster's pods only), and the upgrade, backup (executor), restore and
+// drill ServiceAccounts, which log in to OpenBao and hold no Kubernetes
+// right at all: no Secret (not even their cluster's), no pod, no token of
+// another account.
+func TestTheWorkloadIdentitiesMayDoOnlyTheirOwnWork(t *testing.T) {
+	ctx := context.Background()
+	ns := managedNamespace // the suite's manager renders the children here
+	ensureNamespace(t, "workload-other")
+	mine := newCluster(t, ns, "metadata: {name: wl}\nspec:\n  version: 2.4.0\n  backup:\n"+indent(scheduledSpec, "    "))
+	other := newCluster(t, ns, "metadata: {name: wl2}\nspec: {version: 2.4.0}")
+	for _, c := range []*v1alpha1.OpenBaoCluster{mine, other} {
+		if err := k8s.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"RoleBinding/wl-service-registration", "ServiceAccount/wl", "ServiceAccount/wl-upgrade-serviceaccount",
+		"ServiceAccount/wl-backup-serviceaccount", "ServiceAccount/wl-restore-serviceaccount", "ServiceAccount/wl-drill-serviceaccount"}
+	eventually(t, wait, "the cluster's identities rendered", func() error {
+		got, err := childrenOf(ctx, ns, mine.Name)
+		if err != nil {
+			return err
+		}
+		for _, name := range want {
+			if _, ok := got[name]; !ok {
+				return fmt.Errorf("%s missing", name)
+			}
+		}
+		return nil
+	})
+	users := map[string]string{}
+	for who, sa := range map[string]string{
+		"servers": mine.ServiceAccountName(), "upgrade": mine.UpgradeServiceAccountName(), "backup": mine.BackupServiceAccountName(),
+		"restore": mine.RestoreServiceAccountName(), "drill": mine.DrillServiceAccountName(),
+	} {
+		users[who] = "system:serviceaccount:" + ns + ":" + sa
+	}
+	own, none := allowedIn(ns), allowedIn()
+	rows := []accessRow{
+		{who: "servers", verb: "list", resource: "pods", allowed: own},
+		{who: "servers", verb: "patch", resource: "pods", name: mine.PodName(0), allowed: own},
+		{who: "servers", verb: "update", resource: "pods", name: mine.PodName(2), allowed: own},
+		{who: "servers", verb: "patch", resource: "pods", name: other.PodName(0), allowed: none},
+		{who: "servers", verb: "patch", resource: "pods", allowed: none},
+		{who: "servers", verb: "create", resource: "pods", allowed: none},
+		{who: "servers", verb: "delete", resource: "pods", name: mine.PodName(0), allowed: none},
+		{who: "servers", verb: "get", resource: "secrets", name: mine.UnsealKeySecretName(), allowed: none},
+		{who: "servers", verb: "list", resource: "secrets", allowed: none},
+		{who: "servers", verb: "create", resource: "serviceaccounts/token", allowed: none},
+	}
+	for _, who := range []string{"upgrade", "backup", "restore", "drill"} {
+		rows = append(rows,
+			accessRow{who: who, verb: "get", resource: "secrets", name: mine.RootTokenSecretName(), allowed: none},
+			accessRow{who: who, verb: "get", resource: "secrets", name: mine.TLSCASecretName(), allowed: none},
+			accessRow{who: who, verb: "list", resource: "secrets", allowed: none},
+			accessRow{who: who, verb: "list", resource: "pods", allowed: none},
+			accessRow{who: who, verb: "create", resource: "pods", allowed: none},
+			accessRow{who: who, verb: "patch", resource: "pods", name: other.PodName(0), allowed: none},
+			accessRow{who: who, verb: "create", resource: "serviceaccounts/token", name: mine.RestoreServiceAccountName(), allowed: none},
+			accessRow{who: who, verb: "create", group: "batch", resource: "jobs", allowed: none},
+			accessRow{who: who, verb: "get", group: "openbao.org", resource: "openbaoclusters", allowed: none},
+		)
+	}
+	checkServiceAccountAccessTable(t, "SubjectAccessReview of a cluster's workload identities", users,
+		[]string{ns, "workload-other", ""}, rows)
+}
+
+// checkServiceAccountAccessTable is checkUserAccessTable for
+// ServiceAccounts: each asks with the groups the API server gives it.
+func checkServiceAccountAccessTable(t *testing.T, title string, users map[string]string, namespaces []string, rows []accessRow) {
+	t.Helper()
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-8s %-7s %-46s", "identity", "verb", "resource")
+	for _, ns := range namespaces {
+		fmt.Fprintf(&table, " %-19s", map[bool]string{true: "cluster", false: ns}[ns == ""])
+	}
+	table.WriteString("\n")
+	for _, row := range rows {
+		resource := strings.TrimPrefix(row.group+"/"+row.resource, "/")
+		if row.name != "" {
+			resource += " " + row.name
+		}
+		fmt.Fprintf(&table, "%-8s %-7s %-46s", row.who, row.verb, resource)
+		user := users[row.who]
+		saNamespace := strings.Split(user, ":")[2]
+		for _, ns := range namespaces {
+			res, sub, _ := strings.Cut(row.resource, "/")
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: user, Groups: serviceAccountGroups(saNamespace),
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: ns, Verb: row.verb, Group: row.group, Resource: res, Subresource: sub, Name: row.name,
+				},
+			}}
+			if err := k8s.Create(context.Background(), sar); err != nil {
+				t.Fatal(err)
+			}
+			got := sar.Status.Allowed
+			mark := map[bool]string{true: "allowed", false: "denied"}[got]
+			if got != row.allowed[ns] {
+				mark += " (!)"
+				t.Errorf("%s %s %s in %q: allowed=%v, want %v", row.who, row.verb, resource, ns, got, row.allowed[ns])
+			}
+			fmt.Fprintf(&table, " %-19s", mark)
+		}
+		table.WriteString("\n")
+	}
+	t.Logf("%s:\n%s", title, table.String())
+}

@@ -38,7 +38,7 @@ func TestExecutorStreamsARealSnapshotIntoGCSAndAzure(t *testing.T) {
 		t.Fatalf("the operator's identity: %v", err)
 	}
 	writeData(t, bao, root, 24, 256<<10) // about 8 MiB: two parts
-	jwt := iss.token(t, backupSubject, c.OperatorTokenAudience()).Reveal()
+	jwt := iss.roleToken(t, identity.BackupRole).Reveal()
 	base := backup.ExecutorConfig{
 		Namespace: c.Namespace, Cluster: c.Name, Backup: "b1", OpenBaoAddress: bao.Addr,
 		Auth: backup.AuthJWT, JWTMount: backup.OperatorAuthMount, JWTRole: "backup", JWTFile: writeFiles(t, map[string]string{"token": jwt}) + "/token",

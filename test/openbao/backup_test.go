@@ -96,7 +96,7 @@ func TestExecutorStreamsARealSnapshotIntoMinIO(t *testing.T) {
 		t.Fatalf("the operator's identity: %v", err)
 	}
 	writeData(t, bao, root, 24, 256<<10) // about 8 MiB of random data in the snapshot: two parts
-	jwt := iss.token(t, backupSubject, c.OperatorTokenAudience()).Reveal()
+	jwt := iss.roleToken(t, identity.BackupRole).Reveal()
 	jwtFile, credsDir := executorFiles(t, jwt, m)
 	cfg := backup.ExecutorConfig{
 		Namespace: c.Namespace, Cluster: c.Name, Backup: "b1", OpenBaoAddress: bao.Addr,

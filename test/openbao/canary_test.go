@@ -15,12 +15,11 @@ import (
 	"github.com/openbao/operator/test/miniotest"
 )
 
-// backupLogin logs in as the backup role, as a backup Job does.
+// backupLogin logs in to role as the Job of that role does.
 func backupLogin(t *testing.T, bao *baotest.Server, iss *issuer, role string) openbao.Token {
 	t.Helper()
-	c := testCluster()
 	tok, _, err := baoClient(t, bao, nil, openbao.Token{}).Login(context.Background(), identity.Mount, role,
-		iss.token(t, backupSubject, c.OperatorTokenAudience()))
+		iss.roleToken(t, role))
 	if err != nil {
 		t.Fatalf("login as %s: %v", role, err)
 	}
@@ -81,16 +80,19 @@ const revision1Policy = `path "sys/storage/raft/snapshot" { capabilities = ["rea
 `
 
 // applyRevision1 sets up the identity as an earlier release did: the auth
-// method, the upgrade and backup roles and policies; no restore role, no
-// canary.
+// method, the upgrade and backup roles and policies, both roles bound to
+// the cluster's one audience; no restore or drill role, no canary.
 func applyRevision1(t *testing.T, w openbao.Client, iss identity.Issuer) {
 	t.Helper()
 	for _, r := range identity.Requests(testCluster(), iss) {
-		if strings.Contains(r.Name, "restore") || r.Path == "sys/mounts/"+identity.CanaryMount {
+		if strings.Contains(r.Name, "restore") || strings.Contains(r.Name, "drill") || r.Path == "sys/mounts/"+identity.CanaryMount {
 			continue
 		}
 		if r.Path == "sys/policies/acl/"+identity.BackupPolicy {
 			r.Data = map[string]any{"policy": revision1Policy}
+		}
+		if _, ok := r.Data["bound_audiences"]; ok {
+			r.Data["bound_audiences"] = []any{testCluster().OperatorTokenAudience()}
 		}
 		if err := w.Write(context.Background(), r.Path, r.Data); err != nil {
 			t.Fatalf("revision 1 (%s): %v", r.Name, err)
@@ -108,7 +110,7 @@ func TestApplyOverARevision1IdentityAddsTheRestoreRoleAndTheCanary(t *testing.T)
 	ctx := context.Background()
 	f := newRevision1Fixture(t)
 	if _, _, err := baoClient(t, f.bao, nil, openbao.Token{}).Login(ctx, identity.Mount, identity.RestoreRole,
-		f.iss.token(t, backupSubject, testCluster().OperatorTokenAudience())); err == nil {
+		f.iss.roleToken(t, identity.RestoreRole)); err == nil {
 		t.Fatal("revision 1 has a restore role: the simulation is wrong")
 	}
 	old := runExecutor(t, f.backupCfg)
@@ -121,6 +123,13 @@ func TestApplyOverARevision1IdentityAddsTheRestoreRoleAndTheCanary(t *testing.T)
 		t.Fatalf("apply over revision 1: %v", err)
 	}
 	backupLogin(t, f.bao, f.iss, identity.RestoreRole)
+	// The operator records revision 3: the next Job's token is of the
+	// backup role's own audience, which the role is now bound to.
+	if _, _, err := baoClient(t, f.bao, nil, openbao.Token{}).Login(ctx, identity.Mount, identity.BackupRole,
+		f.iss.token(t, backupSubject, testCluster().OperatorTokenAudience())); err == nil {
+		t.Error("after the update the backup role still takes the cluster's shared audience")
+	}
+	f.backupCfg.JWTFile = writeFiles(t, map[string]string{"token": f.iss.roleToken(t, identity.BackupRole).Reveal()}) + "/token"
 	r := runExecutor(t, f.backupCfg)
 	if r.Failed() || r.Canary == "" || r.CanaryError != "" {
 		t.Fatalf("a backup after the update: %+v", r)
@@ -143,6 +152,7 @@ func TestABackupWithoutTheCanaryMountSaysSo(t *testing.T) {
 	if err := identity.Apply(context.Background(), baoClient(t, f.bao, nil, f.root), testCluster(), f.iss.identity(t)); err != nil {
 		t.Fatal(err)
 	}
+	f.backupCfg.JWTFile = writeFiles(t, map[string]string{"token": f.iss.roleToken(t, identity.BackupRole).Reveal()}) + "/token"
 	if status, body := callToken(t, f.bao, http.MethodDelete, "/v1/sys/mounts/"+identity.CanaryMount, f.root, ""); status != http.StatusNoContent {
 		t.Fatalf("disable the canary mount: %d %s", status, body)
 	}
@@ -220,5 +230,80 @@ func TestTheSnapshotHoldsTheCanaryItsBackupRecorded(t *testing.T) {
 	}
 	if err := backup.CanaryMatches(later, f.backupCfg.Backup, b.Canary); !errors.Is(err, backup.ErrCanaryMismatch) {
 		t.Errorf("a later canary matches the backup's: %v", err)
+	}
+}
+
+// TestADrillTokenLogsInToTheRestoredCopyOnlyNeverToItsSource: the token
+// the operator mints to log in to a drill's copy (identity.DrillLogin:
+// the drill account, the snapshot's own audience) is refused by the
+// cluster the backup was taken of, at every role, once the backup is
+// over; the copy restored from that snapshot takes it at the drill role,
+// which reads the canary and the Raft state and nothing else. Restoring
+// onto the same server stands for the copy: it holds the snapshot's data.
+func TestADrillTokenLogsInToTheRestoredCopyOnlyNeverToItsSource(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newRestoreFixture(t)
+	b := runExecutor(t, f.backupCfg)
+	if b.Failed() || b.Canary == "" {
+		t.Fatalf("backup: %+v", b)
+	}
+	c := testCluster()
+	login := identity.DrillLogin(c, b.Key)
+	drillJWT := f.iss.token(t, identity.Subject(c.Namespace, login.ServiceAccount), login.Audience)
+	anon := baoClient(t, f.bao, nil, openbao.Token{})
+	for _, role := range []string{identity.DrillRole, identity.BackupRole, identity.RestoreRole, identity.UpgradeRole} {
+		if _, _, err := anon.Login(ctx, identity.Mount, role, drillJWT); err == nil {
+			t.Errorf("the source takes the drill's token at role %s", role)
+		}
+	}
+
+	// The copy: the snapshot's data, with the drill role at its audience.
+	cfg := f.restoreBase
+	cfg.Key, cfg.ExpectedSHA256 = b.Key, b.SHA256
+	if r := runRestoreExecutor(t, cfg); r.Failed() {
+		t.Fatalf("restore: %s: %s", r.Reason, r.Error)
+	}
+	waitForActive(t, anon, 30*time.Second)
+	tok, _, err := anon.Login(ctx, identity.Mount, login.Role, drillJWT)
+	if err != nil {
+		t.Fatalf("the copy refuses the drill's token: %v", err)
+	}
+	copyClient := baoClient(t, f.bao, nil, tok)
+	read, err := copyClient.Read(ctx, identity.CanaryPath)
+	if err != nil {
+		t.Fatalf("the drill role reads the canary: %v", err)
+	}
+	if err := backup.CanaryMatches(read, f.backupCfg.Backup, b.Canary); err != nil {
+		t.Error(err)
+	}
+	if _, err := copyClient.AutopilotState(ctx); err != nil {
+		t.Errorf("the drill role reads the autopilot state: %v", err)
+	}
+	assertRefused(t, f.bao, tok, http.MethodGet, "/v1/sys/storage/raft/snapshot")
+	assertRefused(t, f.bao, tok, http.MethodPost, "/v1/sys/storage/raft/snapshot-force")
+	assertRefused(t, f.bao, tok, http.MethodPost, "/v1/"+identity.CanaryPath)
+	assertRefused(t, f.bao, tok, http.MethodPut, "/v1/sys/step-down")
+	assertRefused(t, f.bao, tok, http.MethodPost, "/v1/"+identity.DrillRolePath)
+	assertRefused(t, f.bao, tok, http.MethodGet, "/v1/kv/before")
+
+	// The backup role may set the drill role's audience, within this
+	// cluster's drill audiences, and nothing else of it.
+	btok := backupLogin(t, f.bao, f.iss, identity.BackupRole)
+	for name, body := range map[string]string{
+		"another cluster's drill audience": `{"role_type":"jwt","bound_audiences":"openbao-operator:team-a/other:drill:x"}`,
+		"the backup role's audience":       `{"role_type":"jwt","bound_audiences":"openbao-operator:team-a/bao:backup"}`,
+		"another policy":                   `{"role_type":"jwt","bound_audiences":"` + c.DrillIdleAudience() + `","token_policies":"root"}`,
+		"another account":                  `{"role_type":"jwt","bound_audiences":"` + c.DrillIdleAudience() + `","bound_subject":"` + backupSubject + `"}`,
+	} {
+		if code, _ := callToken(t, f.bao, http.MethodPost, "/v1/"+identity.DrillRolePath, btok, body); code != http.StatusForbidden {
+			t.Errorf("the backup role sets the drill role to %s: HTTP %d, want 403", name, code)
+		}
+	}
+	for _, path := range []string{"auth/" + identity.Mount + "/role/restore", "auth/" + identity.Mount + "/role/other"} {
+		if code, _ := callToken(t, f.bao, http.MethodPost, "/v1/"+path, btok,
+			`{"role_type":"jwt","bound_audiences":"`+c.DrillIdleAudience()+`"}`); code != http.StatusForbidden {
+			t.Errorf("the backup role writes %s: HTTP %d, want 403", path, code)
+		}
 	}
 }

@@ -67,6 +67,17 @@ func (i *issuer) token(t *testing.T, subject, audience string) openbao.Token {
 	return openbao.NewToken(raw)
 }
 
+// roleToken is the token the operator mints for a role of testCluster at
+// the current identity revision (identity.LoginFor): the role's own
+// ServiceAccount and audience.
+func (i *issuer) roleToken(t *testing.T, role string) openbao.Token {
+	t.Helper()
+	c := testCluster()
+	c.Status.IdentityConfigured, c.Status.IdentityRevision = true, identity.Revision
+	l := identity.LoginFor(c, role, role)
+	return i.token(t, identity.Subject(c.Namespace, l.ServiceAccount), l.Audience)
+}
+
 func testCluster() *v1alpha1.OpenBaoCluster {
 	return &v1alpha1.OpenBaoCluster{ObjectMeta: metav1.ObjectMeta{Name: "bao", Namespace: "team-a"}}
 }
@@ -88,7 +99,12 @@ func TestTheOperatorsIdentityAllowsWhatRolloutsAndBackupsNeedAndNothingElse(t *t
 		t.Fatalf("a second apply (after a cut-short one) fails: %v", err)
 	}
 	anon := baoClient(t, f.nodes[0], f.certs.CA, openbao.Token{})
-	upgradeJWT := iss.token(t, "system:serviceaccount:team-a:bao-upgrade-serviceaccount", c.OperatorTokenAudience())
+	const (
+		upgradeSA = "system:serviceaccount:team-a:bao-upgrade-serviceaccount"
+		restoreSA = "system:serviceaccount:team-a:bao-restore-serviceaccount"
+		drillSA   = "system:serviceaccount:team-a:bao-drill-serviceaccount"
+	)
+	upgradeJWT := iss.token(t, upgradeSA, "openbao-operator:team-a/bao:upgrade")
 	tok, ttl, err := anon.Login(ctx, identity.Mount, identity.UpgradeRole, upgradeJWT)
 	if err != nil || ttl != identity.TokenTTL {
 		t.Fatalf("login as upgrade: %v (ttl %s)", err, ttl)
@@ -108,7 +124,7 @@ func TestTheOperatorsIdentityAllowsWhatRolloutsAndBackupsNeedAndNothingElse(t *t
 	assertRefused(t, f.nodes[0], tok, http.MethodGet, "/v1/sys/policies/acl/"+identity.UpgradePolicy)
 	assertRefused(t, f.nodes[0], tok, http.MethodPost, "/v1/sys/mounts/kv")
 
-	backupJWT := iss.token(t, "system:serviceaccount:team-a:bao-backup-serviceaccount", c.OperatorTokenAudience())
+	backupJWT := iss.token(t, backupSubject, "openbao-operator:team-a/bao:backup")
 	btok, _, err := anon.Login(ctx, identity.Mount, identity.BackupRole, backupJWT)
 	if err != nil {
 		t.Fatalf("login as backup: %v", err)
@@ -119,14 +135,30 @@ func TestTheOperatorsIdentityAllowsWhatRolloutsAndBackupsNeedAndNothingElse(t *t
 	assertRefused(t, f.nodes[0], btok, http.MethodPut, "/v1/sys/step-down")
 	assertRefused(t, f.nodes[0], btok, http.MethodGet, "/v1/sys/storage/raft/configuration")
 
-	// Tokens of the wrong account, audience or role are refused.
+	restoreJWT := iss.token(t, restoreSA, "openbao-operator:team-a/bao:restore")
+	if _, _, err := anon.Login(ctx, identity.Mount, identity.RestoreRole, restoreJWT); err != nil {
+		t.Errorf("login as restore with the restore account and audience: %v", err)
+	}
+
+	// Tokens of the wrong account, audience or role are refused: each
+	// role takes its own account with its own audience, and nothing else.
 	for name, bad := range map[string]struct {
 		role string
 		jwt  openbao.Token
 	}{
-		"the backup account as upgrade": {identity.UpgradeRole, backupJWT},
-		"another cluster's audience":    {identity.UpgradeRole, iss.token(t, "system:serviceaccount:team-a:bao-upgrade-serviceaccount", "openbao-operator:team-a/other")},
-		"another namespace's account":   {identity.UpgradeRole, iss.token(t, "system:serviceaccount:team-b:bao-upgrade-serviceaccount", c.OperatorTokenAudience())},
+		"the backup account as upgrade":                {identity.UpgradeRole, backupJWT},
+		"another cluster's audience":                   {identity.UpgradeRole, iss.token(t, upgradeSA, "openbao-operator:team-a/other:upgrade")},
+		"another namespace's account":                  {identity.UpgradeRole, iss.token(t, "system:serviceaccount:team-b:bao-upgrade-serviceaccount", "openbao-operator:team-a/bao:upgrade")},
+		"a backup Job's token as restore":              {identity.RestoreRole, backupJWT},
+		"the backup account with the restore audience": {identity.RestoreRole, iss.token(t, backupSubject, "openbao-operator:team-a/bao:restore")},
+		"the restore account with the backup audience": {identity.RestoreRole, iss.token(t, restoreSA, "openbao-operator:team-a/bao:backup")},
+		"a restore Job's token as backup":              {identity.BackupRole, restoreJWT},
+		"the upgrade account with the backup audience": {identity.BackupRole, iss.token(t, upgradeSA, "openbao-operator:team-a/bao:backup")},
+		"the cluster's shared audience of revision 2":  {identity.UpgradeRole, iss.token(t, upgradeSA, c.OperatorTokenAudience())},
+		"the shared audience with the backup account":  {identity.RestoreRole, iss.token(t, backupSubject, c.OperatorTokenAudience())},
+		"a drill token as drill, outside a backup":     {identity.DrillRole, iss.token(t, drillSA, c.DrillTokenAudience("openbao/team-a/bao/k.snap"))},
+		"a drill token as backup":                      {identity.BackupRole, iss.token(t, drillSA, c.DrillTokenAudience("openbao/team-a/bao/k.snap"))},
+		"the drill account with the backup audience":   {identity.BackupRole, iss.token(t, drillSA, "openbao-operator:team-a/bao:backup")},
 	} {
 		if _, _, err := anon.Login(ctx, identity.Mount, bad.role, bad.jwt); err == nil {
 			t.Errorf("%s: login succeeded", name)
@@ -162,7 +194,7 @@ func TestRolloutPrimitivesWithTheUpgradeRole(t *testing.T) {
 	}
 	anon := baoClient(t, f.nodes[0], f.certs.CA, openbao.Token{})
 	tok, _, err := anon.Login(ctx, identity.Mount, identity.UpgradeRole,
-		iss.token(t, "system:serviceaccount:team-a:bao-upgrade-serviceaccount", c.OperatorTokenAudience()))
+		iss.roleToken(t, identity.UpgradeRole))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,8 +62,9 @@ func kvRead(t *testing.T, bao *baotest.Server, root openbao.Token, key string) (
 // kv mount, MinIO, and the executor configurations of both Jobs.
 type restoreFixture struct {
 	bao         *baotest.Server
+	iss         *issuer
 	m           *miniotest.Server
-	jwt         openbao.Token
+	restoreJWT  openbao.Token
 	root        openbao.Token
 	backupCfg   backup.ExecutorConfig
 	restoreBase restore.ExecutorConfig
@@ -81,7 +82,7 @@ func newRestoreFixture(t *testing.T) restoreFixture {
 	if status, body := callToken(t, bao, http.MethodPost, "/v1/sys/mounts/kv", root, `{"type":"kv"}`); status != http.StatusNoContent {
 		t.Fatalf("mount kv: %d %s", status, body)
 	}
-	jwt := iss.token(t, backupSubject, c.OperatorTokenAudience())
+	jwt := iss.roleToken(t, identity.BackupRole)
 	jwtFile, credsDir := executorFiles(t, jwt.Reveal(), m)
 	cfg := backup.ExecutorConfig{
 		Namespace: c.Namespace, Cluster: c.Name, Backup: "b1", OpenBaoAddress: bao.Addr,
@@ -89,9 +90,11 @@ func newRestoreFixture(t *testing.T) restoreFixture {
 		Endpoint: m.Endpoint, Bucket: m.Bucket, PathStyle: true, CredentialsDir: credsDir, PathPrefix: "openbao",
 		Timeout: time.Minute, PartSize: 5 << 20, Concurrency: 2,
 	}
+	rjwt := iss.roleToken(t, identity.RestoreRole)
+	rjwtFile, _ := executorFiles(t, rjwt.Reveal(), m)
 	rcfg := restore.ExecutorConfig{ExecutorConfig: cfg, Restore: "r1"}
-	rcfg.Backup, rcfg.JWTRole = "", identity.RestoreRole
-	return restoreFixture{bao: bao, m: m, jwt: jwt, root: root, backupCfg: cfg, restoreBase: rcfg}
+	rcfg.Backup, rcfg.JWTRole, rcfg.JWTFile = "", identity.RestoreRole, rjwtFile
+	return restoreFixture{bao: bao, m: m, iss: iss, restoreJWT: rjwt, root: root, backupCfg: cfg, restoreBase: rcfg}
 }
 
 // TestRestoreBringsBackTheSnapshotsDataThroughTheSealCheckedEndpoint takes
@@ -119,7 +122,7 @@ func TestRestoreBringsBackTheSnapshotsDataThroughTheSealCheckedEndpoint(t *testi
 	}
 
 	// The restore role's token may install a snapshot, and do nothing else.
-	rtok, _, err := baoClient(t, f.bao, nil, openbao.Token{}).Login(context.Background(), identity.Mount, identity.RestoreRole, f.jwt)
+	rtok, _, err := baoClient(t, f.bao, nil, openbao.Token{}).Login(context.Background(), identity.Mount, identity.RestoreRole, f.restoreJWT)
 	if err != nil {
 		t.Fatalf("login as restore: %v", err)
 	}

@@ -91,7 +91,7 @@ func TestSelfInitWithTheAutopilotRequestFormsThreeVoters(t *testing.T) {
 	// The operator logs in with its upgrade role on a cluster it never
 	// held a root token for.
 	tok, _, err := c0.Login(context.Background(), identity.Mount, identity.UpgradeRole,
-		iss.token(t, "system:serviceaccount:team-a:bao-upgrade-serviceaccount", c.OperatorTokenAudience()))
+		iss.roleToken(t, identity.UpgradeRole))
 	if err != nil {
 		t.Fatalf("login as the operator's upgrade role on a self-initialized cluster: %v", err)
 	}
@@ -99,7 +99,7 @@ func TestSelfInitWithTheAutopilotRequestFormsThreeVoters(t *testing.T) {
 		t.Errorf("the upgrade role reads the autopilot state: %v", err)
 	}
 	// The canary mount came with self-init: the backup role writes it.
-	btok, _, err := c0.Login(context.Background(), identity.Mount, identity.BackupRole, iss.token(t, backupSubject, c.OperatorTokenAudience()))
+	btok, _, err := c0.Login(context.Background(), identity.Mount, identity.BackupRole, iss.roleToken(t, identity.BackupRole))
 	if err != nil {
 		t.Fatalf("login as the backup role on a self-initialized cluster: %v", err)
 	}

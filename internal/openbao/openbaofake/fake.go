@@ -57,6 +57,8 @@ type Client struct {
 	SecretMounts map[string]openbao.SecretsEngine
 
 	WriteErr error
+	// WriteErrs fail the writes to their paths, after WriteErr.
+	WriteErrs map[string]error
 	// Writes records the paths Write received, in order; Written the last
 	// data written to each path, which Read then answers.
 	Writes  []string
@@ -67,6 +69,8 @@ type Client struct {
 	LoginToken openbao.Token
 	LoginTTL   time.Duration
 	LoginErr   error
+	// LoginErrAfter lets that many logins succeed before LoginErr applies.
+	LoginErrAfter int
 	// Logins records mount/role of each Login.
 	Logins []string
 
@@ -217,13 +221,16 @@ func (c *Client) SecretsEngines(context.Context) (map[string]openbao.SecretsEngi
 	return c.SecretMounts, nil
 }
 
-// Write records path and data unless WriteErr.
+// Write records path and data unless WriteErr or WriteErrs fails it.
 func (c *Client) Write(_ context.Context, path string, data map[string]any) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.count("Write")
 	if c.WriteErr != nil {
 		return c.WriteErr
+	}
+	if err := c.WriteErrs[path]; err != nil {
+		return err
 	}
 	c.Writes = append(c.Writes, path)
 	if c.Written == nil {
@@ -254,6 +261,9 @@ func (c *Client) Login(_ context.Context, mount, role string, _ openbao.Token) (
 	defer c.mu.Unlock()
 	c.count("Login")
 	c.Logins = append(c.Logins, mount+"/"+role)
+	if len(c.Logins) <= c.LoginErrAfter {
+		return c.LoginToken, c.LoginTTL, nil
+	}
 	return c.LoginToken, c.LoginTTL, c.LoginErr
 }
 

@@ -82,7 +82,7 @@ initialize "operator-backup-policy" {
     operation = "update"
     path      = "sys/policies/acl/openbao-operator-backup"
     data {
-      policy = "path \"sys/storage/raft/snapshot\" { capabilities = [\"read\"] }\npath \"openbao-operator/canary\" { capabilities = [\"create\", \"update\", \"read\"] }\n"
+      policy = "path \"sys/storage/raft/snapshot\" { capabilities = [\"read\"] }\npath \"openbao-operator/canary\" { capabilities = [\"create\", \"update\", \"read\"] }\npath \"auth/openbao-operator/role/drill\" {\n  capabilities = [\"update\"]\n  allowed_parameters = {\n    \"role_type\" = [\"jwt\"]\n    \"bound_audiences\" = [\"openbao-operator:openbao-test/openbao-selfinit:drill:*\"]\n  }\n}\n"
     }
   }
 }
@@ -97,12 +97,22 @@ initialize "operator-restore-policy" {
   }
 }
 
+initialize "operator-drill-policy" {
+  request "operator-drill-policy" {
+    operation = "update"
+    path      = "sys/policies/acl/openbao-operator-drill"
+    data {
+      policy = "path \"openbao-operator/canary\" { capabilities = [\"read\"] }\npath \"sys/storage/raft/configuration\" { capabilities = [\"read\"] }\npath \"sys/storage/raft/autopilot/state\" { capabilities = [\"read\"] }\npath \"sys/storage/raft/autopilot/configuration\" { capabilities = [\"read\"] }\n"
+    }
+  }
+}
+
 initialize "operator-upgrade-role" {
   request "operator-upgrade-role" {
     operation = "update"
     path      = "auth/openbao-operator/role/upgrade"
     data {
-      bound_audiences = ["openbao-operator:openbao-test/openbao-selfinit"]
+      bound_audiences = ["openbao-operator:openbao-test/openbao-selfinit:upgrade"]
       bound_subject   = "system:serviceaccount:openbao-test:openbao-selfinit-upgrade-serviceaccount"
       role_type       = "jwt"
       token_max_ttl   = "3600s"
@@ -119,7 +129,7 @@ initialize "operator-backup-role" {
     operation = "update"
     path      = "auth/openbao-operator/role/backup"
     data {
-      bound_audiences = ["openbao-operator:openbao-test/openbao-selfinit"]
+      bound_audiences = ["openbao-operator:openbao-test/openbao-selfinit:backup"]
       bound_subject   = "system:serviceaccount:openbao-test:openbao-selfinit-backup-serviceaccount"
       role_type       = "jwt"
       token_max_ttl   = "3600s"
@@ -136,11 +146,28 @@ initialize "operator-restore-role" {
     operation = "update"
     path      = "auth/openbao-operator/role/restore"
     data {
-      bound_audiences = ["openbao-operator:openbao-test/openbao-selfinit"]
-      bound_subject   = "system:serviceaccount:openbao-test:openbao-selfinit-backup-serviceaccount"
+      bound_audiences = ["openbao-operator:openbao-test/openbao-selfinit:restore"]
+      bound_subject   = "system:serviceaccount:openbao-test:openbao-selfinit-restore-serviceaccount"
       role_type       = "jwt"
       token_max_ttl   = "3600s"
       token_policies  = ["openbao-operator-restore"]
+      token_ttl       = "900s"
+      token_type      = "service"
+      user_claim      = "sub"
+    }
+  }
+}
+
+initialize "operator-drill-role" {
+  request "operator-drill-role" {
+    operation = "update"
+    path      = "auth/openbao-operator/role/drill"
+    data {
+      bound_audiences = ["openbao-operator:openbao-test/openbao-selfinit:drill:idle"]
+      bound_subject   = "system:serviceaccount:openbao-test:openbao-selfinit-drill-serviceaccount"
+      role_type       = "jwt"
+      token_max_ttl   = "3600s"
+      token_policies  = ["openbao-operator-drill"]
       token_ttl       = "900s"
       token_type      = "service"
       user_claim      = "sub"
