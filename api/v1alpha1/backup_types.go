@@ -30,8 +30,11 @@ type BackupSpec struct {
 	// JWTAuthRole is the role of the operator's JWT auth mount
 	// (auth/openbao-operator) the executor logs in with, using a projected
 	// service-account token of <cluster>-backup-serviceaccount whose
-	// audience is openbao-operator:<namespace>/<cluster>. The operator
-	// creates the role "backup" when it initializes the cluster.
+	// audience is openbao-operator:<namespace>/<cluster>:backup for the
+	// role "backup" of an identity at revision 3 or later
+	// (status.identityRevision), else openbao-operator:<namespace>/<cluster>.
+	// The operator creates the role "backup" when it initializes the
+	// cluster.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9_.-]*$`
 	// +kubebuilder:validation:MaxLength=128
 	// +optional

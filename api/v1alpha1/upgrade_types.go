@@ -18,6 +18,8 @@ type UpgradeSpec struct {
 	// JWTAuthRole is a role of the JWT auth method at JWTAuthPath that the
 	// operator logs in with, using a short-lived token of ServiceAccount
 	// <cluster>-upgrade-serviceaccount (audience
+	// openbao-operator:<namespace>/<cluster>:upgrade for the role "upgrade"
+	// of an identity at revision 3 or later, status.identityRevision; else
 	// openbao-operator:<namespace>/<cluster>). Default: the role "upgrade"
 	// that the operator creates when it initializes the cluster.
 	// +kubebuilder:validation:MaxLength=128
