@@ -170,7 +170,9 @@ func (c *OpenBaoCluster) UpgradeServiceAccountName() string {
 
 // BackupServiceAccountName is the identity backup Jobs log in with (and,
 // before identity revision 3, restore Jobs).
-func (c *OpenBaoCluster) BackupServiceAccountName() string { return c.Name + SuffixBackupServiceAccount }
+func (c *OpenBaoCluster) BackupServiceAccountName() string {
+	return c.Name + SuffixBackupServiceAccount
+}
 
 // RestoreServiceAccountName is the identity restore Jobs log in with, from
 // identity revision 3: a backup Job's token cannot install a snapshot.

@@ -356,6 +356,9 @@ retention: {maxCount: 2}
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: rig.ns, Name: b.Status.JobName}, job); err != nil {
 		t.Fatal(err)
 	}
+	if aud := job.Spec.Template.Spec.Volumes[1].Projected.Sources[0].ServiceAccountToken.Audience; aud != "openbao-operator:"+rig.ns+"/bao:backup" {
+		t.Errorf("the backup Job's token is for audience %s, want the backup role's own", aud)
+	}
 	if !metav1.IsControlledBy(job, b) || job.Spec.Template.Spec.ServiceAccountName != "bao-backup-serviceaccount" ||
 		job.Spec.Template.Spec.Containers[0].Image != "localhost/openbao-operator:test" {
 		t.Errorf("job %s", mustYAML(t, job))

@@ -29,7 +29,7 @@ import (
 // earlier release set up (no restore role, no canary mount, the old backup
 // policy) with a status from before revisions (identityConfigured only),
 // the next pass re-applies it with the stored root token and records
-// revision 2 with an Event. Without the token (as for a self-initialized
+// the current revision with an Event. Without the token (as for a self-initialized
 // cluster) the pass says what is missing and how to add it, once, and the
 // user's annotation records it.
 func TestAnIdentityOfAnEarlierReleaseIsBroughtUpToDate(t *testing.T) {
@@ -69,8 +69,13 @@ func TestAnIdentityOfAnEarlierReleaseIsBroughtUpToDate(t *testing.T) {
 	if s.IdentityRevision != identity.Revision {
 		t.Fatalf("revision %d after the pass, want %d", s.IdentityRevision, identity.Revision)
 	}
-	if _, err := root.Read(ctx, "auth/"+identity.Mount+"/role/"+identity.RestoreRole); err != nil {
-		t.Errorf("the restore role after the update: %v", err)
+	if role, err := root.Read(ctx, "auth/"+identity.Mount+"/role/"+identity.RestoreRole); err != nil ||
+		role["bound_subject"] != identity.Subject(c.Namespace, c.RestoreServiceAccountName()) {
+		t.Errorf("the restore role after the update: %v %v, want it bound to the restore account", role["bound_subject"], err)
+	}
+	if role, err := root.Read(ctx, identity.DrillRolePath); err != nil ||
+		role["bound_subject"] != identity.Subject(c.Namespace, c.DrillServiceAccountName()) {
+		t.Errorf("the drill role after the update: %v %v", role["bound_subject"], err)
 	}
 	if engines, err := root.SecretsEngines(ctx); err != nil || !engines[identity.CanaryMount].KVVersion1() {
 		t.Errorf("the canary mount after the update: %v %v", engines, err)
@@ -85,13 +90,14 @@ func TestAnIdentityOfAnEarlierReleaseIsBroughtUpToDate(t *testing.T) {
 	reconcile()
 	cond := findCondition(latestCluster(t, c), v1alpha1.ConditionIdentityCurrent)
 	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != v1alpha1.ReasonIdentityOutdated ||
-		!strings.Contains(cond.Message, "role restore") || !strings.Contains(cond.Message, "bao write auth/openbao-operator/role/restore") {
-		t.Fatalf("IdentityCurrent %+v, want False IdentityOutdated naming the restore role and the command", cond)
+		!strings.Contains(cond.Message, "role restore") || !strings.Contains(cond.Message, "role drill") ||
+		!strings.Contains(cond.Message, identity.CanaryMountCommand()) {
+		t.Fatalf("IdentityCurrent %+v, want False IdentityOutdated naming the restore and drill roles and the command", cond)
 	}
 	if n := countEvents(rec, v1alpha1.ReasonIdentityOutdated); n != 1 {
 		t.Errorf("%d IdentityOutdated events in two passes, want 1", n)
 	}
-	annotate(t, c, v1alpha1.AnnotationIdentityRevision, "2")
+	annotate(t, c, v1alpha1.AnnotationIdentityRevision, itoa(identity.Revision))
 	reconcile()
 	latest := latestCluster(t, c)
 	cond = findCondition(latest, v1alpha1.ConditionIdentityCurrent)
@@ -116,6 +122,8 @@ func takeBackToRevision1(t *testing.T, bao *podServer, token openbao.Token, c *v
 	for _, path := range []string{
 		"auth/" + identity.Mount + "/role/" + identity.RestoreRole,
 		"sys/policies/acl/" + identity.RestorePolicy,
+		identity.DrillRolePath,
+		"sys/policies/acl/" + identity.DrillPolicy,
 		"sys/mounts/" + identity.CanaryMount,
 	} {
 		bao.delete(t, token, path)

@@ -96,7 +96,7 @@ func TestARestoreRunsItsJobHoldsBackupsAndRolloutsAndRecordsItsOutcome(t *testin
 	}
 	pod := job.Spec.Template.Spec
 	args := strings.Join(pod.Containers[0].Args, " ")
-	if !metav1.IsControlledBy(job, rs) || pod.ServiceAccountName != "bao-backup-serviceaccount" || !strings.HasPrefix(args, "restore ") ||
+	if !metav1.IsControlledBy(job, rs) || pod.ServiceAccountName != "bao-restore-serviceaccount" || !strings.HasPrefix(args, "restore ") ||
 		!strings.Contains(args, "--latest=true") || !strings.Contains(args, "--jwt-role=restore") || *pod.SecurityContext.RunAsNonRoot != true {
 		t.Fatalf("job %s", mustYAML(t, job))
 	}
