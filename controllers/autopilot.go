@@ -29,6 +29,9 @@ func (r *OpenBaoClusterReconciler) reconcileAutopilot(ctx context.Context, p *pa
 	if !p.status.Initialized || p.status.SelfInitialized || !p.tls.ready || r.OpenBao == nil || r.autopilotSettled(c) {
 		return nil
 	}
+	if c.DrillSource() != "" && c.IdentityOwner() != c {
+		return nil // a drill's copy holding the snapshot: its drill role reads, never writes
+	}
 	tok, err := r.upgradeToken(ctx, p)
 	if errors.Is(err, errNoUpgradeAuth) {
 		return nil
