@@ -88,11 +88,3 @@ func (r *OpenBaoClusterReconciler) autopilotSettled(c *v1alpha1.OpenBaoCluster) 
 	})
 	return settled
 }
-
-// activeClient talks to the active server through the client Service,
-// which selects it by the openbao-active label (on the internal listener
-// with ACME).
-func (r *OpenBaoClusterReconciler) activeClient(c *v1alpha1.OpenBaoCluster, served servedTLS, token openbao.Token) (openbao.Client, error) {
-	return r.OpenBao(openbao.Options{Address: c.InternalServiceAddress(), CACert: served.caPEM,
-		ServerName: c.ClientServiceDNSName(), Token: token})
-}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -250,22 +248,6 @@ func (r *OpenBaoClusterReconciler) initFailed(p *pass, initErr *bootstrap.InitEr
 		return
 	}
 	p.requeueAfter(bootstrap.InitBackoff(failures))
-}
-
-// podClient talks to one server at its pod's address, verified against
-// its stable DNS name and the cluster CA (with ACME, on the internal
-// listener, whose certificate the operator's CA signs). The
-// address comes from the pass's pod list: a replaced pod's DNS record can
-// name the old pod's address for a few seconds, and a dial to it waits out
-// the dial timeout. A pod with no address yet is dialled by name.
-func (r *OpenBaoClusterReconciler) podClient(p *pass, ordinal int, token openbao.Token) (openbao.Client, error) {
-	host := p.cluster.PodDNSName(ordinal)
-	addr := host
-	if pod, ok := p.servers.Get(p.cluster.PodName(ordinal)); ok && pod.IP != "" {
-		addr = pod.IP
-	}
-	address := "https://" + net.JoinHostPort(addr, strconv.Itoa(p.cluster.InternalAPIPort()))
-	return r.OpenBao(openbao.Options{Address: address, CACert: p.tls.caPEM, ServerName: host, Token: token})
 }
 
 // initializedCondition keeps the reason the cluster was initialized with

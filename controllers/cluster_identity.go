@@ -7,23 +7,17 @@ import (
 	"sync"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/identity"
 	"github.com/openbao/operator/internal/openbao"
-	"github.com/openbao/operator/internal/secrets"
 )
 
 // +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
@@ -193,124 +187,3 @@ func (r *OpenBaoClusterReconciler) setUpIdentity(ctx context.Context, p *pass, w
 // errNoUpgradeAuth says the operator has no way to log in for rollouts.
 var errNoUpgradeAuth = errors.New("the operator cannot log in to OpenBao: its own identity is not set up in this cluster " +
 	"(it was not initialized by this operator); set spec.upgrade.jwtAuthRole or spec.upgrade.tokenSecretRef")
-
-// upgradeToken returns a token for rollouts, peer removal and autopilot:
-// from spec.upgrade.tokenSecretRef, or by logging in with a short-lived
-// token of <cluster>-upgrade-serviceaccount. It is kept in memory until
-// shortly before it expires.
-func (r *OpenBaoClusterReconciler) upgradeToken(ctx context.Context, p *pass) (openbao.Token, error) {
-	c := p.cluster
-	if ref := c.Spec.Upgrade.TokenSecretRef; ref != nil && c.DrillSource() == "" {
-		return r.userToken(ctx, c, ref.Name)
-	}
-	if c.Spec.Upgrade.JWTAuthRole == "" && !p.status.IdentityConfigured {
-		return openbao.Token{}, errNoUpgradeAuth
-	}
-	key := client.ObjectKeyFromObject(c)
-	var cached openbao.Token
-	r.memory.with(key, c.UID, func(m *clusterMemory) {
-		if r.Clock.Now().Before(m.upgradeTokenExpiry) {
-			cached = m.upgradeToken
-		}
-	})
-	if !cached.IsZero() {
-		return cached, nil
-	}
-	tok, ttl, err := r.loginAsUpgrade(ctx, p)
-	if err != nil {
-		return openbao.Token{}, err
-	}
-	r.memory.with(key, c.UID, func(m *clusterMemory) {
-		m.upgradeToken, m.upgradeTokenExpiry = tok, r.Clock.Now().Add(ttl*3/4)
-	})
-	return tok, nil
-}
-
-// forgetUpgradeToken drops a token OpenBao refused.
-func (r *OpenBaoClusterReconciler) forgetUpgradeToken(c *v1alpha1.OpenBaoCluster) {
-	r.memory.with(client.ObjectKeyFromObject(c), c.UID, func(m *clusterMemory) {
-		m.upgradeToken, m.upgradeTokenExpiry = openbao.Token{}, time.Time{}
-	})
-}
-
-func (r *OpenBaoClusterReconciler) loginAsUpgrade(ctx context.Context, p *pass) (openbao.Token, time.Duration, error) {
-	c := p.cluster
-	login, mount, err := r.upgradeLogin(ctx, c)
-	if err != nil {
-		return openbao.Token{}, 0, err
-	}
-	jwt, err := r.serviceAccountToken(ctx, c.Namespace, login)
-	if err != nil {
-		return openbao.Token{}, 0, err
-	}
-	bao, err := r.activeClient(c, p.tls, openbao.Token{})
-	if err != nil {
-		return openbao.Token{}, 0, err
-	}
-	tok, ttl, err := bao.Login(ctx, mount, login.Role, jwt)
-	if err != nil {
-		return openbao.Token{}, 0, fmt.Errorf("log in at auth/%s as role %s: %w", mount, login.Role, err)
-	}
-	if ttl <= 0 {
-		ttl = time.Minute
-	}
-	return tok, ttl, nil
-}
-
-// upgradeLogin is how the operator logs in to c for rollouts and
-// autopilot: as c's upgrade role; in a copy that kept its source's
-// identity, as the source's (whose recorded revision says with which
-// audience); in a restore drill's copy, as the source's drill role with
-// the snapshot's audience, which the source itself refuses, so that the
-// copy is never handed a token that works on the source.
-func (r *OpenBaoClusterReconciler) upgradeLogin(ctx context.Context, c *v1alpha1.OpenBaoCluster) (identity.Login, string, error) {
-	owner := c.IdentityOwner()
-	if src := c.DrillSource(); src != "" && owner != c {
-		return identity.DrillLogin(owner, c.FromBackup().Key), identity.Mount, nil
-	}
-	if owner != c {
-		source := &v1alpha1.OpenBaoCluster{}
-		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(owner), source); err == nil {
-			owner = source
-		} else if !apierrors.IsNotFound(err) {
-			return identity.Login{}, "", fmt.Errorf("read the source cluster %s: %w", owner.Name, err)
-		}
-	}
-	mount, role := c.Spec.Upgrade.JWTAuthPath, c.Spec.Upgrade.JWTAuthRole
-	if mount == "" {
-		mount = identity.Mount
-	}
-	if role == "" {
-		role = identity.UpgradeRole
-	}
-	return identity.LoginFor(owner, identity.UpgradeRole, role), mount, nil
-}
-
-// serviceAccountTokenLifetime is the shortest TokenRequest allows.
-const serviceAccountTokenLifetime = 10 * time.Minute
-
-// serviceAccountToken asks the API server for a short-lived token of
-// login's ServiceAccount, for login's audience only.
-func (r *OpenBaoClusterReconciler) serviceAccountToken(ctx context.Context, namespace string, login identity.Login) (openbao.Token, error) {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: login.ServiceAccount, Namespace: namespace}}
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		Audiences:         []string{login.Audience},
-		ExpirationSeconds: ptr.To(int64(serviceAccountTokenLifetime / time.Second)),
-	}}
-	if err := r.Client.SubResource("token").Create(ctx, sa, req); err != nil {
-		return openbao.Token{}, fmt.Errorf("request a token of ServiceAccount %s: %w", login.ServiceAccount, secrets.Redact(err))
-	}
-	return openbao.NewToken(req.Status.Token), nil
-}
-
-// userToken reads the token a user stored for the operator.
-func (r *OpenBaoClusterReconciler) userToken(ctx context.Context, c *v1alpha1.OpenBaoCluster, name string) (openbao.Token, error) {
-	s, err := r.readSecret(ctx, r.APIReader, c.Namespace, name)
-	if err != nil {
-		return openbao.Token{}, err
-	}
-	if s == nil || len(s.Data["token"]) == 0 {
-		return openbao.Token{}, fmt.Errorf("spec.upgrade.tokenSecretRef: Secret %s has no key token", name)
-	}
-	return openbao.NewToken(string(s.Data["token"])), nil
-}

@@ -1,12 +1,30 @@
 package controllers
 
+// This file holds the ways the cluster reconciler talks to OpenBao: what a
+// pass reads of the servers (the view), the clients of one server and of
+// the active one, and the tokens it logs in with (its upgrade role, the
+// short-lived ServiceAccount tokens behind it, a token a user stored).
+
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"strconv"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/identity"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/podstate"
+	"github.com/openbao/operator/internal/secrets"
 	"github.com/openbao/operator/internal/upgrade"
 )
 
@@ -160,4 +178,149 @@ func rolloutPods(servers podstate.Snapshot, v *openbaoView) []upgrade.Pod {
 				LastExitCode: s.LastExitCode, LastMessage: s.LastTerminationMessage}})
 	}
 	return out
+}
+
+// activeClient talks to the active server through the client Service,
+// which selects it by the openbao-active label (on the internal listener
+// with ACME).
+func (r *OpenBaoClusterReconciler) activeClient(c *v1alpha1.OpenBaoCluster, served servedTLS, token openbao.Token) (openbao.Client, error) {
+	return r.OpenBao(openbao.Options{Address: c.InternalServiceAddress(), CACert: served.caPEM,
+		ServerName: c.ClientServiceDNSName(), Token: token})
+}
+
+// podClient talks to one server at its pod's address, verified against
+// its stable DNS name and the cluster CA (with ACME, on the internal
+// listener, whose certificate the operator's CA signs). The
+// address comes from the pass's pod list: a replaced pod's DNS record can
+// name the old pod's address for a few seconds, and a dial to it waits out
+// the dial timeout. A pod with no address yet is dialled by name.
+func (r *OpenBaoClusterReconciler) podClient(p *pass, ordinal int, token openbao.Token) (openbao.Client, error) {
+	host := p.cluster.PodDNSName(ordinal)
+	addr := host
+	if pod, ok := p.servers.Get(p.cluster.PodName(ordinal)); ok && pod.IP != "" {
+		addr = pod.IP
+	}
+	address := "https://" + net.JoinHostPort(addr, strconv.Itoa(p.cluster.InternalAPIPort()))
+	return r.OpenBao(openbao.Options{Address: address, CACert: p.tls.caPEM, ServerName: host, Token: token})
+}
+
+// upgradeToken returns a token for rollouts, peer removal and autopilot:
+// from spec.upgrade.tokenSecretRef, or by logging in with a short-lived
+// token of <cluster>-upgrade-serviceaccount. It is kept in memory until
+// shortly before it expires.
+func (r *OpenBaoClusterReconciler) upgradeToken(ctx context.Context, p *pass) (openbao.Token, error) {
+	c := p.cluster
+	if ref := c.Spec.Upgrade.TokenSecretRef; ref != nil && c.DrillSource() == "" {
+		return r.userToken(ctx, c, ref.Name)
+	}
+	if c.Spec.Upgrade.JWTAuthRole == "" && !p.status.IdentityConfigured {
+		return openbao.Token{}, errNoUpgradeAuth
+	}
+	key := client.ObjectKeyFromObject(c)
+	var cached openbao.Token
+	r.memory.with(key, c.UID, func(m *clusterMemory) {
+		if r.Clock.Now().Before(m.upgradeTokenExpiry) {
+			cached = m.upgradeToken
+		}
+	})
+	if !cached.IsZero() {
+		return cached, nil
+	}
+	tok, ttl, err := r.loginAsUpgrade(ctx, p)
+	if err != nil {
+		return openbao.Token{}, err
+	}
+	r.memory.with(key, c.UID, func(m *clusterMemory) {
+		m.upgradeToken, m.upgradeTokenExpiry = tok, r.Clock.Now().Add(ttl*3/4)
+	})
+	return tok, nil
+}
+
+// forgetUpgradeToken drops a token OpenBao refused.
+func (r *OpenBaoClusterReconciler) forgetUpgradeToken(c *v1alpha1.OpenBaoCluster) {
+	r.memory.with(client.ObjectKeyFromObject(c), c.UID, func(m *clusterMemory) {
+		m.upgradeToken, m.upgradeTokenExpiry = openbao.Token{}, time.Time{}
+	})
+}
+
+func (r *OpenBaoClusterReconciler) loginAsUpgrade(ctx context.Context, p *pass) (openbao.Token, time.Duration, error) {
+	c := p.cluster
+	login, mount, err := r.upgradeLogin(ctx, c)
+	if err != nil {
+		return openbao.Token{}, 0, err
+	}
+	jwt, err := r.serviceAccountToken(ctx, c.Namespace, login)
+	if err != nil {
+		return openbao.Token{}, 0, err
+	}
+	bao, err := r.activeClient(c, p.tls, openbao.Token{})
+	if err != nil {
+		return openbao.Token{}, 0, err
+	}
+	tok, ttl, err := bao.Login(ctx, mount, login.Role, jwt)
+	if err != nil {
+		return openbao.Token{}, 0, fmt.Errorf("log in at auth/%s as role %s: %w", mount, login.Role, err)
+	}
+	if ttl <= 0 {
+		ttl = time.Minute
+	}
+	return tok, ttl, nil
+}
+
+// upgradeLogin is how the operator logs in to c for rollouts and
+// autopilot: as c's upgrade role; in a copy that kept its source's
+// identity, as the source's (whose recorded revision says with which
+// audience); in a restore drill's copy, as the source's drill role with
+// the snapshot's audience, which the source itself refuses, so that the
+// copy is never handed a token that works on the source.
+func (r *OpenBaoClusterReconciler) upgradeLogin(ctx context.Context, c *v1alpha1.OpenBaoCluster) (identity.Login, string, error) {
+	owner := c.IdentityOwner()
+	if src := c.DrillSource(); src != "" && owner != c {
+		return identity.DrillLogin(owner, c.FromBackup().Key), identity.Mount, nil
+	}
+	if owner != c {
+		source := &v1alpha1.OpenBaoCluster{}
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(owner), source); err == nil {
+			owner = source
+		} else if !apierrors.IsNotFound(err) {
+			return identity.Login{}, "", fmt.Errorf("read the source cluster %s: %w", owner.Name, err)
+		}
+	}
+	mount, role := c.Spec.Upgrade.JWTAuthPath, c.Spec.Upgrade.JWTAuthRole
+	if mount == "" {
+		mount = identity.Mount
+	}
+	if role == "" {
+		role = identity.UpgradeRole
+	}
+	return identity.LoginFor(owner, identity.UpgradeRole, role), mount, nil
+}
+
+// serviceAccountTokenLifetime is the shortest TokenRequest allows.
+const serviceAccountTokenLifetime = 10 * time.Minute
+
+// serviceAccountToken asks the API server for a short-lived token of
+// login's ServiceAccount, for login's audience only.
+func (r *OpenBaoClusterReconciler) serviceAccountToken(ctx context.Context, namespace string, login identity.Login) (openbao.Token, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: login.ServiceAccount, Namespace: namespace}}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		Audiences:         []string{login.Audience},
+		ExpirationSeconds: ptr.To(int64(serviceAccountTokenLifetime / time.Second)),
+	}}
+	if err := r.Client.SubResource("token").Create(ctx, sa, req); err != nil {
+		return openbao.Token{}, fmt.Errorf("request a token of ServiceAccount %s: %w", login.ServiceAccount, secrets.Redact(err))
+	}
+	return openbao.NewToken(req.Status.Token), nil
+}
+
+// userToken reads the token a user stored for the operator.
+func (r *OpenBaoClusterReconciler) userToken(ctx context.Context, c *v1alpha1.OpenBaoCluster, name string) (openbao.Token, error) {
+	s, err := r.readSecret(ctx, r.APIReader, c.Namespace, name)
+	if err != nil {
+		return openbao.Token{}, err
+	}
+	if s == nil || len(s.Data["token"]) == 0 {
+		return openbao.Token{}, fmt.Errorf("spec.upgrade.tokenSecretRef: Secret %s has no key token", name)
+	}
+	return openbao.NewToken(string(s.Data["token"])), nil
 }

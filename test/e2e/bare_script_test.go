@@ -137,7 +137,7 @@ func bareObjects(b *testing.B, c *v1alpha1.OpenBaoCluster, operatorImage string,
 }
 
 // bareSecrets are the Secrets the chart mounts, shaped as the operator
-// writes them (controllers/tls.go and seal.go) but with no owner, in the
+// writes them (controllers/cluster_tls.go and cluster_seal.go) but with no owner, in the
 // order it writes them; caPEM is the bundle that verifies the servers.
 func bareSecrets(b *testing.B, c *v1alpha1.OpenBaoCluster) (secrets []*corev1.Secret, caPEM []byte) {
 	spec := values.PKISpec(c)
