@@ -179,22 +179,9 @@ func runSetup(ctx context.Context, token openbao.Token, opts InitOptions, autopi
 }
 
 func storeToken(ctx context.Context, store TokenStore, token openbao.Token, opts InitOptions) error {
-	attempts := opts.StoreAttempts
-	if attempts <= 0 {
-		attempts = 5
-	}
-	wait, sleep := retryTiming(opts)
-	var last error
-	for i := 0; i < attempts; i++ {
-		if i > 0 {
-			if err := sleep(ctx, wait); err != nil {
-				last = err
-				break
-			}
-		}
-		if last = store.Create(ctx, token); last == nil {
-			return nil
-		}
+	attempts, last := storeWithRetries(ctx, opts, func() error { return store.Create(ctx, token) })
+	if last == nil {
+		return nil
 	}
 	return fmt.Errorf("%w: Secret %s, %d attempt(s), last: %w", ErrTokenNotStored, store.Name(), attempts, last)
 }
@@ -205,6 +192,20 @@ func storeRecovery(ctx context.Context, shares []openbao.Token, opts InitOptions
 	if want := len(opts.Request.RecoveryPGPKeys); len(shares) != want {
 		return fmt.Errorf("sys/init returned %d recovery key share(s), want %d", len(shares), want)
 	}
+	attempts, last := storeWithRetries(ctx, opts, func() error {
+		return opts.Recovery.Create(ctx, shares, opts.Request.RecoveryThreshold)
+	})
+	if last == nil {
+		return nil
+	}
+	return fmt.Errorf("store the encrypted recovery key shares in Secret %s, %d attempt(s), last: %w", opts.Recovery.Name(), attempts, last)
+}
+
+// storeWithRetries calls create up to opts.StoreAttempts times (5 by
+// default), opts' retry wait apart, until it succeeds: what sys/init
+// returned exists nowhere else. It returns the attempts allowed and the
+// last error, nil on success.
+func storeWithRetries(ctx context.Context, opts InitOptions, create func() error) (int, error) {
 	attempts := opts.StoreAttempts
 	if attempts <= 0 {
 		attempts = 5
@@ -214,15 +215,14 @@ func storeRecovery(ctx context.Context, shares []openbao.Token, opts InitOptions
 	for i := 0; i < attempts; i++ {
 		if i > 0 {
 			if err := sleep(ctx, wait); err != nil {
-				last = err
-				break
+				return attempts, err
 			}
 		}
-		if last = opts.Recovery.Create(ctx, shares, opts.Request.RecoveryThreshold); last == nil {
-			return nil
+		if last = create(); last == nil {
+			return attempts, nil
 		}
 	}
-	return fmt.Errorf("store the encrypted recovery key shares in Secret %s, %d attempt(s), last: %w", opts.Recovery.Name(), attempts, last)
+	return attempts, last
 }
 
 // setAutopilot writes the autopilot configuration with the new token.
