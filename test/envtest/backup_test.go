@@ -356,8 +356,8 @@ retention: {maxCount: 2}
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: rig.ns, Name: b.Status.JobName}, job); err != nil {
 		t.Fatal(err)
 	}
-	if aud := job.Spec.Template.Spec.Volumes[1].Projected.Sources[0].ServiceAccountToken.Audience; aud != "openbao-operator:"+rig.ns+"/bao:backup" {
-		t.Errorf("the backup Job's token is for audience %s, want the backup role's own", aud)
+	if aud := projectedTokenAudience(job); aud != "" {
+		t.Errorf("a backup Job with the user's token also mounts a ServiceAccount token for %q", aud)
 	}
 	if !metav1.IsControlledBy(job, b) || job.Spec.Template.Spec.ServiceAccountName != "bao-backup-serviceaccount" ||
 		job.Spec.Template.Spec.Containers[0].Image != "localhost/openbao-operator:test" {
@@ -618,5 +618,42 @@ func TestABackupNeverAdoptsAProvenanceKeyItDidNotWrite(t *testing.T) {
 	}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(foreign), foreign); err != nil || len(foreign.Labels) != 0 {
 		t.Errorf("the foreign Secret was changed: %v %v", foreign.Labels, err)
+	}
+}
+
+// projectedTokenAudience is the audience of the ServiceAccount token a
+// Job's pod mounts, "" when it mounts none.
+func projectedTokenAudience(job *batchv1.Job) string {
+	for _, v := range job.Spec.Template.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if src.ServiceAccountToken != nil {
+				return src.ServiceAccountToken.Audience
+			}
+		}
+	}
+	return ""
+}
+
+// TestABackupJobLogsInWithTheBackupRolesOwnAccountAndAudience: at identity
+// revision 3 the backup Job runs under the backup ServiceAccount with a
+// token for the backup role's own audience, which no other role accepts.
+func TestABackupJobLogsInWithTheBackupRolesOwnAccountAndAudience(t *testing.T) {
+	rig := newBackupRig(t, "backup-audience", "jwtAuthRole: backup\ntarget: {endpoint: \"https://s3.example.com\", bucket: backups}\n",
+		at("2025-02-01T08:00:00Z"))
+	createBackup(t, rig.ns, "manual-1")
+	rig.reconcileBackup("manual-1")
+	b := rig.backup("manual-1")
+	job := &batchv1.Job{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: rig.ns, Name: b.Status.JobName}, job); err != nil {
+		t.Fatalf("the backup's Job (status %+v): %v", b.Status, err)
+	}
+	if aud := projectedTokenAudience(job); aud != "openbao-operator:"+rig.ns+"/bao:backup" {
+		t.Errorf("the backup Job's token is for audience %q, want the backup role's own", aud)
+	}
+	if sa := job.Spec.Template.Spec.ServiceAccountName; sa != "bao-backup-serviceaccount" {
+		t.Errorf("the backup Job runs as %s", sa)
 	}
 }
