@@ -243,8 +243,13 @@ func (r *OpenBaoClusterReconciler) forgetUpgradeToken(c *v1alpha1.OpenBaoCluster
 	})
 }
 
+// loginAsUpgrade logs in as the pass's status says the identity is: an
+// identity this very pass brought to a new revision binds its roles to
+// that revision's audiences already, and the stored status still names
+// the old one.
 func (r *OpenBaoClusterReconciler) loginAsUpgrade(ctx context.Context, p *pass) (openbao.Token, time.Duration, error) {
-	c := p.cluster
+	c := p.cluster.DeepCopy()
+	c.Status = *p.status.DeepCopy()
 	login, mount, err := r.upgradeLogin(ctx, c)
 	if err != nil {
 		return openbao.Token{}, 0, err

@@ -291,7 +291,7 @@ func tokenState(t *testing.T, bao *podServer, token openbao.Token) string {
 func assertOperatorLogsIn(t *testing.T, c *v1alpha1.OpenBaoCluster, bao *podServer) {
 	t.Helper()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: c.UpgradeServiceAccountName(), Namespace: c.Namespace}}
-	jwt := requestToken(t, sa, c.OperatorTokenAudience())
+	jwt := requestToken(t, sa, c.RoleTokenAudience(identity.UpgradeRole))
 	tok, _, err := bao.client(t, openbao.Token{}).Login(context.Background(), identity.Mount, identity.UpgradeRole, jwt)
 	if err != nil {
 		t.Fatalf("the operator's upgrade role after the revocation: %v", err)
