@@ -90,13 +90,14 @@ func (r *OpenBaoClusterReconciler) carryOutBootstrap(ctx context.Context, p *pas
 // would mislead. The restored data's root token is the source cluster's.
 func (r *OpenBaoClusterReconciler) voidRootToken(ctx context.Context, p *pass) error {
 	c := p.cluster
-	s, err := r.readOwnSecret(ctx, c, c.RootTokenSecretName())
+	s, err := r.rootTokenSecret(ctx, p)
 	if err != nil || s == nil || !writtenByOperator(s, c) {
 		return err
 	}
 	if err := r.deleteSecret(ctx, s); err != nil {
 		return err
 	}
+	p.rootTokenSecret = nil // the pass's later steps must not see it held
 	ctrl.LoggerFrom(ctx).Info("deleted the root token of the cluster's own initialization: the restored snapshot replaced it",
 		"audit", true, "event_type", "openbao.restore.root_token_voided", "secret", s.Name)
 	p.record("Normal", "RootTokenVoided", "Restore", fmt.Sprintf(

@@ -34,7 +34,8 @@ func (r *OpenBaoClusterReconciler) reconcileRootToken(ctx context.Context, p *pa
 	if err != nil {
 		return err
 	}
-	recovery, err := r.recoveryKeysSecret(ctx, c, !storedToken(secret).IsZero())
+	token := storedToken(secret)
+	recovery, err := r.recoveryKeysSecret(ctx, c, !token.IsZero())
 	if err != nil {
 		return err
 	}
@@ -43,7 +44,6 @@ func (r *OpenBaoClusterReconciler) reconcileRootToken(ctx context.Context, p *pa
 	}
 	shares, threshold := bootstrap.StoredRecoveryShares(recovery)
 	st.RootToken.RecoveryShares, st.RootToken.RecoveryThreshold = int32(shares), int32(threshold)
-	token := storedToken(secret)
 	st.RootToken.Held = !token.IsZero()
 	obs := bootstrap.RevokeObserved{
 		Revoke: c.RootTokenPolicyOf() == v1alpha1.RootTokenRevoke, Initialized: st.Initialized,

@@ -132,8 +132,17 @@ func (c *OpenBaoCluster) PodNames() []string {
 // DataVolumeName is the claim the StatefulSet makes for the Raft data of
 // the server with the given ordinal (its volume claim template is "data").
 func (c *OpenBaoCluster) DataVolumeName(ordinal int) string {
-	return fmt.Sprintf("data-%s-%d", c.StatefulSetName(), ordinal)
+	return fmt.Sprintf("%s%d", DataVolumePrefix(c.StatefulSetName()), ordinal)
 }
+
+// DataVolumePrefix is what the claims of statefulSet's volume claim
+// template "data" are named before their ordinal.
+func DataVolumePrefix(statefulSet string) string { return "data-" + statefulSet + "-" }
+
+// CreatedBefore says an object created at created is older than ref, at
+// the whole seconds creation timestamps have: an object made in ref's
+// second counts as not older.
+func CreatedBefore(created, ref time.Time) bool { return created.Before(ref.Truncate(time.Second)) }
 
 // PodDNSName is the stable in-cluster DNS name of the server with the given
 // ordinal.

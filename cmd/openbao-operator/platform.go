@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/openbao/operator/controllers"
 	"github.com/openbao/operator/internal/delegated"
@@ -53,16 +54,7 @@ func (p *platformFlags) bind(fs *flag.FlagSet) {
 // envName is a flag's environment variable: allowed-priority-classes is
 // ALLOWED_PRIORITY_CLASSES.
 func envName(flagName string) string {
-	b := []byte(flagName)
-	for i, c := range b {
-		switch {
-		case c == '-':
-			b[i] = '_'
-		case c >= 'a' && c <= 'z':
-			b[i] = c - 'a' + 'A'
-		}
-	}
-	return string(b)
+	return strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
 // verification is the platform's signature policy from the flags; nil

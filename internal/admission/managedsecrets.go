@@ -26,11 +26,9 @@ const ReasonManagedSecretReferenced = "ManagedSecretReferenced"
 // image of its author's choice) and encrypted recovery keys. A Secret of
 // any cluster so named, existing or not, is the operator's.
 func ManagedSecretSuffixes() []string {
-	var none v1alpha1.OpenBaoCluster
 	return []string{
-		none.RootTokenSecretName(), none.UnsealKeySecretName(), none.TLSCASecretName(),
-		none.TLSServerSecretName(), none.SelfInitSecretName(), none.BackupProvenanceSecretName(),
-		none.RecoveryKeysSecretName(),
+		v1alpha1.SuffixRootToken, v1alpha1.SuffixUnsealKey, v1alpha1.SuffixTLSCA, v1alpha1.SuffixTLSServer,
+		v1alpha1.SuffixSelfInit, v1alpha1.SuffixBackupProvenance, v1alpha1.SuffixRecoveryKeys,
 	}
 }
 
@@ -56,15 +54,12 @@ type ManagedObserved struct {
 func ManagedSecretRefs(refs []Ref, o ManagedObserved) field.ErrorList {
 	var errs field.ErrorList
 	for _, r := range refs {
-		if r.Kind != KindSecret || (o.Exempt != nil && hasRef([]Ref{*o.Exempt}, r)) {
+		if r.Kind != KindSecret || (o.Exempt != nil && sameRef(*o.Exempt, r)) {
 			continue
 		}
 		why := ""
-		for _, s := range ManagedSecretSuffixes() {
-			if strings.HasSuffix(r.Name, s) {
-				why = "its name ends in " + s + ", as the operator names a cluster's"
-				break
-			}
+		if s := suffixOf(r.Name, ManagedSecretSuffixes()); s != "" {
+			why = "its name ends in " + s + ", as the operator names a cluster's"
 		}
 		if why == "" && o.Labelled[r.Name] {
 			why = fmt.Sprintf("it carries %s=%s", v1alpha1.LabelManagedBy, v1alpha1.ManagedByValue)

@@ -15,7 +15,12 @@ import (
 // another cluster's child (internal/apply Claim), so the loser of that
 // race would sit Degraded; refusing the name keeps it from happening.
 func ReservedNameSuffix(name string) string {
-	for _, s := range v1alpha1.ChildNameSuffixes() {
+	return suffixOf(name, v1alpha1.ChildNameSuffixes())
+}
+
+// suffixOf returns the one of suffixes that name ends in, or "".
+func suffixOf(name string, suffixes []string) string {
+	for _, s := range suffixes {
 		if strings.HasSuffix(name, s) {
 			return s
 		}

@@ -1,6 +1,8 @@
 package admission
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -116,21 +118,15 @@ func (refs References) NewSince(old References) References {
 }
 
 func hasRef(refs []Ref, r Ref) bool {
-	for _, o := range refs {
-		if o.Path.String() == r.Path.String() && o.Kind == r.Kind && o.Name == r.Name {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(refs, func(o Ref) bool { return sameRef(o, r) })
+}
+
+func sameRef(a, b Ref) bool {
+	return a.Path.String() == b.Path.String() && a.Kind == b.Kind && a.Name == b.Name
 }
 
 func hasCluster(clusters []NamedCluster, n NamedCluster) bool {
-	for _, o := range clusters {
-		if o.Path.String() == n.Path.String() && o.Name == n.Name {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(clusters, func(o NamedCluster) bool { return o.Path.String() == n.Path.String() && o.Name == n.Name })
 }
 
 func (refs *References) target(p *field.Path, t *v1alpha1.BackupTarget) {

@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"time"
 
+	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/podstate"
 )
@@ -66,7 +67,7 @@ type Claim struct {
 // (timestamps have whole seconds: a claim of the same second is the
 // cluster's own, since its StatefulSet made it after the cluster).
 func (c Claim) PredatesCluster(clusterCreated time.Time) bool {
-	return c.Created.Before(clusterCreated.Truncate(time.Second))
+	return v1alpha1.CreatedBefore(c.Created, clusterCreated)
 }
 
 // NeedsHealth says whether Decide wants a sys/health answer: whenever

@@ -1,6 +1,7 @@
 package day2
 
 import (
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -89,14 +90,8 @@ func (r *Registry) settle(c Cluster, o Observation) []Op {
 		delete(r.clusters, c.NamespacedName)
 		return nil
 	}
-	kept := e.ops[:0]
-	for _, op := range e.ops {
-		if o.lags(op) {
-			kept = append(kept, op)
-		}
-	}
-	e.ops = kept
-	return append([]Op(nil), kept...)
+	e.ops = slices.DeleteFunc(e.ops, func(op Op) bool { return !o.lags(op) })
+	return slices.Clone(e.ops)
 }
 
 // Release drops the entry of op: its start did not happen (the status
@@ -122,13 +117,7 @@ func (r *Registry) drop(c Cluster, match func(Op) bool) {
 	if e == nil || e.uid != c.UID {
 		return
 	}
-	kept := e.ops[:0]
-	for _, o := range e.ops {
-		if !match(o) {
-			kept = append(kept, o)
-		}
-	}
-	e.ops = kept
+	e.ops = slices.DeleteFunc(e.ops, match)
 }
 
 // Forget drops everything of a cluster that is gone.

@@ -17,6 +17,7 @@ package delegated
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -116,13 +117,13 @@ func (p Policy) Outside(c *v1alpha1.OpenBaoCluster) []Finding {
 			out = append(out, Finding{spec.Child("tolerations").Index(i).Child("key"), Pods, v, p.TolerationKeys, "--allowed-toleration-keys"})
 		}
 	}
-	for _, k := range sortedKeys(s.NodeSelector) {
+	for _, k := range slices.Sorted(maps.Keys(s.NodeSelector)) {
 		if !slices.Contains(p.NodeSelectorKeys, k) {
 			out = append(out, Finding{spec.Child("nodeSelector").Key(k), Pods, k, p.NodeSelectorKeys, "--allowed-node-selector-keys"})
 		}
 	}
 	out = append(out, p.nodeAffinity(s.Affinity)...)
-	for _, k := range sortedKeys(s.Service.Annotations) {
+	for _, k := range slices.Sorted(maps.Keys(s.Service.Annotations)) {
 		if !hasPrefix(p.AnnotationPrefixes, k) {
 			out = append(out, Finding{spec.Child("service", "annotations").Key(k), Services, k, p.AnnotationPrefixes, "--allowed-annotation-prefixes"})
 		}
@@ -171,7 +172,7 @@ func (p Policy) ingress(in *v1alpha1.IngressSpec) []Finding {
 	if in.ClassName != nil && !slices.Contains(p.IngressClasses, *in.ClassName) {
 		out = append(out, Finding{path.Child("className"), Ingresses, *in.ClassName, p.IngressClasses, "--allowed-ingress-classes"})
 	}
-	for _, k := range sortedKeys(in.Annotations) {
+	for _, k := range slices.Sorted(maps.Keys(in.Annotations)) {
 		if !hasPrefix(p.AnnotationPrefixes, k) {
 			out = append(out, Finding{path.Child("annotations").Key(k), Ingresses, k, p.AnnotationPrefixes, "--allowed-annotation-prefixes"})
 		}
@@ -196,13 +197,4 @@ func (p Policy) OutsideChanged(old, c *v1alpha1.OpenBaoCluster) []Finding {
 
 func hasPrefix(prefixes []string, key string) bool {
 	return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(key, p) })
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

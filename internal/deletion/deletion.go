@@ -89,8 +89,8 @@ func keepReason(o Observed, c Claim) string {
 	case o.ForeignStatefulSet:
 		return fmt.Sprintf("StatefulSet %s is not this cluster's, and a claim of this name may be its server's", o.StatefulSet)
 	case !IsDataVolume(o.StatefulSet, c.Name):
-		return fmt.Sprintf("the name is not one StatefulSet %s gives its volumes (data-%s-<ordinal>)", o.StatefulSet, o.StatefulSet)
-	case !o.Initialized && c.Created.Before(o.ClusterCreated.Truncate(time.Second)):
+		return fmt.Sprintf("the name is not one StatefulSet %s gives its volumes (%s<ordinal>)", o.StatefulSet, v1alpha1.DataVolumePrefix(o.StatefulSet))
+	case !o.Initialized && v1alpha1.CreatedBefore(c.Created, o.ClusterCreated):
 		return "it is older than this OpenBaoCluster, which never adopted its data (it is not initialized)"
 	}
 	return ""
@@ -100,7 +100,7 @@ func keepReason(o Observed, c Claim) string {
 // decimal without a leading zero, as the StatefulSet controller names the
 // claims of its volume claim template "data".
 func IsDataVolume(statefulSet, name string) bool {
-	ordinal, ok := strings.CutPrefix(name, "data-"+statefulSet+"-")
+	ordinal, ok := strings.CutPrefix(name, v1alpha1.DataVolumePrefix(statefulSet))
 	if !ok || ordinal == "" || (len(ordinal) > 1 && ordinal[0] == '0') {
 		return false
 	}

@@ -219,9 +219,6 @@ func policyRequest(name, policy, rules string) baoconfig.InitRequest {
 // role to its idle audience, which no token carries).
 func roleRequest(name, role string, c *v1alpha1.OpenBaoCluster, policy string) baoconfig.InitRequest {
 	l := ownLogin(c, role)
-	if role == DrillRole {
-		l.Audience = c.DrillIdleAudience()
-	}
 	return baoconfig.InitRequest{Name: name, Operation: "update", Path: "auth/" + Mount + "/role/" + role,
 		Data: map[string]any{
 			"role_type":       "jwt",

@@ -17,13 +17,18 @@ func Subject(namespace, serviceAccount string) string {
 }
 
 // ownLogin is role's login as revision 3 sets it up: its own
-// ServiceAccount and audience.
+// ServiceAccount and audience; the drill role's is the idle one, which no
+// token carries until a backup arms it (DrillArm).
 func ownLogin(c *v1alpha1.OpenBaoCluster, role string) Login {
 	sa := map[string]string{
 		UpgradeRole: c.UpgradeServiceAccountName(), BackupRole: c.BackupServiceAccountName(),
 		RestoreRole: c.RestoreServiceAccountName(), DrillRole: c.DrillServiceAccountName(),
 	}[role]
-	return Login{ServiceAccount: sa, Audience: c.RoleTokenAudience(role), Role: role}
+	audience := c.RoleTokenAudience(role)
+	if role == DrillRole {
+		audience = c.DrillIdleAudience()
+	}
+	return Login{ServiceAccount: sa, Audience: audience, Role: role}
 }
 
 // LoginFor is how the operator's task purpose (UpgradeRole, BackupRole or

@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/openbao/operator/api/v1alpha1"
 )
 
 // Server is one Raft server as the leader's autopilot state reports it.
@@ -64,10 +66,10 @@ type Volume struct {
 // configuration began: not before the OpenBaoCluster (timestamps have
 // whole seconds), and not before a bootstrap reset.
 func (o Observed) provablyOurs(v Volume) bool {
-	if v.Created.Before(o.ClusterCreated.Truncate(time.Second)) {
+	if v1alpha1.CreatedBefore(v.Created, o.ClusterCreated) {
 		return false
 	}
-	return o.ResetAt.IsZero() || !v.Created.Before(o.ResetAt.Truncate(time.Second))
+	return o.ResetAt.IsZero() || !v1alpha1.CreatedBefore(v.Created, o.ResetAt)
 }
 
 // Decision is what the reconciler carries out.
