@@ -51,18 +51,27 @@ func (s *SecretTokenStore) DryRunCreate(ctx context.Context) error {
 // the object.
 func (s *SecretTokenStore) Create(ctx context.Context, token openbao.Token) error {
 	obj := s.secret([]byte(token.Reveal()))
-	err := s.Client.Create(ctx, obj)
+	return createOnce(ctx, s.Client, obj, func(existing *corev1.Secret) bool {
+		return bytes.Equal(existing.Data[RootTokenDataKey], obj.Data[RootTokenDataKey])
+	})
+}
+
+// createOnce creates obj; a Secret of its name that already holds what
+// obj holds (stored says so) counts as created: an earlier attempt whose
+// answer was lost. Errors name the API status reason only: an admission
+// webhook's message could echo the object.
+func createOnce(ctx context.Context, cl client.Client, obj *corev1.Secret, stored func(existing *corev1.Secret) bool) error {
+	err := cl.Create(ctx, obj)
 	if err == nil {
 		return nil
 	}
 	if apierrors.IsAlreadyExists(err) {
 		var existing corev1.Secret
-		if getErr := s.Client.Get(ctx, client.ObjectKeyFromObject(obj), &existing); getErr == nil &&
-			bytes.Equal(existing.Data[RootTokenDataKey], obj.Data[RootTokenDataKey]) {
+		if getErr := cl.Get(ctx, client.ObjectKeyFromObject(obj), &existing); getErr == nil && stored(&existing) {
 			return nil
 		}
 	}
-	return fmt.Errorf("create Secret %s: %w", s.Name(), secrets.Redact(err))
+	return fmt.Errorf("create Secret %s/%s: %w", obj.Namespace, obj.Name, secrets.Redact(err))
 }
 
 func (s *SecretTokenStore) secret(token []byte) *corev1.Secret {
@@ -115,18 +124,9 @@ func (s *SecretRecoveryKeyStore) Create(ctx context.Context, shares []openbao.To
 		}
 		obj.Data[RecoveryShareKey(i+1)] = msg
 	}
-	err := s.Client.Create(ctx, obj)
-	if err == nil {
-		return nil
-	}
-	if apierrors.IsAlreadyExists(err) {
-		var existing corev1.Secret
-		if getErr := s.Client.Get(ctx, client.ObjectKeyFromObject(obj), &existing); getErr == nil &&
-			equality.Semantic.DeepEqual(existing.Data, obj.Data) {
-			return nil
-		}
-	}
-	return fmt.Errorf("create Secret %s: %w", s.Name(), secrets.Redact(err))
+	return createOnce(ctx, s.Client, obj, func(existing *corev1.Secret) bool {
+		return equality.Semantic.DeepEqual(existing.Data, obj.Data)
+	})
 }
 
 // StoredRecoveryShares counts the shares a <cluster>-recovery-keys Secret
