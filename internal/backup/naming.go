@@ -53,14 +53,21 @@ func NewObjectID(random io.Reader) (string, error) {
 // anyone who may write to the prefix can choose such a name (Prover.Prove
 // proves).
 func ParseObjectKey(prefix, key string) (t time.Time, ok bool) {
+	t, _, ok = matchObjectKey(prefix, key)
+	return t, ok
+}
+
+// matchObjectKey reads the name of a snapshot directly under prefix: its
+// time, and the submatches of objectNameRE (time, id, tag; the tag ""
+// when the name has none). ok is false for any other key.
+func matchObjectKey(prefix, key string) (t time.Time, m []string, ok bool) {
 	name, found := strings.CutPrefix(key, prefix)
 	if !found {
-		return time.Time{}, false
+		return time.Time{}, nil, false
 	}
-	m := objectNameRE.FindStringSubmatch(name)
-	if m == nil {
-		return time.Time{}, false
+	if m = objectNameRE.FindStringSubmatch(name); m == nil {
+		return time.Time{}, nil, false
 	}
 	t, err := time.Parse(keyTimeLayout, m[1])
-	return t, err == nil
+	return t, m, err == nil
 }

@@ -111,19 +111,11 @@ func (p Prover) Prove(prefix, key string) (t time.Time, ok bool) {
 	if !p.CanSign() {
 		return time.Time{}, false
 	}
-	name, found := strings.CutPrefix(key, prefix)
-	if !found {
+	t, m, ok := matchObjectKey(prefix, key)
+	if !ok || m[3] == "" || !hmac.Equal([]byte(m[3]), []byte(p.tag(m[1], m[2]))) {
 		return time.Time{}, false
 	}
-	m := objectNameRE.FindStringSubmatch(name)
-	if m == nil || m[3] == "" {
-		return time.Time{}, false
-	}
-	if !hmac.Equal([]byte(m[3]), []byte(p.tag(m[1], m[2]))) {
-		return time.Time{}, false
-	}
-	t, err := time.Parse(keyTimeLayout, m[1])
-	return t, err == nil
+	return t, true
 }
 
 // Snapshot is a proven snapshot: its key and the time in its name.
