@@ -27,8 +27,5 @@ func (r *OpenBaoClusterReconciler) reconcileDelegatedFields(_ context.Context, p
 	if len(errs) == 0 {
 		return nil
 	}
-	msg := errs.ToAggregate().Error()
-	p.degrade(v1alpha1.ReasonFieldNotAllowed, msg)
-	p.record("Warning", v1alpha1.ReasonFieldNotAllowed, "FieldPolicy", msg)
-	return errStop
+	return p.hold(v1alpha1.ReasonFieldNotAllowed, "FieldPolicy", errs.ToAggregate().Error())
 }

@@ -39,10 +39,7 @@ func (r *OpenBaoClusterReconciler) reconcileImagePolicy(_ context.Context, p *pa
 	if len(errs) == 0 {
 		return nil
 	}
-	msg := errs.ToAggregate().Error()
-	p.degrade(v1alpha1.ReasonImageNotAllowed, msg)
-	p.record("Warning", v1alpha1.ReasonImageNotAllowed, "ImagePolicy", msg)
-	return errStop
+	return p.hold(v1alpha1.ReasonImageNotAllowed, "ImagePolicy", errs.ToAggregate().Error())
 }
 
 // reconcileImage owns ImageVerified and status.imageVerification: with
@@ -319,10 +316,7 @@ func imageFailed(p *pass, v verification, platform imageverify.Result, err error
 			msg+"; failurePolicy Warn: the image is applied by its tag, unpinned")
 		return nil
 	}
-	block := msg + "; the StatefulSet is left as it is"
-	p.degrade(v1alpha1.ReasonImageVerificationFailed, block)
-	p.record("Warning", v1alpha1.ReasonImageVerificationFailed, "Verify", block)
-	return errStop
+	return p.hold(v1alpha1.ReasonImageVerificationFailed, "Verify", msg+"; the StatefulSet is left as it is")
 }
 
 // imageFailureReason is the ImageVerified reason of a failure.

@@ -120,6 +120,14 @@ func (p *pass) degrade(reason, message string) {
 	p.problems = append(p.problems, problem{reason, message})
 }
 
+// hold stops the pass on a problem a person must fix: Degraded with
+// reason, and a Warning event of action, both saying msg.
+func (p *pass) hold(reason, action, msg string) error {
+	p.degrade(reason, msg)
+	p.record("Warning", reason, action, msg)
+	return errStop
+}
+
 // input is what the chart renders from: the spec and this pass's decisions.
 func (p *pass) input() values.Input {
 	in := values.InputFor(p.cluster, p.status)

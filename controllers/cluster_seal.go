@@ -59,9 +59,7 @@ func (r *OpenBaoClusterReconciler) reconcileSealMaterial(ctx context.Context, p 
 // before the chart is applied, so no pod mounts it.
 func (r *OpenBaoClusterReconciler) sealKeyProblem(p *pass, reason, msg string) error {
 	p.setCondition(v1alpha1.ConditionSealReady, false, reason, msg)
-	p.degrade(reason, msg)
-	p.record("Warning", reason, "CheckSealKey", msg)
-	return errStop
+	return p.hold(reason, "CheckSealKey", msg)
 }
 
 func (r *OpenBaoClusterReconciler) createStaticKey(ctx context.Context, c *v1alpha1.OpenBaoCluster) error {

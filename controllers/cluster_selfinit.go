@@ -53,9 +53,7 @@ func (r *OpenBaoClusterReconciler) reconcileSelfInitSecret(ctx context.Context, 
 		if !writtenByOperator(existing, c) {
 			msg := fmt.Sprintf("Secret %s exists but was not written by the operator: OpenBao would read its requests at "+
 				"its first start, so the operator neither overwrites it nor starts the servers. Delete it", existing.Name)
-			p.degrade(v1alpha1.ReasonSelfInitSecretNotOwned, msg)
-			p.record("Warning", v1alpha1.ReasonSelfInitSecretNotOwned, "WriteSelfInit", msg)
-			return errStop
+			return p.hold(v1alpha1.ReasonSelfInitSecretNotOwned, "WriteSelfInit", msg)
 		}
 	}
 	if maps.EqualFunc(existing.Data, data, bytes.Equal) {
