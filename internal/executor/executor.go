@@ -176,13 +176,47 @@ func (s *runner) attempt(ctx context.Context) (report backup.Report, err error) 
 	}
 	if armed {
 		defer func() {
-			if derr := s.disarmDrill(ctx); derr != nil && err == nil {
-				err = derr
+			derr := s.disarmDrillRetrying(ctx)
+			switch {
+			case derr != nil && err == nil:
+				err = &storedError{key: report.Key, err: derr}
+			case derr != nil:
+				err = errors.Join(err, derr)
 			}
 		}()
 	}
 	report, err = s.snapshotTo(ctx, leader, key)
 	return report, err
+}
+
+// storedError is a failure after the snapshot was stored and verified. It
+// is never retried: another attempt would store a second snapshot for
+// this one backup.
+type storedError struct {
+	key string
+	err error
+}
+
+func (e *storedError) Error() string {
+	return fmt.Sprintf("the snapshot was stored as %s, then: %v", e.key, e.err)
+}
+func (e *storedError) Unwrap() error { return e.err }
+
+// disarmDrillRetrying puts the idle audience back, retrying what may pass
+// in place: the write is idempotent, and retrying the whole attempt
+// instead would take and store another snapshot.
+func (s *runner) disarmDrillRetrying(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), disarmTimeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		err := s.disarmDrill(ctx)
+		if err == nil || !retryable(err) || attempt >= len(retryWaits) {
+			return err
+		}
+		logr.FromContextOrDiscard(ctx).Info("putting the drill role's idle audience back failed; retrying",
+			"attempt", attempt+1, "reason", reasonOf(ctx, err), "wait", retryWaits[attempt].String())
+		s.deps.Sleep(ctx, retryWaits[attempt])
+	}
 }
 
 // snapshotTo writes the canary, streams the snapshot into the object at
@@ -231,8 +265,8 @@ func (s *runner) armDrill(ctx context.Context, leader openbao.Client, key string
 	return false, stage(ReasonSnapshotFailed, fmt.Errorf("set the drill role's audience: %w", err))
 }
 
-// disarmTimeout bounds putting the idle audience back, which is tried even
-// when the run's own time is up.
+// disarmTimeout bounds putting the idle audience back, all tries
+// together, which go on even when the run's own time is up.
 const disarmTimeout = 30 * time.Second
 
 // disarmDrill puts the drill role's idle audience back once the snapshot
@@ -241,8 +275,6 @@ const disarmTimeout = 30 * time.Second
 // token. If it fails the attempt fails, so no drill ever mints a token for
 // the audience this cluster still accepts.
 func (s *runner) disarmDrill(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), disarmTimeout)
-	defer cancel()
 	token, err := s.auth(ctx)
 	if err != nil {
 		return stage(ReasonAuthFailed, fmt.Errorf("log in to put the drill role's idle audience back: %w", err))
@@ -311,8 +343,13 @@ func reasonOf(ctx context.Context, err error) string {
 // retryable says whether another attempt may succeed: the network, a
 // standby that just lost leadership, a sealed or overloaded server, a
 // snapshot cut short, a store that did not answer. Not refusals: a bad
-// identity, a corrupt snapshot, a store that refuses the credentials.
+// identity, a corrupt snapshot, a store that refuses the credentials; and
+// nothing after the snapshot was stored.
 func retryable(err error) bool {
+	var stored *storedError
+	if errors.As(err, &stored) {
+		return false
+	}
 	var snapErr *snapshot.Error
 	if errors.As(err, &snapErr) {
 		return snapErr.Reason == snapshot.ReasonTruncated

@@ -54,6 +54,7 @@ type harness struct {
 	mu        sync.Mutex
 	addresses []string // the addresses clients were made for, with "+token" when they carry one
 	sleeps    int
+	onSleep   func()               // runs at each wait, to end a fault
 	storeCfgs []objectstore.Config // what the store was opened with
 }
 
@@ -120,7 +121,12 @@ func (h *harness) run(t *testing.T) backup.Report {
 		},
 		Clock:  clocktesting.NewFakeClock(time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)),
 		Random: bytes.NewReader(bytes.Repeat([]byte{0xab}, 64)),
-		Sleep:  func(context.Context, time.Duration) { h.sleeps++ },
+		Sleep: func(context.Context, time.Duration) {
+			h.sleeps++
+			if h.onSleep != nil {
+				h.onSleep()
+			}
+		},
 	})
 }
 
@@ -364,5 +370,32 @@ func TestAnIdleAudienceNotPutBackFailsTheAttempt(t *testing.T) {
 	r := h.run(t)
 	if !r.Failed() || r.Reason != executor.ReasonAuthFailed || !strings.Contains(r.Error, "idle audience") {
 		t.Fatalf("report %+v", r)
+	}
+}
+
+// TestAFailedDisarmNeverStoresASecondSnapshot: the idle audience cannot be
+// put back (a 503 at every login after the first); the run fails, naming
+// the object it stored, and stores no second snapshot for the one backup.
+func TestAFailedDisarmNeverStoresASecondSnapshot(t *testing.T) {
+	h := newHarness(t)
+	h.bao.LoginErrAfter, h.bao.LoginErr = 1, &openbao.StatusError{Op: "login", Code: 503}
+	r := h.run(t)
+	keys := h.store.Keys()
+	if !r.Failed() || len(keys) != 1 || !strings.Contains(r.Error, keys[0]) || h.bao.Calls["Snapshot"] != 1 {
+		t.Fatalf("report %+v, store %v, %d snapshots taken: want one stored snapshot, named in the failure", r, keys, h.bao.Calls["Snapshot"])
+	}
+	if len(h.bao.Logins) != 4 { // the attempt's, and three tries of the disarm
+		t.Errorf("logins %v: want the disarm itself retried", h.bao.Logins)
+	}
+}
+
+// TestADisarmThatPassesOnASecondTrySucceedsWithOneSnapshot.
+func TestADisarmThatPassesOnASecondTrySucceedsWithOneSnapshot(t *testing.T) {
+	h := newHarness(t)
+	h.bao.LoginErrAfter, h.bao.LoginErr = 1, &openbao.StatusError{Op: "login", Code: 503}
+	h.onSleep = func() { h.bao.LoginErr = nil }
+	r := h.run(t)
+	if r.Failed() || len(h.store.Keys()) != 1 || h.sleeps != 1 {
+		t.Fatalf("report %+v, store %v, %d waits", r, h.store.Keys(), h.sleeps)
 	}
 }
