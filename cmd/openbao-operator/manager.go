@@ -27,6 +27,7 @@ import (
 	"github.com/openbao/operator/internal/values"
 	"github.com/openbao/operator/internal/watches"
 	"github.com/openbao/operator/internal/webhookcert"
+	"github.com/openbao/operator/internal/wrapper"
 )
 
 // managerFlags are the command-line settings of the manager.
@@ -38,6 +39,9 @@ type managerFlags struct {
 	watchesFile    string
 	namespace      string
 	image          string
+	// wrapperImage is the bao-wrapper image OpenBao pods install PID 1
+	// from; see requireWrapperImage.
+	wrapperImage string
 	// executorImage is image pinned by digest (executorImage), which the
 	// backup and restore executor runs unless a cluster names its own.
 	executorImage string
@@ -70,7 +74,9 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	fs.BoolVar(&f.leaderElection, "leader-elect", false, "elect one active manager among replicas through a Lease")
 	fs.StringVar(&f.watchesFile, "watches-file", "", "watches.yaml to use instead of the embedded one")
 	fs.StringVar(&f.namespace, "operator-namespace", os.Getenv("OPERATOR_NAMESPACE"), "namespace the operator runs in (its pods may reach OpenBao's API port)")
-	fs.StringVar(&f.image, "operator-image", os.Getenv("OPERATOR_IMAGE"), "the operator's image, whose bao-wrapper OpenBao pods run (default: read from the operator's own pod, POD_NAME)")
+	fs.StringVar(&f.image, "operator-image", os.Getenv("OPERATOR_IMAGE"), "the operator's image, which the backup and restore executor runs by default (default: read from the operator's own pod, POD_NAME)")
+	fs.StringVar(&f.wrapperImage, "wrapper-image", os.Getenv("WRAPPER_IMAGE"),
+		"the bao-wrapper image the init container of every OpenBao pod installs PID 1 from (required); versioned apart from the operator, so an operator upgrade restarts no server")
 	fs.BoolVar(&f.tenancy, "tenancy", false,
 		"manage clusters only in the namespaces OpenBaoTenants provisioned (the least-privilege install: the controller holds no cluster-wide rights on workloads or Secrets)")
 	fs.StringVar(&f.watchNamespaces, "watch-namespace", os.Getenv("WATCH_NAMESPACE"),
@@ -138,6 +144,9 @@ func runManager(args []string) error {
 	if f.tenancy && f.watchNamespace() != nil {
 		return fmt.Errorf("--tenancy and --watch-namespace exclude each other: tenants decide the namespaces, or the flag does")
 	}
+	if err := f.requireWrapperImage(); err != nil {
+		return err
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	settings, err := loadWatches(f.watchesFile)
 	if err != nil {
@@ -186,11 +195,33 @@ func runManager(args []string) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("add ready check: %w", err)
 	}
-	ctrl.Log.WithName("setup").Info("starting manager", "openshift", openshift, "namespace", f.namespace, "image", describeImage(f.image, f.executorImage))
+	ctrl.Log.WithName("setup").Info("starting manager", "openshift", openshift, "namespace", f.namespace, "image", describeImage(f.image, f.executorImage), "wrapperImage", f.wrapperImage)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
+}
+
+// requireWrapperImage: --wrapper-image has no fallback. Falling back to
+// the operator's own image would tie every OpenBao pod template to the
+// operator's version again (an upgrade would restart every server) and
+// would need /bao-wrapper in the operator's image; the chart, config/manager
+// and the CSV always set it, and `go run` needs --operator-image anyway.
+func (f managerFlags) requireWrapperImage() error {
+	if f.wrapperImage == "" {
+		return fmt.Errorf("set --wrapper-image (or WRAPPER_IMAGE): the bao-wrapper image OpenBao pods install PID 1 from, "+
+			"ghcr.io/openbao/bao-wrapper:%s for this operator", wrapper.Version)
+	}
+	return nil
+}
+
+// clusterOperator is what of the operator's settings shapes every cluster's
+// chart values. The operator's own image is not among them, so that a new
+// operator image changes no OpenBao pod template.
+func (f managerFlags) clusterOperator(openshift bool, overrideValues map[string]any) values.Operator {
+	return values.Operator{
+		Namespace: f.namespace, WrapperImage: f.wrapperImage, OpenShift: openshift, OverrideValues: overrideValues,
+	}
 }
 
 // isOpenShift reports whether the API serves OpenShift's security API, whose
@@ -214,7 +245,7 @@ func isOpenShift(cfg *rest.Config) (bool, error) {
 
 // ownImage reads the image of the operator's own manager container, so that
 // whatever rewrote it (kustomize, OLM, a mirror) also applies to the
-// bao-wrapper init container of OpenBao pods.
+// backup and restore executor's default image.
 func ownImage(cfg *rest.Config, namespace, podName string) (string, error) {
 	if podName == "" || namespace == "" {
 		return "", fmt.Errorf("set --operator-image (or OPERATOR_IMAGE), or run in a pod with POD_NAME and OPERATOR_NAMESPACE")
@@ -249,9 +280,7 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 	// One verifier, whose cache of verified digests the three share.
 	verifier := imageverify.NewCosign(imageverify.DefaultCacheSize, nil)
 	reconciler, err := controllers.NewReconciler(mgr, controllers.Options{
-		Operator: values.Operator{
-			Namespace: f.namespace, Image: f.image, OpenShift: openshift, OverrideValues: settings.OverrideValues,
-		},
+		Operator:     f.clusterOperator(openshift, settings.OverrideValues),
 		ResyncPeriod: settings.ReconcilePeriod, OpenBao: openbao.New, Issuer: issuer, Scope: scope, ImagePolicy: f.images,
 		HeldFields: f.heldFields(), PlatformVerification: verification, ImageVerifier: verifier,
 	})

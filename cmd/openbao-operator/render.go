@@ -17,6 +17,7 @@ import (
 	"github.com/openbao/operator/internal/crdschema"
 	"github.com/openbao/operator/internal/render"
 	"github.com/openbao/operator/internal/values"
+	"github.com/openbao/operator/internal/wrapper"
 )
 
 // runRender validates an OpenBaoCluster file as the API server would and
@@ -28,6 +29,7 @@ func runRender(args []string, out io.Writer) error {
 	namespace := fs.String("namespace", "default", "namespace of the cluster when the manifest names none")
 	opNamespace := fs.String("operator-namespace", "openbao-operator-system", "namespace the operator runs in")
 	openshift := fs.Bool("openshift", false, "render for OpenShift's restricted SCC")
+	wrapperImage := fs.String("wrapper-image", "", "the bao-wrapper image, as the manager's --wrapper-image (default: the chart's, ghcr.io/openbao/bao-wrapper:"+wrapper.Version+")")
 	watchesFile := fs.String("watches-file", "", "watches.yaml to use instead of the embedded one")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -47,7 +49,7 @@ func runRender(args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("config.hcl: %w", err)
 	}
-	op := values.Operator{Namespace: *opNamespace, OpenShift: *openshift, OverrideValues: settings.OverrideValues}
+	op := values.Operator{Namespace: *opNamespace, WrapperImage: *wrapperImage, OpenShift: *openshift, OverrideValues: settings.OverrideValues}
 	vals, err := values.Compute(values.InputFor(cluster, &cluster.Status), op, cfg)
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ func ownedValues(in Input, op Operator, cfg Config) (map[string]any, error) {
 	return map[string]any{
 		"cluster":   clusterValues(c, in.Initialized),
 		"operator":  operatorValues(op),
+		"wrapper":   wrapperValues(op),
 		"replicas":  int64(in.Replicas),
 		"partition": int64(in.Partition),
 		"image":     imageValues(in.Image),
@@ -68,9 +69,15 @@ func schedulingValues(c *v1alpha1.OpenBaoCluster) (map[string]any, error) {
 }
 
 func operatorValues(op Operator) map[string]any {
-	vals := map[string]any{"namespace": op.Namespace, "openshift": op.OpenShift}
-	if op.Image != "" {
-		vals["image"] = op.Image // else the chart's default
+	return map[string]any{"namespace": op.Namespace, "openshift": op.OpenShift}
+}
+
+// wrapperValues name the bao-wrapper image, and not the operator's: an
+// operator upgrade then leaves every OpenBao pod template as it was.
+func wrapperValues(op Operator) map[string]any {
+	vals := map[string]any{}
+	if op.WrapperImage != "" {
+		vals["image"] = op.WrapperImage // else the chart's default
 	}
 	return vals
 }

@@ -23,7 +23,7 @@ import (
 var ownedKeys = []string{
 	"backup", "cluster", "config", "gateway", "image", "ingress", "networkPolicy", "operator",
 	"partition", "persistentVolumeClaimRetentionPolicy", "replicas", "scheduling",
-	"seal", "service", "storage", "tls",
+	"seal", "service", "storage", "tls", "wrapper",
 }
 
 // operatorWideKeys may be set in watches.yaml only: they are site policy
@@ -70,7 +70,7 @@ func checkKeys(layer string, vals map[string]any, forbidden []string) error {
 // Operator holds the operator's own settings that shape every cluster.
 type Operator struct {
 	Namespace      string         // where the operator runs; its pods reach the API port
-	Image          string         // the operator's image, holding bao-wrapper
+	WrapperImage   string         // the bao-wrapper image OpenBao pods install PID 1 from
 	OpenShift      bool           // leave user and group IDs to the restricted SCC
 	OverrideValues map[string]any // from watches.yaml, already checked
 }
