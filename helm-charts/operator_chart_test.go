@@ -38,6 +38,7 @@ var operatorChartCases = map[string]map[string]any{
 	"defaults": nil,
 	"everything-on": {
 		"image":            map[string]any{"digest": "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
+		"wrapper":          map[string]any{"image": map[string]any{"digest": "sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"}},
 		"imagePullSecrets": []any{map[string]any{"name": "registry"}},
 		"replicas":         2,
 		"proxy":            map[string]any{"httpProxy": "http://proxy:3128", "httpsProxy": "http://proxy:3128", "noProxy": ".svc,10.0.0.0/8"},

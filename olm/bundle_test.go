@@ -26,6 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/openbao/operator/internal/wrapper"
 )
 
 const bundleDir = "../bundle"
@@ -227,5 +229,29 @@ func TestBundleShipsTheUserRoles(t *testing.T) {
 		if !reflect.DeepEqual(got.Rules, want.Rules) {
 			t.Errorf("the bundle's %s rules differ from config/rbac/%s (run make bundle)", want.Name, file)
 		}
+	}
+}
+
+// TestTheBundleNamesOneWrapperImage: the manager reads WRAPPER_IMAGE;
+// RELATED_IMAGE_WRAPPER only makes operator-sdk list it in relatedImages,
+// which disconnected mirroring copies. All three must name one image, this
+// wrapper's version (or a digest, once a release pins it).
+func TestTheBundleNamesOneWrapperImage(t *testing.T) {
+	b := loadBundle(t)
+	env := map[string]string{}
+	for _, e := range b.CSV.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	related := map[string]string{}
+	for _, r := range b.CSV.Spec.RelatedImages {
+		related[r.Name] = r.Image
+	}
+	image := env["WRAPPER_IMAGE"]
+	if image == "" || env["RELATED_IMAGE_WRAPPER"] != image || related["wrapper"] != image {
+		t.Errorf("the CSV's wrapper images disagree: WRAPPER_IMAGE %q, RELATED_IMAGE_WRAPPER %q, relatedImages %q",
+			image, env["RELATED_IMAGE_WRAPPER"], related["wrapper"])
+	}
+	if !strings.Contains(image, "@sha256:") && !strings.HasSuffix(image, ":"+wrapper.Version) {
+		t.Errorf("the CSV's WRAPPER_IMAGE %q is neither pinned by digest nor tagged with wrapper.Version %s", image, wrapper.Version)
 	}
 }

@@ -25,6 +25,15 @@ control-plane: controller-manager
 {{- end -}}
 {{- end }}
 
+{{/* The bao-wrapper image OpenBao pods run as PID 1: the digest wins over the tag. */}}
+{{- define "openbao-operator.wrapperImage" -}}
+{{- if .Values.wrapper.image.digest -}}
+{{ .Values.wrapper.image.repository }}@{{ .Values.wrapper.image.digest }}
+{{- else -}}
+{{ .Values.wrapper.image.repository }}:{{ required "wrapper.image.tag or wrapper.image.digest is required" .Values.wrapper.image.tag }}
+{{- end -}}
+{{- end }}
+
 {{/*
 Objects kept byte for byte as in config/ (copied under files/, checked by
 the chart's test): each document of the file, with the chart's labels added.
