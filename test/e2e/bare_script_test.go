@@ -49,7 +49,7 @@ func runBareScript(ctx context.Context, b *testing.B, r *benchRun, how bareScrip
 	if how.gated {
 		replicasFirst = 1
 	}
-	objs := bareObjects(b, c, r.operatorImage, replicasFirst)
+	objs := bareObjects(b, c, r.wrapperImage, replicasFirst)
 	secrets, caPEM := bareSecrets(b, c)
 	// The objects carry the operator's labels, which the lock of
 	// config/admission keeps to the operator and the break-glass group.
@@ -69,7 +69,7 @@ func runBareScript(ctx context.Context, b *testing.B, r *benchRun, how bareScrip
 	token := initPod0(ctx, b, r, c, pod0.Status.PodIP, caPEM, how.tuned)
 	if how.gated {
 		c.Status.Initialized = true
-		applyAll(ctx, b, glass, bareObjects(b, c, r.operatorImage, int64(values.InputFor(c, &c.Status).Replicas)))
+		applyAll(ctx, b, glass, bareObjects(b, c, r.wrapperImage, int64(values.InputFor(c, &c.Status).Replicas)))
 		r.tl.mark("scaled out")
 	}
 	waitVoters(ctx, b, r, *pod0, caPEM, token.Reveal())
@@ -110,12 +110,12 @@ func bareCluster(ctx context.Context, b *testing.B, cl client.Client, ns string,
 // bareObjects renders the chart as the operator would for the cluster's
 // status (before initialization config.hcl joins pod-0 by
 // leader_api_addr), with the given number of replicas.
-func bareObjects(b *testing.B, c *v1alpha1.OpenBaoCluster, operatorImage string, n int64) []*unstructured.Unstructured {
+func bareObjects(b *testing.B, c *v1alpha1.OpenBaoCluster, wrapperImage string, n int64) []*unstructured.Unstructured {
 	cfg, err := values.ConfigFor(values.InputFor(c, &c.Status))
 	if err != nil {
 		b.Fatal(err)
 	}
-	vals, err := values.Compute(values.InputFor(c, &c.Status), values.Operator{Namespace: localnode.OperatorNamespace, Image: operatorImage}, cfg)
+	vals, err := values.Compute(values.InputFor(c, &c.Status), values.Operator{Namespace: localnode.OperatorNamespace, WrapperImage: wrapperImage}, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

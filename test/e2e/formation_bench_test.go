@@ -57,7 +57,7 @@ var formationVariants = []formationVariant{
 func BenchmarkTimeToThreeVoters(b *testing.B) {
 	cl := installOperator(b)
 	ctx := context.Background()
-	image := managerImage(ctx, b, cl)
+	image := wrapperImage(ctx, b, cl)
 	runs := benchRuns(b)
 	results := map[string][]time.Duration{}
 	for round := 1; round <= runs; round++ {
@@ -80,27 +80,32 @@ func benchRuns(b *testing.B) int {
 	return n
 }
 
-// managerImage is the image of the running manager container, which the
-// operator hands to its clusters for the bao-wrapper init container.
-func managerImage(ctx context.Context, b *testing.B, cl client.Client) string {
+// wrapperImage is the running manager's WRAPPER_IMAGE, which the operator
+// hands to its clusters for the bao-wrapper init container.
+func wrapperImage(ctx context.Context, b *testing.B, cl client.Client) string {
 	for _, c := range managerPod(ctx, b, cl).Spec.Containers {
-		if c.Name == localnode.ManagerContainer {
-			return c.Image
+		if c.Name != localnode.ManagerContainer {
+			continue
+		}
+		for _, e := range c.Env {
+			if e.Name == "WRAPPER_IMAGE" && e.Value != "" {
+				return e.Value
+			}
 		}
 	}
-	b.Fatalf("the manager pod has no container %s", localnode.ManagerContainer)
+	b.Fatalf("the manager pod's container %s has no WRAPPER_IMAGE", localnode.ManagerContainer)
 	return ""
 }
 
 // benchRun is one run of one variant in a namespace of its own.
 type benchRun struct {
-	cl            client.Client
-	ns            string
-	operatorImage string
-	tl            *timeline
-	deadline      time.Time // formationBound after the start
-	stopOnce      sync.Once
-	stop          func()
+	cl           client.Client
+	ns           string
+	wrapperImage string
+	tl           *timeline
+	deadline     time.Time // formationBound after the start
+	stopOnce     sync.Once
+	stop         func()
 }
 
 // begin starts the run's clock and its pod poller. Variants call it right
@@ -129,7 +134,7 @@ func (r *benchRun) end() {
 // returns the time to 3 voters. The namespace is gone when it returns, so
 // that no run shares the 2-core node with the last one's shutdown.
 func runOnce(ctx context.Context, b *testing.B, cl client.Client, image string, v formationVariant, round int) time.Duration {
-	r := &benchRun{cl: cl, ns: createNamespace(ctx, b, cl, "bench-"+v.name), operatorImage: image, tl: &timeline{}}
+	r := &benchRun{cl: cl, ns: createNamespace(ctx, b, cl, "bench-"+v.name), wrapperImage: image, tl: &timeline{}}
 	defer deleteNamespace(ctx, b, cl, r.ns)
 	defer func() {
 		r.end()

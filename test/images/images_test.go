@@ -7,10 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/openbao/operator/internal/wrapper"
 )
 
 func TestBuildIsDeterministicCachedAndRunsAsNonRoot(t *testing.T) {
@@ -19,11 +22,11 @@ func TestBuildIsDeterministicCachedAndRunsAsNonRoot(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/true\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	first, err := Build(Operator(bin, bin), filepath.Join(dir, "cache"))
+	first, err := Build(Operator(bin), filepath.Join(dir, "cache"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := Build(Operator(bin, bin), filepath.Join(dir, "cache"))
+	second, err := Build(Operator(bin), filepath.Join(dir, "cache"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +36,7 @@ func TestBuildIsDeterministicCachedAndRunsAsNonRoot(t *testing.T) {
 	// Determinism: a build into another cache writes the image again, and
 	// it must be the same image, byte for byte.
 	time.Sleep(1100 * time.Millisecond) // a timestamp taken from the clock would now differ
-	again, err := Build(Operator(bin, bin), filepath.Join(dir, "other-cache"))
+	again, err := Build(Operator(bin), filepath.Join(dir, "other-cache"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +58,7 @@ func TestBuildIsDeterministicCachedAndRunsAsNonRoot(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/false\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	changed, err := Build(Operator(bin, bin), filepath.Join(dir, "cache"))
+	changed, err := Build(Operator(bin), filepath.Join(dir, "cache"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +94,20 @@ func TestOpenBaoImageHasBaoAndOwnedVolumeDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := tarball.ImageFromPath(built.Tarball, nil)
+	entries := layerEntries(t, built.Tarball)
+	if h := entries["bin/bao"]; h == nil || h.Mode != 0o755 {
+		t.Errorf("bin/bao entry %+v, want mode 0755", h)
+	}
+	if h := entries["openbao/data/"]; h == nil || h.Uid != NonRootUID {
+		t.Errorf("openbao/data entry %+v, want owned by %d", h, NonRootUID)
+	}
+}
+
+// layerEntries are the tar headers of the single layer of an image
+// tarball, by name.
+func layerEntries(t *testing.T, tarballPath string) map[string]*tar.Header {
+	t.Helper()
+	img, err := tarball.ImageFromPath(tarballPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,18 +125,52 @@ func TestOpenBaoImageHasBaoAndOwnedVolumeDirs(t *testing.T) {
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
-			break
+			return entries
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		entries[hdr.Name] = hdr
 	}
-	if h := entries["bin/bao"]; h == nil || h.Mode != 0o755 {
-		t.Errorf("bin/bao entry %+v, want mode 0755", h)
+}
+
+// The wrapper image holds bao-wrapper and nothing else, runs as the
+// non-root user, and its tag says which wrapper version it is; the
+// operator's image no longer carries bao-wrapper.
+func TestTheWrapperImageIsTaggedWithItsVersionAndHoldsOnlyTheWrapper(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bao-wrapper")
+	if err := os.WriteFile(bin, []byte("wrapper"), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	if h := entries["openbao/data/"]; h == nil || h.Uid != NonRootUID {
-		t.Errorf("openbao/data entry %+v, want owned by %d", h, NonRootUID)
+	built, err := Build(Wrapper(bin), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := WrapperRepository + ":" + wrapper.Version + "-"; !strings.HasPrefix(built.Ref, want) {
+		t.Errorf("wrapper image %s, want a tag starting %s", built.Ref, want)
+	}
+	entries := layerEntries(t, built.Tarball)
+	if h := entries["bao-wrapper"]; len(entries) != 1 || h == nil || h.Mode != 0o755 {
+		t.Errorf("wrapper image entries %v, want bao-wrapper (0755) alone", entries)
+	}
+	img, err := tarball.ImageFromPath(built.Tarball, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Config.User != "65532:65532" {
+		t.Errorf("wrapper image user %q, want 65532:65532", cfg.Config.User)
+	}
+	op, err := Build(Operator(bin), filepath.Join(dir, "operator"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := layerEntries(t, op.Tarball)["bao-wrapper"]; ok {
+		t.Error("the operator image still carries bao-wrapper")
 	}
 }
 

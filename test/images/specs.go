@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+
+	"github.com/openbao/operator/internal/wrapper"
 )
 
 // NonRootUID is the user every image runs as: numeric, so kubelet can check
@@ -21,22 +23,34 @@ const OpenBaoVersion = "2.4.0"
 // makes plain that they are never pulled.
 const (
 	OperatorRepository = "localhost/openbao-operator"
+	WrapperRepository  = "localhost/bao-wrapper"
 	OpenBaoRepository  = "localhost/openbao"
 	PauseRepository    = "localhost/pause"
 	CoreDNSRepository  = "localhost/coredns"
 )
 
-// Operator is the operator image: the manager at /manager and bao-wrapper
-// at /bao-wrapper, which OpenBao pods copy in through an init container.
-func Operator(managerBin, wrapperBin string) Spec {
+// Operator is the operator image: the manager at /manager. OpenBao pods
+// take bao-wrapper from the Wrapper image, not from this one.
+func Operator(managerBin string) Spec {
 	return Spec{
 		Repository: OperatorRepository,
-		Files: []File{
-			{Path: "/manager", Source: managerBin, Mode: 0o755},
-			{Path: "/bao-wrapper", Source: wrapperBin, Mode: 0o755},
-		},
+		Files:      []File{{Path: "/manager", Source: managerBin, Mode: 0o755}},
 		User:       nonRootUser,
 		Entrypoint: []string{"/manager"},
+	}
+}
+
+// Wrapper is the bao-wrapper image: /bao-wrapper, which the init container
+// of every OpenBao pod copies into a shared volume (`bao-wrapper install`).
+// Its tag starts with wrapper.Version, the version the operator's defaults
+// name, so a tag says which wrapper it holds.
+func Wrapper(wrapperBin string) Spec {
+	return Spec{
+		Repository: WrapperRepository,
+		TagPrefix:  wrapper.Version + "-",
+		Files:      []File{{Path: "/bao-wrapper", Source: wrapperBin, Mode: 0o755}},
+		User:       nonRootUser,
+		Entrypoint: []string{"/bao-wrapper"},
 	}
 }
 

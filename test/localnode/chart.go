@@ -33,26 +33,41 @@ const (
 	clusterCRD = "openbaoclusters.openbao.org"
 )
 
-// ImageValues are the chart values that run the manager from image, a
-// repository:tag reference.
-func ImageValues(image string) (map[string]any, error) {
+// ImageValues are the chart values that run the manager from image and
+// OpenBao pods' bao-wrapper from wrapperImage, both repository:tag
+// references.
+func ImageValues(image, wrapperImage string) (map[string]any, error) {
+	repo, tag, err := splitTag(image)
+	if err != nil {
+		return nil, err
+	}
+	wrapperRepo, wrapperTag, err := splitTag(wrapperImage)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{
+		"image":   map[string]any{"repository": repo, "tag": tag},
+		"wrapper": map[string]any{"image": map[string]any{"repository": wrapperRepo, "tag": wrapperTag}},
+	}, nil
+}
+
+func splitTag(image string) (repository, tag string, err error) {
 	slash := strings.LastIndex(image, "/")
 	colon := strings.LastIndex(image, ":")
 	if colon <= slash || colon == len(image)-1 {
-		return nil, fmt.Errorf("image %q has no tag", image)
+		return "", "", fmt.Errorf("image %q has no tag", image)
 	}
-	return map[string]any{"image": map[string]any{
-		"repository": image[:colon], "tag": image[colon+1:],
-	}}, nil
+	return image[:colon], image[colon+1:], nil
 }
 
-// installChart makes the operator release on the node run image: a helm
+// installChart makes the operator release on the node run image (and its
+// OpenBao pods wrapperImage): a helm
 // install the first time, an upgrade on a node that has the release
 // already (a rerun, or `make demo` left it up). It adopts objects an
 // earlier kustomize install left (TakeOwnership), replaces a release that a
 // killed run left pending, and server-side applies crds/ itself when the
 // CRDs exist, since helm would leave them as they are.
-func installChart(ctx context.Context, c Config, cl client.Client, image string, logf Logf) error {
+func installChart(ctx context.Context, c Config, cl client.Client, image, wrapperImage string, logf Logf) error {
 	ns, err := os.ReadFile(filepath.Join(c.RepoRoot, operatorNamespaceFile))
 	if err != nil {
 		return fmt.Errorf("read the operator namespace: %w", err)
@@ -72,7 +87,7 @@ func installChart(ctx context.Context, c Config, cl client.Client, image string,
 	if err := refreshCRDs(ctx, cl, chrt); err != nil {
 		return err
 	}
-	vals, err := ImageValues(image)
+	vals, err := ImageValues(image, wrapperImage)
 	if err != nil {
 		return err
 	}

@@ -17,11 +17,12 @@ import (
 )
 
 func TestImageValuesSplitTheReferenceAtTheTag(t *testing.T) {
+	const wrapperRef = "localhost/bao-wrapper:1.0.0-0123456789abcdef"
 	for ref, want := range map[string][2]string{
 		"localhost/openbao-operator:de7d1d1d8255db90": {"localhost/openbao-operator", "de7d1d1d8255db90"},
 		"registry:5000/team/operator:1.2.3":           {"registry:5000/team/operator", "1.2.3"},
 	} {
-		vals, err := ImageValues(ref)
+		vals, err := ImageValues(ref, wrapperRef)
 		if err != nil {
 			t.Fatalf("%s: %v", ref, err)
 		}
@@ -29,23 +30,31 @@ func TestImageValuesSplitTheReferenceAtTheTag(t *testing.T) {
 		if got := [2]string{image["repository"].(string), image["tag"].(string)}; got != want {
 			t.Errorf("ImageValues(%q) = %v, want %v", ref, got, want)
 		}
+		wrapper := vals["wrapper"].(map[string]any)["image"].(map[string]any)
+		if got := wrapper["repository"].(string) + ":" + wrapper["tag"].(string); got != wrapperRef {
+			t.Errorf("ImageValues(_, %q) names the wrapper %s", wrapperRef, got)
+		}
 	}
 	for _, ref := range []string{"registry:5000/operator", "operator:", "operator"} {
-		if _, err := ImageValues(ref); err == nil {
+		if _, err := ImageValues(ref, wrapperRef); err == nil {
 			t.Errorf("ImageValues(%q) succeeded, want an error: it has no tag", ref)
+		}
+		if _, err := ImageValues("localhost/openbao-operator:1", ref); err == nil {
+			t.Errorf("ImageValues(_, %q) succeeded, want an error: it has no tag", ref)
 		}
 	}
 }
 
 // The values the harness installs with put the manager, and only it, on
-// the freshly built image: rendered by helm as `helm template` does.
+// the freshly built image, and hand it the freshly built wrapper image:
+// rendered by helm as `helm template` does.
 func TestTheChartRunsTheManagerOnTheImageOfTheValues(t *testing.T) {
 	chrt, err := loader.LoadDir(filepath.Join("..", "..", OperatorChartDir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const image = "localhost/openbao-operator:0123456789abcdef"
-	vals, err := ImageValues(image)
+	const image, wrapperImage = "localhost/openbao-operator:0123456789abcdef", "localhost/bao-wrapper:1.0.0-0123456789abcdef"
+	vals, err := ImageValues(image, wrapperImage)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,9 +86,14 @@ func TestTheChartRunsTheManagerOnTheImageOfTheValues(t *testing.T) {
 		}
 		for _, c := range append(d.Spec.Template.Spec.InitContainers, d.Spec.Template.Spec.Containers...) {
 			images = append(images, c.Name+"="+c.Image)
+			for _, e := range c.Env {
+				if e.Name == "WRAPPER_IMAGE" {
+					images = append(images, c.Name+" WRAPPER_IMAGE="+e.Value)
+				}
+			}
 		}
 	}
-	if want := []string{ManagerContainer + "=" + image}; !reflect.DeepEqual(images, want) {
+	if want := []string{ManagerContainer + "=" + image, ManagerContainer + " WRAPPER_IMAGE=" + wrapperImage}; !reflect.DeepEqual(images, want) {
 		t.Errorf("rendered containers %v, want %v", images, want)
 	}
 }

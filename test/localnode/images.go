@@ -14,7 +14,9 @@ import (
 // Image roles.
 const (
 	ImageOperator = "operator"
-	ImageOpenBao  = "openbao"
+	// ImageWrapper is bao-wrapper, which OpenBao pods run as PID 1.
+	ImageWrapper = "wrapper"
+	ImageOpenBao = "openbao"
 	// ImageOpenBaoNext is the same OpenBao stamped as the next release.
 	ImageOpenBaoNext = "openbao-next"
 	ImagePause       = "pause"
@@ -47,11 +49,11 @@ func BuildImages(c Config, roles ...string) (map[string]images.Built, error) {
 func imageSpec(c Config, role, binDir string) (images.Spec, error) {
 	switch role {
 	case ImageOperator:
-		manager, wrapper := filepath.Join(binDir, "manager"), filepath.Join(binDir, "bao-wrapper")
-		if err := images.GoBuild(c.RepoRoot, "./cmd/bao-wrapper", wrapper); err != nil {
-			return images.Spec{}, err
-		}
-		return images.Operator(manager, wrapper), images.GoBuild(c.RepoRoot, "./cmd/openbao-operator", manager)
+		manager := filepath.Join(binDir, "manager")
+		return images.Operator(manager), images.GoBuild(c.RepoRoot, "./cmd/openbao-operator", manager)
+	case ImageWrapper:
+		bin := filepath.Join(binDir, "bao-wrapper")
+		return images.Wrapper(bin), images.GoBuild(c.RepoRoot, "./cmd/bao-wrapper", bin)
 	case ImagePause:
 		bin := filepath.Join(binDir, "pause")
 		return images.Pause(bin), images.GoBuild(c.RepoRoot, "./test/images/pause", bin)

@@ -28,10 +28,10 @@ type OperatorTimings struct {
 	Ready         time.Duration // from the start of helm to the manager Ready and its webhook answering
 }
 
-// InstallOperator builds the operator image (and the OpenBao image the
-// operator's clusters run), imports them, installs the install chart
-// (helm-charts/openbao-operator) as a helm release with the manager on the
-// fresh image, then waits for the manager Deployment to be available and its
+// InstallOperator builds the operator image (and the bao-wrapper and
+// OpenBao images the operator's clusters run), imports them, installs the
+// install chart (helm-charts/openbao-operator) as a helm release with the
+// manager and the wrapper on the fresh images, then waits for the manager Deployment to be available and its
 // webhook to answer.
 func InstallOperator(ctx context.Context, c Config, logf Logf) (OperatorTimings, error) {
 	var t OperatorTimings
@@ -41,7 +41,7 @@ func InstallOperator(ctx context.Context, c Config, logf Logf) (OperatorTimings,
 		return t, fmt.Errorf("no local node is up in %s (run `localnode up` or `make demo`)", c.StateDir)
 	}
 	phase := time.Now()
-	built, err := BuildImages(c, ImageOperator, ImageOpenBao)
+	built, err := BuildImages(c, ImageOperator, ImageWrapper, ImageOpenBao)
 	if err != nil {
 		return t, err
 	}
@@ -51,14 +51,14 @@ func InstallOperator(ctx context.Context, c Config, logf Logf) (OperatorTimings,
 		return t, err
 	}
 	t.Import = time.Since(phase)
-	logf("images %s and %s built in %s, imported in %s", built[ImageOperator].Ref, built[ImageOpenBao].Ref,
+	logf("images %s, %s and %s built in %s, imported in %s", built[ImageOperator].Ref, built[ImageWrapper].Ref, built[ImageOpenBao].Ref,
 		t.Build.Round(time.Millisecond), t.Import.Round(time.Millisecond))
 	cl, err := c.Client()
 	if err != nil {
 		return t, err
 	}
 	phase = time.Now()
-	if err := installChart(ctx, c, cl, built[ImageOperator].Ref, logf); err != nil {
+	if err := installChart(ctx, c, cl, built[ImageOperator].Ref, built[ImageWrapper].Ref, logf); err != nil {
 		return t, err
 	}
 	t.Helm = time.Since(phase)

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/openbao/operator/internal/wrapper"
 	"github.com/openbao/operator/test/images"
 	"github.com/openbao/operator/test/localnode"
 )
@@ -441,17 +442,19 @@ func WaitCSV(ctx context.Context, cl client.Client, namespace, name string, time
 }
 
 // OperatorImages are the images of the operator's own OLM install: the
-// operator (as the CSV's Deployment runs it) and OpenBao; a catalog image
+// operator (as the CSV's Deployment runs it), bao-wrapper (its
+// WRAPPER_IMAGE) and OpenBao; a catalog image
 // serving olm/catalog with bundle/ as its bundle image; and an upgrade
 // catalog whose channel goes on to NextVersion, a copy of the bundle that
 // replaces it. Bundles and catalogs are pinned by digest.
 type OperatorImages struct {
-	Operator, OpenBao, Catalog, UpgradeCatalog string
+	Operator, Wrapper, OpenBao, Catalog, UpgradeCatalog string
 }
 
 // Upstream names the bundle and catalog use, replaced by local images.
 const (
 	upstreamOperatorImage = "ghcr.io/openbao/openbao-operator:0.1.0"
+	upstreamWrapperImage  = "ghcr.io/openbao/bao-wrapper:" + wrapper.Version
 	upstreamBundleImage   = "ghcr.io/openbao/openbao-operator-bundle:v0.1.0"
 	upstreamCatalogImage  = "ghcr.io/openbao/openbao-operator-catalog:v0.1.0"
 )
@@ -463,24 +466,33 @@ const (
 	NextCSV     = "openbao-operator.v" + NextVersion
 )
 
-// BuildOperatorImages builds and imports the operator and OpenBao images
-// as the e2e tier does, then the bundle and catalog images.
+// BuildOperatorImages builds and imports the operator, bao-wrapper and
+// OpenBao images as the e2e tier does, then the bundle and catalog images.
 func BuildOperatorImages(c localnode.Config, logf localnode.Logf) (OperatorImages, error) {
 	var out OperatorImages
-	built, err := localnode.BuildImages(c, localnode.ImageOperator, localnode.ImageOpenBao)
+	built, err := localnode.BuildImages(c, localnode.ImageOperator, localnode.ImageWrapper, localnode.ImageOpenBao)
 	if err != nil {
 		return out, err
 	}
 	if err := localnode.ImportImages(c, built, logf); err != nil {
 		return out, err
 	}
-	out.Operator, out.OpenBao = built[localnode.ImageOperator].Ref, built[localnode.ImageOpenBao].Ref
+	out.Operator, out.Wrapper, out.OpenBao = built[localnode.ImageOperator].Ref, built[localnode.ImageWrapper].Ref, built[localnode.ImageOpenBao].Ref
 	work := filepath.Join(c.ImageCache, "olm-operator")
 	current, next := filepath.Join(work, "bundle"), filepath.Join(work, "bundle-next")
-	if err := copyReplacing(filepath.Join(c.RepoRoot, "bundle"), current, upstreamOperatorImage, out.Operator); err != nil {
+	csv, err := os.ReadFile(filepath.Join(c.RepoRoot, "bundle", "manifests", "openbao-operator.clusterserviceversion.yaml"))
+	if err != nil {
 		return out, err
 	}
-	if err := copyReplacing(current, next, "", ""); err != nil {
+	for _, upstream := range []string{upstreamOperatorImage, upstreamWrapperImage} {
+		if !bytes.Contains(csv, []byte(upstream)) {
+			return out, fmt.Errorf("bundle/'s CSV does not name %s, which the OLM tier replaces with the local image", upstream)
+		}
+	}
+	if err := copyReplacing(filepath.Join(c.RepoRoot, "bundle"), current, upstreamOperatorImage, out.Operator, upstreamWrapperImage, out.Wrapper); err != nil {
+		return out, err
+	}
+	if err := copyReplacing(current, next); err != nil {
 		return out, err
 	}
 	if err := makeNext(filepath.Join(next, "manifests", "openbao-operator.clusterserviceversion.yaml")); err != nil {
@@ -558,7 +570,7 @@ func makeNext(path string) error {
 // upgradeCatalog copies the catalog and adds the next bundle to its
 // channel, as the next release's catalog would.
 func upgradeCatalog(c localnode.Config, src, dst, nextBundle, nextRef string) error {
-	if err := copyReplacing(src, dst, "", ""); err != nil {
+	if err := copyReplacing(src, dst); err != nil {
 		return err
 	}
 	path := filepath.Join(dst, "openbao-operator", "catalog.yaml")
@@ -578,14 +590,16 @@ func upgradeCatalog(c localnode.Config, src, dst, nextBundle, nextRef string) er
 	return os.WriteFile(path, append(append(data, "---\n"...), rendered...), 0o644)
 }
 
-// copyReplacing copies a directory tree, replacing old with new in every
-// file (a plain copy when old is empty).
-func copyReplacing(src, dst, old, new string) error {
+// copyReplacing copies a directory tree, replacing each old string of the
+// old, new pairs in oldNew with its new one in every file (a plain copy
+// without pairs).
+func copyReplacing(src, dst string, oldNew ...string) error {
+	replacer := strings.NewReplacer(oldNew...)
 	return copyTree(src, dst, func(data []byte) ([]byte, error) {
-		if old == "" {
+		if len(oldNew) == 0 {
 			return data, nil
 		}
-		return bytes.ReplaceAll(data, []byte(old), []byte(new)), nil
+		return []byte(replacer.Replace(string(data))), nil
 	})
 }
 

@@ -122,7 +122,7 @@ func TestOLM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logf("images: operator %s, openbao %s, catalog %s, upgrade catalog %s", oi.Operator, oi.OpenBao, oi.Catalog, oi.UpgradeCatalog)
+	logf("images: operator %s, wrapper %s, openbao %s, catalog %s, upgrade catalog %s", oi.Operator, oi.Wrapper, oi.OpenBao, oi.Catalog, oi.UpgradeCatalog)
 	cl, err := node.Client()
 	if err != nil {
 		t.Fatal(err)

@@ -156,7 +156,7 @@ func printFacts(c localnode.Config) error {
 // importAll builds every image and imports it into the running node.
 func importAll(c localnode.Config) error {
 	start := time.Now()
-	built, err := localnode.BuildImages(c, localnode.ImageOperator, localnode.ImageOpenBao, localnode.ImagePause, localnode.ImageCoreDNS)
+	built, err := localnode.BuildImages(c, localnode.ImageOperator, localnode.ImageWrapper, localnode.ImageOpenBao, localnode.ImagePause, localnode.ImageCoreDNS)
 	if err != nil {
 		return err
 	}
