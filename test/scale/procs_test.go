@@ -290,7 +290,7 @@ func startOperator(b *testing.B, bin, dir, kubeconfig, watches, metricsToken str
 	p := start(b, dir, "operator", []string{"KUBECONFIG=" + kubeconfig}, bin,
 		"--metrics-bind-address", metrics, "--health-probe-bind-address", probe,
 		"--operator-namespace", operatorNamespace,
-		"--operator-image", "example.invalid/openbao-operator:bench",
+		"--operator-image", "example.invalid/openbao-operator:bench", "--wrapper-image", "example.invalid/bao-wrapper:bench",
 		"--watches-file", watches)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
