@@ -35,7 +35,7 @@ func installOperator(t testing.TB) client.Client {
 		var tm localnode.OperatorTimings
 		tm, installErr = localnode.InstallOperator(context.Background(), node, logf)
 		if installErr == nil {
-			logf("operator image built in %s, imported in %s, helm install %s, Ready %s after helm started", tm.Build, tm.Import, tm.Helm, tm.Ready)
+			logf("operator images built in %s, imported in %s, helm install %s, Ready %s after helm started", tm.Build, tm.Import, tm.Helm, tm.Ready)
 		}
 	})
 	if installErr != nil {

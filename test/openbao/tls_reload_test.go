@@ -224,7 +224,7 @@ func expectHealthAnswers(t *testing.T, addr string, bundle []byte, now time.Time
 	}
 }
 
-// buildWrapper compiles cmd/bao-wrapper, as the operator image ships it.
+// buildWrapper compiles cmd/bao-wrapper, as the bao-wrapper image ships it.
 func buildWrapper(t *testing.T) string {
 	t.Helper()
 	root, err := testbin.RepoRoot()

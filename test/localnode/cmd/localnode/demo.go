@@ -34,7 +34,7 @@ func demo(ctx context.Context, c localnode.Config) error {
 	if err != nil {
 		return fmt.Errorf("install operator (node left running; `make demo-down` removes it): %w", err)
 	}
-	logf("operator image built in %s, imported in %s, helm install %s, Ready %s after helm started", r(t.Build), r(t.Import), r(t.Helm), r(t.Ready))
+	logf("operator images built in %s, imported in %s, helm install %s, Ready %s after helm started", r(t.Build), r(t.Import), r(t.Helm), r(t.Ready))
 	applied := time.Now()
 	name, err := applySample(ctx, c)
 	if err != nil {
