@@ -305,3 +305,25 @@ func TestCertificateNamesIncludeTheRouteHosts(t *testing.T) {
 		t.Errorf("disabled routes still name the certificate: %v", sans)
 	}
 }
+
+// The wrapper image runs as PID 1 of every OpenBao server: a tenant's
+// spec.values and the site's overrideValues can name it no more than the
+// operator's --wrapper-image.
+func TestNoOneButTheOperatorNamesTheWrapperImage(t *testing.T) {
+	evil := `{"wrapper": {"image": "evil.example/bao-wrapper:1"}}`
+	_, err := values.Compute(inputOf(cluster(withValues(evil))), values.Operator{WrapperImage: "registry.example/bao-wrapper:1.0.0"}, values.Config{})
+	var owned *values.OwnedKeyError
+	if !errors.As(err, &owned) || !strings.Contains(err.Error(), "spec.values.wrapper") {
+		t.Errorf("spec.values naming the wrapper image: %v, want an OwnedKeyError naming spec.values.wrapper", err)
+	}
+	if err := values.CheckOverrideValues(map[string]any{"wrapper": map[string]any{"image": "evil.example/bao-wrapper:1"}}); err == nil {
+		t.Error("overrideValues may name the wrapper image")
+	}
+	got, err := values.Compute(inputOf(cluster()), values.Operator{WrapperImage: "registry.example/bao-wrapper:1.0.0"}, values.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := lookup(got, "wrapper.image"); v != "registry.example/bao-wrapper:1.0.0" {
+		t.Errorf("wrapper.image = %v, want the operator's --wrapper-image", v)
+	}
+}
