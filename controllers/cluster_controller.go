@@ -35,6 +35,7 @@ import (
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/podstate"
 	"github.com/openbao/operator/internal/render"
+	"github.com/openbao/operator/internal/upgrade"
 	"github.com/openbao/operator/internal/values"
 )
 
@@ -101,6 +102,9 @@ type OpenBaoClusterReconciler struct {
 	// of a rollout or a drill is decided and recorded in it in one step.
 	// Nil remembers nothing.
 	Operations *day2.Registry
+	// RolloutSlots bounds how many clusters run an operator-caused
+	// rollout at once (--max-concurrent-rollouts); nil caps nothing.
+	RolloutSlots *upgrade.Slots
 
 	memory memory
 }
@@ -230,6 +234,7 @@ func (r *OpenBaoClusterReconciler) forget(name types.NamespacedName) {
 	r.memory.forget(name)
 	r.Applier.Forget(name)
 	r.Operations.Forget(name)
+	r.RolloutSlots.Release(name)
 	forgetClusterMetrics(name.Namespace, name.Name)
 }
 
@@ -357,6 +362,9 @@ type Options struct {
 	PlatformVerification *PlatformVerification
 	// Scope names the namespaces the controller holds rights in; nil: all.
 	Scope Scope
+	// MaxConcurrentRollouts bounds the clusters rolling an operator-caused
+	// template change at once; below 1, no bound.
+	MaxConcurrentRollouts int
 }
 
 // NewReconciler builds the reconciler on the manager's cached client and
@@ -380,6 +388,6 @@ func NewReconciler(mgr ctrl.Manager, o Options) (*OpenBaoClusterReconciler, erro
 		ResyncPeriod: o.ResyncPeriod, OpenBao: o.OpenBao, Issuer: o.Issuer,
 		PreUpgradeSnapshot: NewBackupSnapshots(mgr.GetClient()), ImageVerifier: o.ImageVerifier,
 		ImagePolicy: o.ImagePolicy, HeldFields: o.HeldFields, PlatformVerification: o.PlatformVerification, Scope: o.Scope,
-		Operations: &day2.Registry{},
+		Operations: &day2.Registry{}, RolloutSlots: &upgrade.Slots{Max: o.MaxConcurrentRollouts},
 	}, nil
 }

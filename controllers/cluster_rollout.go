@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -55,6 +57,10 @@ func (r *OpenBaoClusterReconciler) reconcileRollout(ctx context.Context, p *pass
 	if o.Upgrade == nil && !d.Started && !d.TakeSnapshot {
 		// Decided afresh not to start: no longer in the way of others.
 		r.Operations.ReleaseKind(day2.ClusterOf(p.cluster), day2.Rollout)
+		r.RolloutSlots.Release(client.ObjectKeyFromObject(p.cluster))
+	}
+	if d.Settled != 0 {
+		p.status.SettledGeneration = d.Settled
 	}
 	if d.StepDown != "" {
 		if err := r.stepDown(ctx, p, d.StepDown, "rollout"); err != nil {
@@ -97,7 +103,10 @@ func (r *OpenBaoClusterReconciler) observeRollout(ctx context.Context, p *pass) 
 	if sts != nil {
 		o.StatefulSetObserved = sts.Status.ObservedGeneration >= sts.Generation
 		o.UpdateRevision = sts.Status.UpdateRevision
+		o.RenderedGeneration = renderedGeneration(sts, c.Status.ObservedGeneration)
 	}
+	o.SettledGeneration = p.status.SettledGeneration
+	o.Cause = upgrade.CauseOf(o.RenderedGeneration, o.SettledGeneration)
 	settled := o.Upgrade == nil && o.StatefulSetObserved && len(o.Behind()) == 0
 	o.HighestVersion = upgrade.HighestVersion(p.status.HighestVersion, p.status.CurrentVersion, settled, reportedVersions(p.servers))
 	p.status.HighestVersion = o.HighestVersion
@@ -105,6 +114,9 @@ func (r *OpenBaoClusterReconciler) observeRollout(ctx context.Context, p *pass) 
 		return o, nil
 	}
 	if o.Upgrade == nil {
+		if o.Slot, err = r.claimSlot(ctx, c, o.Cause); err != nil || !o.Slot.OK() {
+			return o, err // it waits for a slot: nothing of OpenBao is needed to say so
+		}
 		ops, err := observeOperations(ctx, r.Client, c, p.status)
 		if err != nil {
 			return o, err
@@ -120,6 +132,45 @@ func (r *OpenBaoClusterReconciler) observeRollout(ctx context.Context, p *pass) 
 		o.SnapshotDone, o.SnapshotProblem, err = r.preUpgradeSnapshot(ctx, c, o.UpdateRevision)
 	}
 	return o, err
+}
+
+// claimSlot takes a rollout slot for an operator-caused rollout of c
+// (Slots.Claim), counting the clusters whose status shows one under way:
+// after a restart the cache, not memory, says who holds the slots. A
+// cluster being deleted has abandoned its rollout.
+func (r *OpenBaoClusterReconciler) claimSlot(ctx context.Context, c *v1alpha1.OpenBaoCluster, cause v1alpha1.RolloutCause) (upgrade.Slot, error) {
+	if r.RolloutSlots == nil || cause != v1alpha1.RolloutCauseOperator {
+		return upgrade.Slot{}, nil
+	}
+	all := &v1alpha1.OpenBaoClusterList{}
+	if err := r.Client.List(ctx, all); err != nil {
+		return upgrade.Slot{}, fmt.Errorf("list OpenBaoClusters for the rollout slots: %w", err)
+	}
+	var shown []types.NamespacedName
+	for i := range all.Items {
+		o := &all.Items[i]
+		if up := o.Status.Upgrade; up != nil && up.Cause == v1alpha1.RolloutCauseOperator && o.DeletionTimestamp.IsZero() {
+			shown = append(shown, client.ObjectKeyFromObject(o))
+		}
+	}
+	return r.RolloutSlots.Claim(client.ObjectKeyFromObject(c), c.UID, cause, shown), nil
+}
+
+// renderedGeneration reads the StatefulSet's
+// openbao.org/rendered-generation. One rendered before the annotation
+// existed (by an older operator) was rendered from the generation the
+// last pass observed, which is the best word on it: without it, the
+// first upgrade to an operator that bounds rollouts would not be bounded.
+func renderedGeneration(sts *appsv1.StatefulSet, observed int64) int64 {
+	v, ok := sts.Annotations[v1alpha1.AnnotationRenderedGeneration]
+	if !ok {
+		return observed
+	}
+	g, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0 // not ours to trust: the rollout counts as the spec's
+	}
+	return g
 }
 
 // reportedVersions are the versions the servers' service registration

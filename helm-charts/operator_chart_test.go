@@ -45,9 +45,10 @@ var operatorChartCases = map[string]map[string]any{
 		"metrics":          map[string]any{"secure": true},
 		"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"},
 			"endpoint": map[string]any{"scheme": "https"}},
-		"nodeSelector": map[string]any{"kubernetes.io/os": "linux"},
-		"commonLabels": map[string]any{"team": "platform"},
-		"extraArgs":    []any{"--zap-log-level=debug"},
+		"nodeSelector":          map[string]any{"kubernetes.io/os": "linux"},
+		"commonLabels":          map[string]any{"team": "platform"},
+		"extraArgs":             []any{"--zap-log-level=debug"},
+		"maxConcurrentRollouts": 3,
 	},
 	"platform-policy": {
 		"imagePolicy": map[string]any{"allowedRepositories": []any{"ghcr.io/openbao"},

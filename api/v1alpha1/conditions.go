@@ -67,6 +67,12 @@ const (
 // self-initialized cluster, whose root token the operator never held).
 const AnnotationIdentityRevision = "openbao.org/identity-revision"
 
+// AnnotationRenderedGeneration, on the StatefulSet's own metadata (never
+// its pod template, which it would roll), is the cluster's
+// metadata.generation the StatefulSet was last rendered from. The same
+// apply writes it and the template, so the two always agree.
+const AnnotationRenderedGeneration = "openbao.org/rendered-generation"
+
 // Condition reasons, CamelCase as metav1.Condition requires.
 const (
 	ReasonRenderFailed  = "RenderFailed"
@@ -104,15 +110,19 @@ const (
 	ReasonActiveServerReady = "ActiveServerReady"
 	ReasonNoActiveServer    = "NoActiveServer"
 
-	ReasonUpToDate           = "UpToDate"
-	ReasonUpgradeInProgress  = "UpgradeInProgress"
-	ReasonRestoreInProgress  = "RestoreInProgress"
-	ReasonUpgradeComplete    = "UpgradeComplete"
-	ReasonUpgradeHalted      = "UpgradeHalted"
-	ReasonStepDownTimeout    = "StepDownTimeout"
-	ReasonPodReadyTimeout    = "PodReadyTimeout"
-	ReasonHealthCheckTimeout = "HealthCheckTimeout"
-	ReasonRaftSyncTimeout    = "RaftSyncTimeout"
+	ReasonUpToDate          = "UpToDate"
+	ReasonUpgradeInProgress = "UpgradeInProgress"
+	ReasonRestoreInProgress = "RestoreInProgress"
+	ReasonUpgradeComplete   = "UpgradeComplete"
+	ReasonUpgradeHalted     = "UpgradeHalted"
+	// ReasonWaitingForRolloutSlot (Upgrading False): an operator-caused
+	// rollout is due, but --max-concurrent-rollouts other clusters hold
+	// the rollout slots; it starts once one frees. Not Degraded.
+	ReasonWaitingForRolloutSlot = "WaitingForRolloutSlot"
+	ReasonStepDownTimeout       = "StepDownTimeout"
+	ReasonPodReadyTimeout       = "PodReadyTimeout"
+	ReasonHealthCheckTimeout    = "HealthCheckTimeout"
+	ReasonRaftSyncTimeout       = "RaftSyncTimeout"
 	// ReasonPeerNotReadyTimeout: a server other than the next to roll
 	// stayed not Ready, sealed, unhealthy or behind for podReadyTimeout,
 	// so the rollout did not release another pod (that could cost quorum).

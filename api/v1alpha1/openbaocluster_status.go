@@ -45,6 +45,13 @@ type OpenBaoClusterStatus struct {
 	// server reports one version, it is that version.
 	// +optional
 	HighestVersion string `json:"highestVersion,omitempty"`
+	// SettledGeneration is the metadata.generation of the cluster that
+	// rendered the pod template every server ran when no rollout last ran
+	// (the StatefulSet's openbao.org/rendered-generation annotation). A
+	// rollout of a template rendered from this same generation was caused
+	// by the operator (a new image or chart), not by the spec.
+	// +optional
+	SettledGeneration int64 `json:"settledGeneration,omitempty"`
 	// Initialized is true once the cluster has been initialized; it never
 	// returns to false.
 	// +optional

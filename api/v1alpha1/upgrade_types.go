@@ -84,6 +84,20 @@ type UpgradeSpec struct {
 	ResumeRequest string `json:"resumeRequest,omitempty"`
 }
 
+// RolloutCause is what made a rollout due.
+// +kubebuilder:validation:Enum=Spec;Operator
+type RolloutCause string
+
+// The causes of a rollout.
+const (
+	// RolloutCauseSpec: the spec changed since the servers last settled
+	// on one template. Such a rollout never waits for other clusters.
+	RolloutCauseSpec RolloutCause = "Spec"
+	// RolloutCauseOperator: the template changed while the spec did not;
+	// the operator's own image or chart changed it.
+	RolloutCauseOperator RolloutCause = "Operator"
+)
+
 // UpgradeStatus is the progress of a rollout; it lives only while one is
 // under way, and a restarted operator resumes from it.
 type UpgradeStatus struct {
@@ -123,6 +137,12 @@ type UpgradeStatus struct {
 	// seen; a different one resumes a halted rollout.
 	// +optional
 	ResumeRequest string `json:"resumeRequest,omitempty"`
+	// Cause is what made the rollout due: Spec (the cluster's spec
+	// changed) or Operator (only the operator changed the template, as an
+	// operator upgrade does). Operator-caused rollouts run a bounded number
+	// at a time across the operator's clusters (--max-concurrent-rollouts).
+	// +optional
+	Cause RolloutCause `json:"cause,omitempty"`
 }
 
 // OperatorTokenAudience is the audience of the service-account tokens the

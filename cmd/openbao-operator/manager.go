@@ -55,6 +55,9 @@ type managerFlags struct {
 	images imagepolicy.Policy
 	// platform: the fields' allow-list and the signature policy.
 	platform platformFlags
+	// maxConcurrentRollouts bounds the clusters that roll at once when the
+	// operator itself changed their pod template (an operator upgrade).
+	maxConcurrentRollouts int
 }
 
 // webhookFlags configure the admission webhook and its certificate.
@@ -81,6 +84,9 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 		"manage clusters only in the namespaces OpenBaoTenants provisioned (the least-privilege install: the controller holds no cluster-wide rights on workloads or Secrets)")
 	fs.StringVar(&f.watchNamespaces, "watch-namespace", os.Getenv("WATCH_NAMESPACE"),
 		"comma-separated namespaces to manage clusters in, fixed at start (OLM's OwnNamespace and SingleNamespace modes); empty: all")
+	fs.IntVar(&f.maxConcurrentRollouts, "max-concurrent-rollouts", 1,
+		"how many clusters may roll their servers at once when the operator itself changed their pod template (an operator upgrade); "+
+			"a rollout a cluster's spec asks for never waits for this. At least 1")
 	fs.IntVar(&f.webhook.port, "webhook-port", 9443, "port of the admission webhook's HTTPS server; 0 runs no webhook")
 	fs.StringVar(&f.webhook.certDir, "webhook-cert-dir", filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs"),
 		"directory of the webhook's tls.crt and tls.key")
@@ -140,6 +146,9 @@ func runManager(args []string) error {
 	f, zapOpts, err := parseManagerFlags(args)
 	if err != nil {
 		return err
+	}
+	if f.maxConcurrentRollouts < 1 {
+		return fmt.Errorf("--max-concurrent-rollouts is %d: at least 1 cluster must be able to roll", f.maxConcurrentRollouts)
 	}
 	if f.tenancy && f.watchNamespace() != nil {
 		return fmt.Errorf("--tenancy and --watch-namespace exclude each other: tenants decide the namespaces, or the flag does")
@@ -283,6 +292,7 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 		Operator:     f.clusterOperator(openshift, settings.OverrideValues),
 		ResyncPeriod: settings.ReconcilePeriod, OpenBao: openbao.New, Issuer: issuer, Scope: scope, ImagePolicy: f.images,
 		HeldFields: f.heldFields(), PlatformVerification: verification, ImageVerifier: verifier,
+		MaxConcurrentRollouts: f.maxConcurrentRollouts,
 	})
 	if err != nil {
 		return err

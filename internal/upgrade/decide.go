@@ -62,6 +62,9 @@ type Decision struct {
 	Requeue time.Duration
 	// Started and Completed mark the rollout's ends, for metrics.
 	Started, Completed bool
+	// Settled, when not 0, is status.settledGeneration after this pass:
+	// every server runs the template rendered from that generation.
+	Settled int64
 }
 
 func (d *Decision) upgrading(status bool, reason, msg string) {
@@ -135,13 +138,14 @@ func preflight(o Observed, d *Decision) *v1alpha1.UpgradeStatus {
 		return nil
 	}
 	if len(o.Behind()) == 0 {
+		d.Settled = o.RenderedGeneration
 		if o.UpgradingReason != v1alpha1.ReasonUpgradeComplete {
 			d.upgrading(false, v1alpha1.ReasonUpToDate, "every server runs the current pod template")
 		}
 		return nil
 	}
 	if reason, msg, retry := hold(o); reason != "" {
-		if o.Lock.OK() { // an operation in the way is work under way, not a fault
+		if o.Lock.OK() && o.Slot.OK() { // an operation or a rollout slot in the way is work under way, not a fault
 			d.Problem = &Condition{Status: true, Reason: reason, Message: msg}
 		}
 		d.upgrading(false, reason, msg)
@@ -160,16 +164,21 @@ func preflight(o Observed, d *Decision) *v1alpha1.UpgradeStatus {
 	return &v1alpha1.UpgradeStatus{
 		TargetVersion: o.SpecVersion, FromVersion: Reference(o.CurrentVersion, o.HighestVersion), TargetRevision: o.UpdateRevision,
 		StartedAt: metav1.NewTime(o.Now), CurrentPartition: o.Replicas, ResumeRequest: o.Settings.ResumeRequest,
+		Cause: o.Cause,
 	}
 }
 
 // hold says why a due rollout may not start, each message saying what to
 // do, and when to look again: a refused spec waits for the user (whose
-// change wakes the reconciler anyway), a cluster settling after a restart
-// or a rollout, or one being restored or backed up, is polled.
+// change wakes the reconciler anyway); a cluster settling after a restart
+// or a rollout, one being restored or backed up, or one waiting for a
+// rollout slot (read from the cache; OpenBao is not asked) is polled.
 func hold(o Observed) (reason, message string, retry time.Duration) {
 	if !o.Lock.OK() {
 		return o.Lock.Reason, o.Lock.Message, pollInterval
+	}
+	if !o.Slot.OK() {
+		return v1alpha1.ReasonWaitingForRolloutSlot, o.Slot.Message(), pollInterval
 	}
 	if reason, message := refused(o); reason != "" {
 		return reason, message, preflightRetry

@@ -153,6 +153,13 @@ type Observed struct {
 	// Lock is day2's verdict on a rollout starting beside the cluster's
 	// other operations (a restore or a backup under way holds it).
 	Lock day2.Verdict
+	// RenderedGeneration is the cluster generation the StatefulSet was
+	// rendered from; SettledGeneration is status.settledGeneration. Cause
+	// is CauseOf the two, and Slot the verdict on an Operator rollout
+	// taking a rollout slot (Slots.Claim).
+	RenderedGeneration, SettledGeneration int64
+	Cause                                 v1alpha1.RolloutCause
+	Slot                                  Slot
 }
 
 // Behind returns the pods not on the current template.

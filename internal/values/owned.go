@@ -3,6 +3,7 @@ package values
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/openbao/operator/api/v1alpha1"
 )
@@ -84,7 +85,7 @@ func wrapperValues(op Operator) map[string]any {
 
 func clusterValues(c *v1alpha1.OpenBaoCluster, initialized bool) map[string]any {
 	return map[string]any{
-		"name": c.Name, "names": childNames(c), "podNames": stringList(c.PodNames()), "initialized": initialized,
+		"name": c.Name, "generation": strconv.FormatInt(c.Generation, 10), "names": childNames(c), "podNames": stringList(c.PodNames()), "initialized": initialized,
 		"selectorLabels": stringMap(c.PodSelectorLabels()), "clientServiceDNSName": c.ClientServiceDNSName(),
 	}
 }
