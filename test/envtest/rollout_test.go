@@ -34,6 +34,9 @@ type rollout struct {
 	rec *events.FakeRecorder
 	// dialled is every client the reconciler opened.
 	dialled []openbao.Options
+	// revision names the StatefulSet's update revision; nil: "rev-" and
+	// the OpenBao image's tag.
+	revision func(*appsv1.StatefulSet) string
 }
 
 type reconciler interface {
@@ -144,6 +147,9 @@ func (ro *rollout) kubeControllerManager() {
 	sts := ro.statefulSet()
 	tag := sts.Spec.Template.Spec.Containers[0].Image[strings.LastIndex(sts.Spec.Template.Spec.Containers[0].Image, ":")+1:]
 	revision := "rev-" + tag
+	if ro.revision != nil {
+		revision = ro.revision(sts)
+	}
 	sts.Status.ObservedGeneration, sts.Status.UpdateRevision, sts.Status.Replicas = sts.Generation, revision, *sts.Spec.Replicas
 	if err := k8s.Status().Update(ctx, sts); err != nil {
 		ro.t.Fatal(err)
