@@ -108,7 +108,13 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	if f.images, err = imagepolicy.Parse(os.Getenv("ALLOWED_IMAGE_REPOSITORIES")); err != nil {
 		return f, zapOpts, fmt.Errorf("ALLOWED_IMAGE_REPOSITORIES: %w", err)
 	}
-	return f, zapOpts, fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return f, zapOpts, err
+	}
+	if f.maxConcurrentRollouts < 1 {
+		return f, zapOpts, fmt.Errorf("--max-concurrent-rollouts is %d: at least 1 cluster must be able to roll at a time", f.maxConcurrentRollouts)
+	}
+	return f, zapOpts, nil
 }
 
 // heldFields is the allow-list the controller holds every cluster to:
@@ -146,9 +152,6 @@ func runManager(args []string) error {
 	f, zapOpts, err := parseManagerFlags(args)
 	if err != nil {
 		return err
-	}
-	if f.maxConcurrentRollouts < 1 {
-		return fmt.Errorf("--max-concurrent-rollouts is %d: at least 1 cluster must be able to roll", f.maxConcurrentRollouts)
 	}
 	if f.tenancy && f.watchNamespace() != nil {
 		return fmt.Errorf("--tenancy and --watch-namespace exclude each other: tenants decide the namespaces, or the flag does")

@@ -61,3 +61,18 @@ func TestTenancyAndWatchNamespaceExcludeEachOther(t *testing.T) {
 		t.Errorf("runManager(--tenancy --watch-namespace=a) = %v, want a refusal", err)
 	}
 }
+
+// TestMaxConcurrentRolloutsDefaultsToOneAndRefusesZero: by default one
+// cluster at a time rolls an operator-caused change; 0 would roll none.
+func TestMaxConcurrentRolloutsDefaultsToOneAndRefusesZero(t *testing.T) {
+	f, _, err := parseManagerFlags(nil)
+	if err != nil || f.maxConcurrentRollouts != 1 {
+		t.Fatalf("default: %d, %v; want 1", f.maxConcurrentRollouts, err)
+	}
+	if f, _, err = parseManagerFlags([]string{"--max-concurrent-rollouts=3"}); err != nil || f.maxConcurrentRollouts != 3 {
+		t.Fatalf("--max-concurrent-rollouts=3: %d, %v", f.maxConcurrentRollouts, err)
+	}
+	if _, _, err = parseManagerFlags([]string{"--max-concurrent-rollouts=0"}); err == nil || !strings.Contains(err.Error(), "--max-concurrent-rollouts") {
+		t.Fatalf("0: %v, want an error naming the flag", err)
+	}
+}
