@@ -114,7 +114,7 @@ func (r *OpenBaoClusterReconciler) observeRollout(ctx context.Context, p *pass) 
 		return o, nil
 	}
 	if o.Upgrade == nil {
-		if o.Slot, err = r.claimSlot(ctx, c, o.Cause); err != nil || !o.Slot.OK() {
+		if o.Slot, err = r.claimSlot(ctx, c, o.Cause, false); err != nil || !o.Slot.OK() {
 			return o, err // it waits for a slot: nothing of OpenBao is needed to say so
 		}
 		ops, err := observeOperations(ctx, r.Client, c, p.status)
@@ -128,17 +128,26 @@ func (r *OpenBaoClusterReconciler) observeRollout(ctx context.Context, p *pass) 
 	v := r.view(ctx, p)
 	v.measureLag(ctx)
 	o.Pods, o.Raft, o.RaftProblem, o.Health = rolloutPods(p.servers, v), v.raft, v.problem, v.health
+	if o.Upgrade == nil {
+		// Claimed after OpenBao answered, so the claim is not held across
+		// those calls, and before the snapshot, which only a rollout that
+		// holds its slot takes.
+		if o.Slot, err = r.claimSlot(ctx, c, o.Cause, true); err != nil || !o.Slot.OK() {
+			return o, err
+		}
+	}
 	if o.Settings.PreUpgradeSnapshot && o.Upgrade == nil {
 		o.SnapshotDone, o.SnapshotProblem, err = r.preUpgradeSnapshot(ctx, c, o.UpdateRevision)
 	}
 	return o, err
 }
 
-// claimSlot takes a rollout slot for an operator-caused rollout of c
-// (Slots.Claim), counting the clusters whose status shows one under way:
-// after a restart the cache, not memory, says who holds the slots. A
-// cluster being deleted has abandoned its rollout.
-func (r *OpenBaoClusterReconciler) claimSlot(ctx context.Context, c *v1alpha1.OpenBaoCluster, cause v1alpha1.RolloutCause) (upgrade.Slot, error) {
+// claimSlot takes (claim) or checks for a rollout slot for an
+// operator-caused rollout of c (Slots.Claim, Slots.Check), counting the
+// clusters whose status shows one under way: after a restart the cache,
+// not memory, says who holds the slots. A cluster being deleted has
+// abandoned its rollout.
+func (r *OpenBaoClusterReconciler) claimSlot(ctx context.Context, c *v1alpha1.OpenBaoCluster, cause v1alpha1.RolloutCause, claim bool) (upgrade.Slot, error) {
 	if r.RolloutSlots == nil || cause != v1alpha1.RolloutCauseOperator {
 		return upgrade.Slot{}, nil
 	}
@@ -152,6 +161,9 @@ func (r *OpenBaoClusterReconciler) claimSlot(ctx context.Context, c *v1alpha1.Op
 		if up := o.Status.Upgrade; up != nil && up.Cause == v1alpha1.RolloutCauseOperator && o.DeletionTimestamp.IsZero() {
 			shown = append(shown, client.ObjectKeyFromObject(o))
 		}
+	}
+	if !claim {
+		return r.RolloutSlots.Check(client.ObjectKeyFromObject(c), cause, shown), nil
 	}
 	return r.RolloutSlots.Claim(client.ObjectKeyFromObject(c), c.UID, cause, shown), nil
 }

@@ -43,7 +43,7 @@ func TestTheSlotsHeldAreTheOperatorCausedRolloutsOfClustersNotBeingDeleted(t *te
 	).Build()
 	r := &OpenBaoClusterReconciler{Client: k, RolloutSlots: &upgrade.Slots{Max: 1}}
 	want := rollingCluster("next", "", false)
-	v, err := r.claimSlot(context.Background(), want, v1alpha1.RolloutCauseOperator)
+	v, err := r.claimSlot(context.Background(), want, v1alpha1.RolloutCauseOperator, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +51,10 @@ func TestTheSlotsHeldAreTheOperatorCausedRolloutsOfClustersNotBeingDeleted(t *te
 		t.Fatalf("holders %v, want only holder/bao", v.Holders)
 	}
 	r.RolloutSlots.Max = 2
-	if v, _ := r.claimSlot(context.Background(), want, v1alpha1.RolloutCauseOperator); !v.OK() {
+	if v, _ := r.claimSlot(context.Background(), want, v1alpha1.RolloutCauseOperator, false); !v.OK() {
 		t.Fatalf("with 2 slots: waits for %v", v.Holders)
 	}
-	if v, _ := r.claimSlot(context.Background(), want, v1alpha1.RolloutCauseSpec); !v.OK() {
+	if v, _ := r.claimSlot(context.Background(), want, v1alpha1.RolloutCauseSpec, false); !v.OK() {
 		t.Fatalf("a spec-caused rollout waits for %v", v.Holders)
 	}
 }

@@ -98,6 +98,18 @@ type Slots struct {
 // the rollout does not start after all; once the cache shows the rollout,
 // the claim is dropped.
 func (s *Slots) Claim(c types.NamespacedName, uid types.UID, cause v1alpha1.RolloutCause, shown []types.NamespacedName) Slot {
+	return s.decide(c, uid, cause, shown, true)
+}
+
+// Check decides as Claim does and records nothing: a cluster that would
+// wait learns it before asking OpenBao anything, and one that would not
+// claims only once it knows whether it may start, so that the claim is
+// not held across its calls to OpenBao.
+func (s *Slots) Check(c types.NamespacedName, cause v1alpha1.RolloutCause, shown []types.NamespacedName) Slot {
+	return s.decide(c, "", cause, shown, false)
+}
+
+func (s *Slots) decide(c types.NamespacedName, uid types.UID, cause v1alpha1.RolloutCause, shown []types.NamespacedName, claim bool) Slot {
 	if s == nil {
 		return Slot{}
 	}
@@ -114,7 +126,7 @@ func (s *Slots) Claim(c types.NamespacedName, uid types.UID, cause v1alpha1.Roll
 		holders = append(holders, h.String())
 	}
 	v := Admit(c.String(), cause, s.Max, holders)
-	if v.OK() && cause == v1alpha1.RolloutCauseOperator {
+	if claim && v.OK() && cause == v1alpha1.RolloutCauseOperator {
 		if s.claims == nil {
 			s.claims = map[types.NamespacedName]types.UID{}
 		}

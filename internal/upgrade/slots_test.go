@@ -235,3 +235,22 @@ func TestConcurrentClaimsTakeNoMoreSlotsThanTheCap(t *testing.T) {
 		t.Fatalf("%d claims won (%v), want 2", len(won), won)
 	}
 }
+
+// TestACheckClaimsNothing: a cluster that only asks (before it has asked
+// OpenBao whether it may start at all) holds no slot.
+func TestACheckClaimsNothing(t *testing.T) {
+	slots := &upgrade.Slots{Max: 1}
+	if v := slots.Check(key(0), byOperator, nil); !v.OK() {
+		t.Fatalf("check on free slots: %+v", v)
+	}
+	if v := slots.Claim(key(1), "", byOperator, nil); !v.OK() {
+		t.Fatalf("a check held the slot: %+v", v)
+	}
+	if v := slots.Check(key(0), byOperator, nil); v.OK() {
+		t.Fatal("a claim did not hold the slot")
+	}
+	slots.Release(key(1))
+	if v := slots.Claim(key(0), "", byOperator, nil); !v.OK() {
+		t.Fatalf("released, the slot is still held: %+v", v)
+	}
+}
