@@ -241,7 +241,7 @@ func (r *OpenBaoClusterReconciler) forget(name types.NamespacedName) {
 // Remembers says whether the reconciler or its Applier still holds memory
 // of the cluster; it is for tests that check memory is released.
 func (r *OpenBaoClusterReconciler) Remembers(name types.NamespacedName) bool {
-	return r.memory.has(name) || r.Applier.Remembers(name) || r.Operations.Remembers(name)
+	return r.memory.has(name) || r.Applier.Remembers(name) || r.Operations.Remembers(name) || r.RolloutSlots.Remembers(name)
 }
 
 func (r *OpenBaoClusterReconciler) writeStatus(ctx context.Context, c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) error {

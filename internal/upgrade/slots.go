@@ -145,3 +145,15 @@ func (s *Slots) Release(c types.NamespacedName) {
 	defer s.mu.Unlock()
 	delete(s.claims, c)
 }
+
+// Remembers says whether a claim of c is held; it is for tests that check
+// memory is released.
+func (s *Slots) Remembers(c types.NamespacedName) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.claims[c]
+	return ok
+}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/controllers"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/upgrade"
 )
@@ -25,6 +26,7 @@ const operatorBuild = "openbao.org/test-operator-build"
 type fleet struct {
 	t        *testing.T
 	clusters []*rollout
+	r        *controllers.OpenBaoClusterReconciler
 }
 
 func newFleet(t *testing.T, prefix string, n int) *fleet {
@@ -69,6 +71,7 @@ func (f *fleet) operator(build string, max int) {
 	for _, ro := range f.clusters {
 		ro.r = r
 	}
+	f.r = r
 }
 
 // passAll runs a pass of every cluster, then plays the StatefulSet
@@ -191,5 +194,10 @@ func TestAnOperatorUpgradeRollsOneClusterAtATime(t *testing.T) {
 	f.passAll()
 	if got := f.rolling(); len(got) != 0 {
 		t.Fatalf("rolling %v after every rollout completed", got)
+	}
+	for _, ro := range f.clusters {
+		if key := (types.NamespacedName{Namespace: ro.ns, Name: "bao"}); f.r.RolloutSlots.Remembers(key) {
+			t.Errorf("%s: a rollout slot is still claimed after its rollout completed", key)
+		}
 	}
 }
