@@ -85,7 +85,7 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	fs.StringVar(&f.watchNamespaces, "watch-namespace", os.Getenv("WATCH_NAMESPACE"),
 		"comma-separated namespaces to manage clusters in, fixed at start (OLM's OwnNamespace and SingleNamespace modes); empty: all")
 	fs.IntVar(&f.maxConcurrentRollouts, "max-concurrent-rollouts", 1,
-		"how many clusters may roll their servers at once when the operator itself changed their pod template (an operator upgrade); "+
+		"how many clusters may roll their servers at once when the operator itself changed their pod template (a new --wrapper-image, or a new chart in an operator upgrade); "+
 			"a rollout a cluster's spec asks for never waits for this. At least 1")
 	fs.IntVar(&f.webhook.port, "webhook-port", 9443, "port of the admission webhook's HTTPS server; 0 runs no webhook")
 	fs.StringVar(&f.webhook.certDir, "webhook-cert-dir", filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs"),
