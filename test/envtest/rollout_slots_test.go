@@ -16,10 +16,10 @@ import (
 	"github.com/openbao/operator/internal/upgrade"
 )
 
-// operatorBuild is a pod annotation the operator's own settings
-// (watches.yaml overrideValues) put into every cluster's template, as a
-// new operator image or chart does: a template change no spec asked for.
-const operatorBuild = "openbao.org/test-operator-build"
+// newWrapper is a bao-wrapper image of another version, which the
+// operator's --wrapper-image puts into every cluster's template: a
+// template change no spec asked for.
+const newWrapper = "registry.example/bao-wrapper:1.0.1"
 
 // fleet is clusters of one operator process: one reconciler, one
 // rollout-slot count, a fake OpenBao per cluster.
@@ -36,8 +36,10 @@ func newFleet(t *testing.T, prefix string, n int) *fleet {
 		ro.revision = func(sts *appsv1.StatefulSet) string {
 			img := sts.Spec.Template.Spec.Containers[0].Image
 			rev := "rev-" + img[strings.LastIndex(img, ":")+1:]
-			if b := sts.Spec.Template.Annotations[operatorBuild]; b != "" {
-				rev += "-op" + b
+			for _, c := range sts.Spec.Template.Spec.InitContainers {
+				if c.Image == newWrapper {
+					rev += "-w101"
+				}
 			}
 			return rev
 		}
@@ -46,17 +48,17 @@ func newFleet(t *testing.T, prefix string, n int) *fleet {
 	return f
 }
 
-// operator starts an operator process whose settings put build into
-// every template (empty: none), with at most max operator-caused
-// rollouts at once. A new process remembers nothing of the last one.
-func (f *fleet) operator(build string, max int) {
+// operator starts an operator process with the bao-wrapper image
+// wrapper (empty: the default) and at most max operator-caused rollouts
+// at once. A new process remembers nothing of the last one.
+func (f *fleet) operator(wrapper string, max int) {
 	f.t.Helper()
 	r, err := newReconciler(k8s, k8s, events.NewFakeRecorder(500))
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if build != "" {
-		r.Operator.OverrideValues = map[string]any{"podAnnotations": map[string]any{operatorBuild: build}}
+	if wrapper != "" {
+		r.Operator.WrapperImage = wrapper
 	}
 	r.RolloutSlots = &upgrade.Slots{Max: max}
 	r.OpenBao = func(o openbao.Options) (openbao.Client, error) {
@@ -138,8 +140,8 @@ func (ro *rollout) rollToCompletion() {
 }
 
 // TestAnOperatorUpgradeRollsOneClusterAtATime: a change of every
-// cluster's template by the operator alone (its settings changed, as an
-// upgrade changes its image) rolls one cluster at a time, also across an
+// cluster's template by the operator alone (a new --wrapper-image, as an
+// operator upgrade may bring) rolls one cluster at a time, also across an
 // operator restart mid-rollout; the next starts when the first completes;
 // a cluster whose spec changed meanwhile is not held.
 func TestAnOperatorUpgradeRollsOneClusterAtATime(t *testing.T) {
@@ -154,7 +156,7 @@ func TestAnOperatorUpgradeRollsOneClusterAtATime(t *testing.T) {
 		}
 	}
 
-	f.operator("2", 1) // the operator is upgraded: every template changes
+	f.operator(newWrapper, 1) // a new wrapper version: every template changes
 	f.passAll()        // applied; the StatefulSets report the new revision
 	f.passAll()
 	if got := f.rolling(); len(got) != 1 || got[0] != a.ns {
@@ -166,7 +168,7 @@ func TestAnOperatorUpgradeRollsOneClusterAtATime(t *testing.T) {
 	b.expectWaiting(a)
 	c.expectWaiting(a)
 
-	f.operator("2", 1) // restarted mid-rollout: the slot is read back from a's status
+	f.operator(newWrapper, 1) // restarted mid-rollout: the slot is read back from a's status
 	b.pass()
 	c.pass()
 	b.expectWaiting(a)
