@@ -11,6 +11,12 @@
 // no rollout runs, so a changed template moves no pod until Decide lowers
 // it. A timeout halts the rollout and keeps its state; a person resumes it
 // through spec.upgrade.resumeRequest, never the operator by itself.
+//
+// A rollout the operator alone caused (CauseOf: its wrapper image or
+// chart changed every cluster's template, not the spec) starts only with
+// one of --max-concurrent-rollouts slots shared across the operator's
+// clusters (Slots), so that an operator upgrade rolls its clusters a few
+// at a time; a rollout the spec asked for never waits for one.
 package upgrade
 
 import (
