@@ -157,7 +157,7 @@ func TestAnOperatorUpgradeRollsOneClusterAtATime(t *testing.T) {
 	}
 
 	f.operator(newWrapper, 1) // a new wrapper version: every template changes
-	f.passAll()        // applied; the StatefulSets report the new revision
+	f.passAll()               // applied; the StatefulSets report the new revision
 	f.passAll()
 	if got := f.rolling(); len(got) != 1 || got[0] != a.ns {
 		t.Fatalf("rolling %v, want only %s", got, a.ns)
