@@ -3,12 +3,17 @@
 // operator would apply for an OpenBaoCluster, and as `openbao-operator
 // backup ...` and `openbao-operator restore ...` it is the executor of a
 // backup or restore Job; as `openbao-operator provisioner` it is the
-// OpenBaoTenant provisioner.
+// OpenBaoTenant provisioner; `openbao-operator --version` prints the release.
 package main
 
 import (
 	"fmt"
 	"os"
+
+	// The release image is distroless: no CA bundle on disk. The executor
+	// reaches public object stores (S3, GCS, Azure) over TLS, so the Mozilla
+	// roots are compiled in, used only when the system has none.
+	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -21,9 +26,15 @@ import (
 	"github.com/openbao/operator/internal/watches"
 )
 
+// version is the release, stamped by the release build
+// (-ldflags -X main.version=...).
+var version = "dev"
+
 func main() {
 	var err error
 	switch {
+	case len(os.Args) > 1 && (os.Args[1] == "--version" || os.Args[1] == "version"):
+		fmt.Println(version)
 	case len(os.Args) > 1 && os.Args[1] == "render":
 		err = runRender(os.Args[2:], os.Stdout)
 	case len(os.Args) > 1 && os.Args[1] == "backup":

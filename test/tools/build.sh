@@ -47,6 +47,9 @@ recipes() {
 	echo "controller-gen|controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|v0.23.0|-s -w|"
 	echo "kustomize|kustomize|sigs.k8s.io/kustomize/kustomize/v5|v5.8.2|-s -w|"
 	echo "promtool|promtool|github.com/prometheus/prometheus/cmd/promtool|v0.316.0|-s -w|"
+	# The release's SBOM generator (`make release`): reads the module list
+	# the Go linker stamps into a binary.
+	echo "cyclonedx-gomod|cyclonedx-gomod|github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod|v1.10.0|-s -w|"
 	# The version stamps are the release Makefile's: `generate bundle` writes
 	# Version into the bundle's builder annotation. containers_image_openpgp:
 	# containers/image's pure-Go signature backend instead of gpgme (cgo).
@@ -120,7 +123,7 @@ install_npm_one() {
 }
 
 # Tools built only when named.
-on_demand=" operator-sdk opm grpc_health_probe olm-operator olm-catalog-operator olm-package-server olm-copy-content olm-cpb "
+on_demand=" cyclonedx-gomod operator-sdk opm grpc_health_probe olm-operator olm-catalog-operator olm-package-server olm-copy-content olm-cpb "
 
 # cache_key prints a short hash of everything that decides the binary's bytes.
 cache_key() {
