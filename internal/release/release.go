@@ -3,14 +3,22 @@
 // image indexes), an SBOM attached to the operator image, the OLM bundle and
 // catalog images, the install chart as an OCI artifact, the kubectl plugin
 // archives with a krew manifest, and a kustomize overlay, every reference
-// pinned by digest. Equal inputs give equal digests: timestamps come from the
-// commit (SOURCE_DATE_EPOCH), builds are -trimpath, layers are written in a
-// fixed order.
+// pinned by digest. Equal inputs give equal digests: the only timestamp is
+// the commit's (SOURCE_DATE_EPOCH), builds are -trimpath with the VCS stamp
+// off, and layers and archives are written in a fixed order.
 package release
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/sigstore/sigstore/pkg/signature"
 )
 
 // Options are a release's inputs.
@@ -25,7 +33,7 @@ type Options struct {
 	OpenBaoImage  string   // the default OpenBao image, a tag or digest ref; pinned by digest
 	OutDir        string   // dist/<version>: release.json, cosign.pub, SBOMs, plugin archives, krew manifest, kustomize overlay
 	// DownloadBaseURL is where the plugin archives will be published; the
-	// krew manifest's URIs start with it. Empty means the GitHub release of
+	// krew manifest's URIs start with it. Empty: the GitHub release of
 	// Version.
 	DownloadBaseURL string
 	Logf            func(string, ...any)
@@ -42,7 +50,124 @@ type Result struct {
 	PublicKey                          string // path of cosign.pub
 }
 
-// Run builds and pushes a release.
-func Run(ctx context.Context, o Options) (Result, error) {
-	return Result{}, errors.New("release: not implemented yet")
+// Repository names under Options.Registry.
+const (
+	OperatorRepo = "openbao-operator"
+	WrapperRepo  = "bao-wrapper"
+	BundleRepo   = "openbao-operator-bundle"
+	CatalogRepo  = "openbao-operator-catalog"
+	ChartRepo    = "charts/openbao-operator"
+)
+
+// SourceURL is the project's repository, in the images' labels and the krew
+// manifest.
+const SourceURL = "https://github.com/openbao/operator"
+
+var semver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?$`)
+
+// release is one run: the options, the tree it builds from, and how it
+// reaches the registry.
+type release struct {
+	o      Options
+	commit string
+	epoch  time.Time // the commit's time: every timestamp in the release
+	work   string    // OutDir/.build, the binaries
+	reg    registry
+	res    Result
+	// operator is the pushed operator image, which the SBOM describes.
+	operator builtIndex
+	signer signature.SignerVerifier
+	// signed are the digests to sign, in the order they were pushed.
+	signed []name.Digest
 }
+
+// Run builds and pushes a release. Steps run in order; each pins what the
+// next refers to by digest.
+func Run(ctx context.Context, o Options) (Result, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return Result{}, err
+	}
+	commit, epoch, err := inspectTree(ctx, o.RepoRoot, o.AllowDirty)
+	if err != nil {
+		return Result{}, err
+	}
+	r := &release{o: o, commit: commit, epoch: epoch, work: filepath.Join(o.OutDir, ".build"),
+		reg: newRegistry(ctx, o.PlainHTTP), res: Result{Version: o.Version}}
+	o.Logf("release %s of commit %s (SOURCE_DATE_EPOCH %d) to %s", o.Version, commit[:12], epoch.Unix(), o.Registry)
+	steps := []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"tools", r.tools},
+		{"signing key", r.writePublicKey},
+		{"openbao image", r.resolveOpenBao},
+		{"images", r.buildImages},
+		{"sbom", r.attachSBOMs},
+		{"bundle", r.buildBundle},
+		{"catalog", r.buildCatalog},
+		{"chart", r.pushChart},
+		{"kubectl plugin", r.buildPlugin},
+		{"kustomize overlay", r.writeKustomize},
+		{"signatures", r.signAll},
+	}
+	for _, s := range steps {
+		start := time.Now()
+		if err := s.fn(ctx); err != nil {
+			return Result{}, fmt.Errorf("release %s: %s: %w", o.Version, s.name, err)
+		}
+		o.Logf("%s done in %s", s.name, time.Since(start).Round(time.Millisecond))
+	}
+	data, err := json.MarshalIndent(r.res, "", "  ")
+	if err != nil {
+		return Result{}, fmt.Errorf("encode release.json: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(o.OutDir, "release.json"), append(data, '\n'), 0o644); err != nil {
+		return Result{}, fmt.Errorf("write release.json: %w", err)
+	}
+	return r.res, nil
+}
+
+// withDefaults fills in the defaults and refuses bad input, naming the
+// option and what it allows.
+func (o Options) withDefaults() (Options, error) {
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if len(o.Platforms) == 0 {
+		o.Platforms = []string{"linux/amd64", "linux/arm64"}
+	}
+	for _, p := range o.Platforms {
+		if _, _, err := splitPlatform(p); err != nil {
+			return o, err
+		}
+	}
+	switch {
+	case o.RepoRoot == "":
+		return o, fmt.Errorf("RepoRoot is empty: set it to the clone to release")
+	case !semver.MatchString(o.Version):
+		return o, fmt.Errorf("VERSION %q is not a semantic version without a leading v (for example 0.2.0)", o.Version)
+	case o.Registry == "":
+		return o, fmt.Errorf("REGISTRY is empty: set it to host[:port][/path] to push under")
+	case len(o.SigningKeyPEM) == 0:
+		return o, fmt.Errorf("no signing key: set SIGNING_KEY_FILE (or COSIGN_KEY) to a PEM ECDSA P-256 private key")
+	case o.OpenBaoImage == "":
+		return o, fmt.Errorf("OPENBAO_IMAGE is empty: set it to the default OpenBao image (a tag or a digest)")
+	}
+	if _, err := name.NewRepository(o.Registry+"/"+OperatorRepo, name.StrictValidation); err != nil {
+		return o, fmt.Errorf("REGISTRY %q does not make a repository name: %w", o.Registry, err)
+	}
+	if o.OutDir == "" {
+		o.OutDir = filepath.Join(o.RepoRoot, "dist", o.Version)
+	}
+	if o.DownloadBaseURL == "" {
+		o.DownloadBaseURL = SourceURL + "/releases/download/v" + o.Version
+	}
+	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+		return o, fmt.Errorf("create OutDir: %w", err)
+	}
+	return o, nil
+}
+
+// ref is repo under the release's registry.
+func (r *release) ref(repo string) string { return r.o.Registry + "/" + repo }

@@ -9,6 +9,7 @@ package images
 
 import (
 	"archive/tar"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -19,6 +20,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -109,22 +111,9 @@ func writeImage(spec Spec, ref, out string) error {
 	if err != nil {
 		return fmt.Errorf("parse reference: %w", err)
 	}
-	layerPath := out + ".layer"
-	defer os.Remove(layerPath)
-	if err := writeLayer(spec, layerPath); err != nil {
+	img, err := Image(spec, v1.Platform{OS: "linux", Architecture: "amd64"}, time.Time{})
+	if err != nil {
 		return err
-	}
-	layer, err := tarball.LayerFromFile(layerPath, tarball.WithCompressedCaching)
-	if err != nil {
-		return fmt.Errorf("open layer: %w", err)
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return fmt.Errorf("append layer: %w", err)
-	}
-	img, err = mutate.ConfigFile(img, configFile(spec, img))
-	if err != nil {
-		return fmt.Errorf("set config: %w", err)
 	}
 	tmp := out + ".tmp"
 	if err := tarball.WriteToFile(tmp, tag, img); err != nil {
@@ -133,13 +122,44 @@ func writeImage(spec Spec, ref, out string) error {
 	return os.Rename(tmp, out)
 }
 
+// Image builds the spec's single-layer image in memory for one platform
+// (whose binaries the spec's files must be). created is the config's
+// creation time; the zero time leaves it unset. The release pushes these
+// images to a registry; Build writes them as tarballs.
+func Image(spec Spec, platform v1.Platform, created time.Time) (v1.Image, error) {
+	var buf bytes.Buffer
+	if err := writeLayer(spec, &buf); err != nil {
+		return nil, err
+	}
+	data := buf.Bytes()
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(data)), nil
+	}, tarball.WithCompressedCaching)
+	if err != nil {
+		return nil, fmt.Errorf("open layer: %w", err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return nil, fmt.Errorf("append layer: %w", err)
+	}
+	if img, err = mutate.ConfigFile(img, configFile(spec, img, platform, created)); err != nil {
+		return nil, fmt.Errorf("set config: %w", err)
+	}
+	return img, nil
+}
+
 // configFile keeps the layer's diff IDs (set by AppendLayers) and fills in
-// the runtime settings; no timestamps, so equal inputs give equal images.
-func configFile(spec Spec, img v1.Image) *v1.ConfigFile {
+// the runtime settings; the only timestamp is created, so equal inputs give
+// equal images.
+func configFile(spec Spec, img v1.Image, platform v1.Platform, created time.Time) *v1.ConfigFile {
 	cf, _ := img.ConfigFile()
 	cf = cf.DeepCopy()
-	cf.Architecture = "amd64"
-	cf.OS = "linux"
+	cf.Architecture = platform.Architecture
+	cf.OS = platform.OS
+	cf.Variant = platform.Variant
+	if !created.IsZero() {
+		cf.Created = v1.Time{Time: created.UTC()}
+	}
 	cf.Config = v1.Config{
 		User:       spec.User,
 		Entrypoint: spec.Entrypoint,
@@ -153,13 +173,8 @@ func configFile(spec Spec, img v1.Image) *v1.ConfigFile {
 
 // writeLayer writes an uncompressed tar of the spec's directories (with
 // their parents) and files, in a fixed order with zero timestamps.
-func writeLayer(spec Spec, out string) error {
-	f, err := os.Create(out)
-	if err != nil {
-		return fmt.Errorf("create layer: %w", err)
-	}
-	defer f.Close()
-	tw := tar.NewWriter(f)
+func writeLayer(spec Spec, w io.Writer) error {
+	tw := tar.NewWriter(w)
 	for _, d := range layerDirs(spec) {
 		hdr := &tar.Header{Typeflag: tar.TypeDir, Name: d.Path[1:] + "/", Mode: d.Mode, Uid: d.UID, Gid: d.GID}
 		if err := tw.WriteHeader(hdr); err != nil {
@@ -174,7 +189,7 @@ func writeLayer(spec Spec, out string) error {
 	if err := tw.Close(); err != nil {
 		return fmt.Errorf("close layer: %w", err)
 	}
-	return f.Close()
+	return nil
 }
 
 // layerDirs lists the spec's directories plus every parent directory of a
