@@ -183,6 +183,32 @@ catalog-validate: ## Validate the file-based catalog under olm/catalog with opm 
 	@bash test/tools/build.sh opm
 	$(BIN)/opm validate olm/catalog
 
+# A release: every artifact built, pushed and signed by `go run ./cmd/release`
+# (internal/release), from a clean tree; docs/development.md, Releasing.
+# The signing key and the other inputs come from the environment.
+VERSION ?=
+REGISTRY ?=
+export SIGNING_KEY_FILE COSIGN_KEY OPENBAO_IMAGE PLAIN_HTTP PLATFORMS OUT_DIR DOWNLOAD_BASE_URL
+
+.PHONY: release
+release: ## Build, sign and push a release: make release VERSION=0.2.0 REGISTRY=ghcr.io/openbao SIGNING_KEY_FILE=cosign.key (writes dist/VERSION).
+	@test -n "$(VERSION)" -a -n "$(REGISTRY)" || { echo "usage: make release VERSION=x.y.z REGISTRY=host[/path] (SIGNING_KEY_FILE=...)"; exit 2; }
+	go run ./cmd/release -version "$(VERSION)" -registry "$(REGISTRY)"
+
+# The operator image for users of Operator-SDK projects' targets, built by
+# $(CONTAINER_TOOL) from the Dockerfile: the same binaries, flags and user as
+# the release's Go-built image.
+IMG ?= ghcr.io/openbao/openbao-operator:dev
+CONTAINER_TOOL ?= docker
+
+.PHONY: docker-build
+docker-build: ## Build the operator image IMG with $(CONTAINER_TOOL) (docker or podman/buildah) from the Dockerfile.
+	$(CONTAINER_TOOL) build -t $(IMG) --build-arg VERSION=$(or $(VERSION),dev) .
+
+.PHONY: docker-push
+docker-push: ## Push the operator image IMG with $(CONTAINER_TOOL).
+	$(CONTAINER_TOOL) push $(IMG)
+
 .PHONY: images
 images: ## Build the operator, OpenBao, pause and CoreDNS images and import them into a running local node.
 	go run $(LOCALNODE) images

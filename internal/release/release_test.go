@@ -1,0 +1,410 @@
+package release
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"golang.org/x/mod/modfile"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	helmregistry "helm.sh/helm/v3/pkg/registry"
+	"sigs.k8s.io/yaml"
+
+	"github.com/openbao/operator/internal/imageverify"
+	"github.com/openbao/operator/test/cosigntest"
+)
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func newKeyPEM(t *testing.T) []byte {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+}
+
+// TestReleaseToALoopbackRegistry runs a two-platform release twice into
+// go-containerregistry's registry and checks what was pushed.
+func TestReleaseToALoopbackRegistry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the operator for two platforms")
+	}
+	reg := cosigntest.New(t, "", "")
+	openbao := reg.Push(t, "openbao/openbao", "2.4.0")
+	key := newKeyPEM(t)
+	opts := func(out string) Options {
+		return Options{
+			RepoRoot: repoRoot(t), AllowDirty: true, Version: "0.2.0", Registry: reg.Host + "/openbao",
+			PlainHTTP: true, SigningKeyPEM: key, OpenBaoImage: reg.Host + "/openbao/openbao:2.4.0",
+			OutDir: out, DownloadBaseURL: "https://example.test/dl/", Logf: t.Logf,
+		}
+	}
+	ctx := context.Background()
+	first, err := Run(ctx, opts(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := opts(t.TempDir())
+	second, err := Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("release: %+v", second)
+
+	t.Run("two runs give equal digests", func(t *testing.T) {
+		first.PublicKey, second.PublicKey = "", ""
+		if first != second {
+			t.Fatalf("first run %+v\nsecond run %+v", first, second)
+		}
+		if second.OpenBao != openbao.String() {
+			t.Errorf("OpenBao %s, want %s", second.OpenBao, openbao)
+		}
+	})
+	pub, err := os.ReadFile(filepath.Join(o.OutDir, "cosign.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := index(t, second.Operator)
+	amd64 := archImage(t, second.Operator, idx, "amd64")
+
+	t.Run("the operator image is an index of both platforms", func(t *testing.T) {
+		got := map[string]bool{}
+		for _, m := range idx.Manifests {
+			got[m.Platform.OS+"/"+m.Platform.Architecture] = true
+		}
+		if len(got) != 2 || !got["linux/amd64"] || !got["linux/arm64"] {
+			t.Fatalf("platforms %v", got)
+		}
+	})
+	t.Run("the image runs as 65532 and carries the OCI labels", func(t *testing.T) {
+		cf, err := amd64.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cf.Config.User != "65532:65532" {
+			t.Errorf("user %q", cf.Config.User)
+		}
+		for k, want := range map[string]string{
+			"org.opencontainers.image.version": "0.2.0", "org.opencontainers.image.source": SourceURL,
+			"org.opencontainers.image.licenses": License,
+		} {
+			if got := cf.Config.Labels[k]; got != want {
+				t.Errorf("label %s = %q, want %q", k, got, want)
+			}
+		}
+		for _, k := range []string{"org.opencontainers.image.revision", "org.opencontainers.image.created", "org.opencontainers.image.title"} {
+			if cf.Config.Labels[k] == "" {
+				t.Errorf("label %s is empty", k)
+			}
+		}
+	})
+	t.Run("the manager in the image prints the version", func(t *testing.T) {
+		if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+			t.Skip("runs the linux/amd64 binary")
+		}
+		bin := filepath.Join(t.TempDir(), "manager")
+		if err := os.WriteFile(bin, imageFile(t, amd64, "manager"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, "--version").CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "0.2.0" {
+			t.Fatalf("--version: %q, %v", out, err)
+		}
+	})
+	t.Run("the SBOM referrer lists the linked modules of go.mod", func(t *testing.T) {
+		sbom := sbomOf(t, second.Operator)
+		want := goModVersion(t, "sigs.k8s.io/controller-runtime")
+		var found bool
+		for _, c := range sbom.Components {
+			if c.Name == "sigs.k8s.io/controller-runtime" {
+				found = c.Version == want
+				t.Logf("%s %s", c.Name, c.Version)
+			}
+		}
+		if !found {
+			t.Fatalf("the SBOM's %d components have no sigs.k8s.io/controller-runtime %s", len(sbom.Components), want)
+		}
+	})
+	t.Run("every artifact verifies with the released key and not with another", func(t *testing.T) {
+		chart := strings.TrimPrefix(second.Chart, "oci://") + "@" + second.ChartDigest
+		other := cosigntest.PublicPEM(t, cosigntest.NewKey(t))
+		for _, ref := range []string{second.Operator, second.Wrapper, second.Bundle, second.Catalog, chart} {
+			v := imageverify.NewCosign(0, nil)
+			if _, err := v.Verify(ctx, imageverify.Request{Image: ref, Policy: imageverify.Policy{PublicKey: string(pub)}}); err != nil {
+				t.Errorf("%s: %v", ref, err)
+			}
+			if _, err := v.Verify(ctx, imageverify.Request{Image: ref, Policy: imageverify.Policy{PublicKey: other}}); err == nil {
+				t.Errorf("%s verified with another key", ref)
+			}
+		}
+	})
+	t.Run("the chart pulled back pins the operator by digest", func(t *testing.T) {
+		client, err := helmregistry.NewClient(helmregistry.ClientOptPlainHTTP())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pulled, err := client.Pull(strings.TrimPrefix(second.Chart, "oci://") + ":" + second.ChartVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch, err := loader.LoadArchive(strings.NewReader(string(pulled.Chart.Data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img := ch.Values["image"].(map[string]any)
+		d, _ := name.NewDigest(second.Operator, name.Insecure)
+		if img["repository"] != d.Context().Name() || img["digest"] != d.DigestStr() || ch.Metadata.Version != "0.2.0" {
+			t.Fatalf("chart %s, image values %v", ch.Metadata.Version, img)
+		}
+	})
+	t.Run("the bundle's CSV runs the operator by digest", func(t *testing.T) {
+		var csv struct {
+			Metadata struct {
+				Name        string
+				Annotations map[string]string
+			}
+			Spec struct {
+				Version       string
+				RelatedImages []struct{ Name, Image string } `json:"relatedImages"`
+				Install       struct {
+					Spec struct {
+						Deployments []struct {
+							Spec struct {
+								Template struct {
+									Spec struct{ Containers []struct{ Name, Image string } }
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+		if err := yaml.Unmarshal(imageFile(t, image(t, second.Bundle), "manifests/"+csvFile), &csv); err != nil {
+			t.Fatal(err)
+		}
+		if csv.Metadata.Name != "openbao-operator.v0.2.0" || csv.Spec.Version != "0.2.0" || csv.Metadata.Annotations["containerImage"] != second.Operator {
+			t.Errorf("CSV %s version %s containerImage %s", csv.Metadata.Name, csv.Spec.Version, csv.Metadata.Annotations["containerImage"])
+		}
+		deployments := csv.Spec.Install.Spec.Deployments
+		if len(deployments) != 1 || deployments[0].Spec.Template.Spec.Containers[0].Image != second.Operator {
+			t.Errorf("the Deployment runs %+v, want %s", deployments, second.Operator)
+		}
+		related := map[string]string{}
+		for _, r := range csv.Spec.RelatedImages {
+			related[r.Name] = r.Image
+		}
+		want := map[string]string{"openbao-operator": second.Operator, "bao-wrapper": second.Wrapper, "openbao": second.OpenBao}
+		if !maps.Equal(related, want) {
+			t.Errorf("relatedImages %v, want %v", related, want)
+		}
+	})
+	t.Run("the kustomize overlay installs the operator by digest", func(t *testing.T) {
+		kustomize := filepath.Join(repoRoot(t), "bin", "kustomize")
+		if _, err := os.Stat(kustomize); err != nil {
+			t.Skip("no bin/kustomize (bash test/tools/build.sh kustomize)")
+		}
+		out, err := exec.Command(kustomize, "build", filepath.Join(o.OutDir, "kustomize")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kustomize build: %v\n%s", err, out)
+		}
+		if !strings.Contains(string(out), "image: "+second.Operator+"\n") {
+			t.Fatalf("the overlay's manifests do not run %s", second.Operator)
+		}
+	})
+	t.Run("the catalog serves the bundle by digest", func(t *testing.T) {
+		cat := string(imageFile(t, image(t, second.Catalog), "configs/openbao-operator/catalog.yaml"))
+		if !strings.Contains(cat, "image: "+second.Bundle+"\n") {
+			t.Fatalf("the catalog does not name %s:\n%s", second.Bundle, cat)
+		}
+	})
+	t.Run("the krew manifest's sha256s match the archives", func(t *testing.T) {
+		checkKrew(t, o.OutDir)
+	})
+}
+
+func checkKrew(t *testing.T, dir string) {
+	data, err := os.ReadFile(filepath.Join(dir, KrewManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Spec struct {
+			Platforms []struct{ URI, SHA256 string }
+		}
+	}
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Spec.Platforms) != len(PluginPlatforms) {
+		t.Fatalf("%d platforms in the krew manifest", len(m.Spec.Platforms))
+	}
+	for _, p := range m.Spec.Platforms {
+		file := strings.TrimPrefix(p.URI, "https://example.test/dl/")
+		archive, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(archive)
+		if hex.EncodeToString(sum[:]) != p.SHA256 {
+			t.Errorf("%s: sha256 %x, manifest says %s", file, sum, p.SHA256)
+		}
+	}
+}
+
+func index(t *testing.T, ref string) *v1.IndexManifest {
+	t.Helper()
+	d, err := name.NewDigest(ref, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ii, err := remote.Index(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ii.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func image(t *testing.T, ref string) v1.Image {
+	t.Helper()
+	d, err := name.NewDigest(ref, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+func archImage(t *testing.T, ref string, idx *v1.IndexManifest, arch string) v1.Image {
+	t.Helper()
+	d, _ := name.NewDigest(ref, name.Insecure)
+	for _, m := range idx.Manifests {
+		if m.Platform != nil && m.Platform.Architecture == arch {
+			return image(t, d.Context().Digest(m.Digest.String()).String())
+		}
+	}
+	t.Fatalf("%s has no %s image", ref, arch)
+	return nil
+}
+
+// imageFile reads one file out of an image's filesystem.
+func imageFile(t *testing.T, img v1.Image, path string) []byte {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			t.Fatalf("no %s in the image", path)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimPrefix(hdr.Name, "/") == path {
+			data, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return data
+		}
+	}
+}
+
+type cycloneDX struct {
+	Components []struct{ Name, Version string }
+}
+
+// sbomOf fetches the CycloneDX referrer of ref.
+func sbomOf(t *testing.T, ref string) cycloneDX {
+	t.Helper()
+	d, _ := name.NewDigest(ref, name.Insecure)
+	refs, err := remote.Referrers(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := refs.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, desc := range m.Manifests {
+		if desc.ArtifactType != SBOMArtifactType {
+			continue
+		}
+		art := image(t, d.Context().Digest(desc.Digest.String()).String())
+		layers, err := art.Layers()
+		if err != nil || len(layers) != 1 {
+			t.Fatalf("SBOM artifact layers: %d, %v", len(layers), err)
+		}
+		rc, err := layers[0].Compressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		var out cycloneDX
+		if err := json.NewDecoder(rc).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	t.Fatalf("%s has no %s referrer among %d", ref, SBOMArtifactType, len(m.Manifests))
+	return cycloneDX{}
+}
+
+func goModVersion(t *testing.T, module string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.Parse("go.mod", data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.Require {
+		if r.Mod.Path == module {
+			return r.Mod.Version
+		}
+	}
+	t.Fatalf("go.mod does not require %s", module)
+	return ""
+}
