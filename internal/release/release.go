@@ -76,7 +76,7 @@ type release struct {
 	res    Result
 	// operator is the pushed operator image, which the SBOM describes.
 	operator builtIndex
-	signer signature.SignerVerifier
+	signer   signature.SignerVerifier
 	// signed are the digests to sign, in the order they were pushed.
 	signed []name.Digest
 }

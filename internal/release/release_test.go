@@ -204,7 +204,9 @@ func TestReleaseToALoopbackRegistry(t *testing.T) {
 						Deployments []struct {
 							Spec struct {
 								Template struct {
-									Spec struct{ Containers []struct{ Name, Image string } }
+									Spec struct {
+										Containers []struct{ Name, Image string }
+									}
 								}
 							}
 						}

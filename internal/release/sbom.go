@@ -102,5 +102,5 @@ type rawManifest struct {
 	mt  types.MediaType
 }
 
-func (m rawManifest) RawManifest() ([]byte, error)       { return m.raw, nil }
+func (m rawManifest) RawManifest() ([]byte, error)        { return m.raw, nil }
 func (m rawManifest) MediaType() (types.MediaType, error) { return m.mt, nil }
