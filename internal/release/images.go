@@ -96,6 +96,9 @@ func (r *release) buildIndex(ctx context.Context, repo, tag, title string, spec 
 		if err != nil {
 			return out, fmt.Errorf("digest of %s for %s: %w", repo, p, err)
 		}
+		if size, err := compressedSize(img); err == nil {
+			r.o.Logf("%s for %s: %.1f MB compressed", repo, p, float64(size)/1e6)
+		}
 		repoName, err := r.reg.repo(r.ref(repo))
 		if err != nil {
 			return out, err
@@ -127,3 +130,21 @@ func (r *release) labels(title, version string) map[string]string {
 
 // License is the SPDX identifier in the images' licenses label: OpenBao's.
 const License = "MPL-2.0"
+
+// compressedSize is the sum of the image's compressed layers: what a pull
+// downloads.
+func compressedSize(img v1.Image) (int64, error) {
+	layers, err := img.Layers()
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, l := range layers {
+		size, err := l.Size()
+		if err != nil {
+			return 0, err
+		}
+		total += size
+	}
+	return total, nil
+}

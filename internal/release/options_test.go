@@ -2,6 +2,11 @@ package release
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"os"
 	"path/filepath"
@@ -97,5 +102,16 @@ func TestASigningKeyMustBeECDSAP256(t *testing.T) {
 	}
 	if _, err := loadSigner([]byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")); err == nil {
 		t.Fatal("a broken key was accepted")
+	}
+	k, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadSigner(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})); err == nil {
+		t.Fatal("a P-384 key was accepted: cosign keys and the operator's verifier are P-256")
 	}
 }
