@@ -55,7 +55,17 @@ func (r *release) buildImages(ctx context.Context) error {
 	}
 	r.operator = op
 	r.res.Operator = op.ref.String()
-	wr, err := r.buildIndex(ctx, WrapperRepo, wrapper.Version, "bao-wrapper, PID 1 of OpenBao pods", func(platform string) (images.Spec, string, error) {
+	// The wrapper's labels and creation time are those of the last commit
+	// that changed its sources, not the release's: an operator release
+	// that leaves the wrapper alone pushes the same wrapper digest, and
+	// OpenBao pod templates, which name it, stay as they are.
+	wrapperCommit, wrapperTime, err := sourceCommit(ctx, r.o.RepoRoot, "./cmd/bao-wrapper")
+	if err != nil {
+		return err
+	}
+	wrapperRelease := *r
+	wrapperRelease.commit, wrapperRelease.epoch = wrapperCommit, wrapperTime
+	wr, err := wrapperRelease.buildIndex(ctx, WrapperRepo, wrapper.Version, "bao-wrapper, PID 1 of OpenBao pods", func(platform string) (images.Spec, string, error) {
 		goos, goarch, _ := splitPlatform(platform)
 		bin, err := r.goBuild(ctx, "./cmd/bao-wrapper", goos, goarch)
 		if err != nil {

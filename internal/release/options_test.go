@@ -115,3 +115,56 @@ func TestASigningKeyMustBeECDSAP256(t *testing.T) {
 		t.Fatal("a P-384 key was accepted: cosign keys and the operator's verifier are P-256")
 	}
 }
+
+// TestTheWrapperIsDatedByItsOwnSources: a commit that leaves the wrapper's
+// packages alone does not move the commit its image is labelled and dated
+// with, so its digest stays.
+func TestTheWrapperIsDatedByItsOwnSources(t *testing.T) {
+	ctx := context.Background()
+	dir := gitRepo(t)
+	files := map[string]string{
+		"go.mod":          "module example.test/m\n\ngo 1.22\n",
+		"cmd/w/main.go":   "package main\n\nimport _ \"example.test/m/internal/x\"\n\nfunc main() {}\n",
+		"internal/x/x.go": "package x\n",
+		"other/o.go":      "package other\n",
+	}
+	commitAll := func(msg string) string {
+		t.Helper()
+		for _, args := range [][]string{{"add", "-A"}, {"commit", "-qm", msg}} {
+			if _, err := git(ctx, dir, args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		head, err := git(ctx, dir, "rev-parse", "HEAD")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return head
+	}
+	write := func(name, text string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, text := range files {
+		write(name, text)
+	}
+	wrapperCommit := commitAll("the wrapper")
+	write("other/o.go", "package other\n\n// changed\n")
+	write("a", "changed")
+	commitAll("something else")
+	got, _, err := sourceCommit(ctx, dir, "./cmd/w")
+	if err != nil || got != wrapperCommit {
+		t.Fatalf("sourceCommit = %s, %v; want %s, the last commit that changed cmd/w or internal/x", got, err, wrapperCommit)
+	}
+	write("internal/x/x.go", "package x\n\n// changed\n")
+	changed := commitAll("the wrapper's dependency")
+	if got, _, err := sourceCommit(ctx, dir, "./cmd/w"); err != nil || got != changed {
+		t.Fatalf("after a change to internal/x: %s, %v; want %s", got, err, changed)
+	}
+}

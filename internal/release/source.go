@@ -41,6 +41,33 @@ func inspectTree(ctx context.Context, root string, allowDirty bool) (string, tim
 	return commit, time.Unix(secs, 0).UTC(), nil
 }
 
+// sourceCommit is the last commit that changed a package of this module
+// that pkg links (pkg included), and its time.
+func sourceCommit(ctx context.Context, root, pkg string) (string, time.Time, error) {
+	out, err := run(ctx, root, []string{"GOFLAGS=-mod=readonly"}, "go", "list", "-deps", "-f", "{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}", pkg)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	args := []string{"log", "-1", "--format=%H %ct", "--"}
+	for _, dir := range strings.Fields(out) {
+		rel, err := filepath.Rel(root, dir)
+		if err != nil {
+			return "", time.Time{}, fmt.Errorf("package directory %s: %w", dir, err)
+		}
+		args = append(args, rel)
+	}
+	line, err := git(ctx, root, args...)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	commit, ct, _ := strings.Cut(line, " ")
+	secs, err := strconv.ParseInt(ct, 10, 64)
+	if err != nil || commit == "" {
+		return "", time.Time{}, fmt.Errorf("no commit changed %s's sources (%q)", pkg, line)
+	}
+	return commit, time.Unix(secs, 0).UTC(), nil
+}
+
 func git(ctx context.Context, root string, args ...string) (string, error) {
 	out, err := run(ctx, root, nil, "git", args...)
 	return strings.TrimSpace(out), err
