@@ -39,12 +39,8 @@ func (r *release) buildImages(ctx context.Context) error {
 		if err != nil {
 			return images.Spec{}, "", err
 		}
-		wrapperBin, err := r.goBuild(ctx, "./cmd/bao-wrapper", goos, goarch)
-		if err != nil {
-			return images.Spec{}, "", err
-		}
 		// The test tiers' operator image, so both run the same layout.
-		spec := images.Operator(manager, wrapperBin)
+		spec := images.Operator(manager)
 		// The backup and restore executor stages files under the
 		// temporary directory.
 		spec.Dirs = append(spec.Dirs, images.Dir{Path: "/tmp", Mode: 0o1777})
@@ -71,11 +67,7 @@ func (r *release) buildImages(ctx context.Context) error {
 		if err != nil {
 			return images.Spec{}, "", err
 		}
-		return images.Spec{
-			Files:      []images.File{{Path: "/bao-wrapper", Source: bin, Mode: 0o755}},
-			User:       fmt.Sprintf("%d:%d", images.NonRootUID, images.NonRootUID),
-			Entrypoint: []string{"/bao-wrapper"},
-		}, bin, nil
+		return images.Wrapper(bin), bin, nil
 	})
 	if err != nil {
 		return err

@@ -73,8 +73,9 @@ func (r *release) buildBundle(context.Context) error {
 
 // rewriteCSV makes the shipped CSV this release's: its name and version,
 // the operator's image by digest in the Deployment and the containerImage
-// annotation, WRAPPER_IMAGE (when the Deployment sets it) and relatedImages
-// by digest. The first release in the catalog replaces nothing; olm.skipRange
+// annotation; the wrapper and OpenBao by digest in the manager's
+// environment (WRAPPER_IMAGE, RELATED_IMAGE_*) and, with the operator, in
+// relatedImages. The first release in the catalog replaces nothing; olm.skipRange
 // lets any earlier version upgrade straight to it.
 func rewriteCSV(data []byte, version, operator, wrapperRef, openbao string) ([]byte, error) {
 	var csv unstructured.Unstructured
@@ -93,9 +94,10 @@ func rewriteCSV(data []byte, version, operator, wrapperRef, openbao string) ([]b
 	unstructured.RemoveNestedField(csv.Object, "spec", "replaces")
 	related := []any{
 		map[string]any{"name": "openbao-operator", "image": operator},
-		map[string]any{"name": "bao-wrapper", "image": wrapperRef},
 		map[string]any{"name": "openbao", "image": openbao},
+		map[string]any{"name": "wrapper", "image": wrapperRef},
 	}
+	envs := map[string]string{"WRAPPER_IMAGE": wrapperRef, "RELATED_IMAGE_WRAPPER": wrapperRef, "RELATED_IMAGE_OPENBAO": openbao}
 	_ = unstructured.SetNestedSlice(csv.Object, related, "spec", "relatedImages")
 	deployments, _, _ := unstructured.NestedSlice(csv.Object, "spec", "install", "spec", "deployments")
 	pinned := 0
@@ -110,8 +112,9 @@ func rewriteCSV(data []byte, version, operator, wrapperRef, openbao string) ([]b
 			pinned++
 			env, _ := c["env"].([]any)
 			for _, e := range env {
-				if e := e.(map[string]any); e["name"] == "WRAPPER_IMAGE" {
-					e["value"] = wrapperRef
+				e := e.(map[string]any)
+				if v, ok := envs[e["name"].(string)]; ok {
+					e["value"] = v
 				}
 			}
 		}

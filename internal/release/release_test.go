@@ -184,10 +184,21 @@ func TestReleaseToALoopbackRegistry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		img := ch.Values["image"].(map[string]any)
-		d, _ := name.NewDigest(second.Operator, name.Insecure)
-		if img["repository"] != d.Context().Name() || img["digest"] != d.DigestStr() || ch.Metadata.Version != "0.2.0" {
-			t.Fatalf("chart %s, image values %v", ch.Metadata.Version, img)
+		if ch.Metadata.Version != "0.2.0" || ch.Metadata.AppVersion != "0.2.0" {
+			t.Errorf("chart version %s, appVersion %s", ch.Metadata.Version, ch.Metadata.AppVersion)
+		}
+		wrapperValues, _ := ch.Values["wrapper"].(map[string]any)
+		for what, c := range map[string]struct {
+			values map[string]any
+			ref    string
+		}{
+			"image":         {ch.Values["image"].(map[string]any), second.Operator},
+			"wrapper.image": {wrapperValues["image"].(map[string]any), second.Wrapper},
+		} {
+			d, _ := name.NewDigest(c.ref, name.Insecure)
+			if c.values["repository"] != d.Context().Name() || c.values["digest"] != d.DigestStr() {
+				t.Errorf("%s values %v, want %s", what, c.values, c.ref)
+			}
 		}
 	})
 	t.Run("the bundle's CSV runs the operator by digest", func(t *testing.T) {
@@ -205,7 +216,10 @@ func TestReleaseToALoopbackRegistry(t *testing.T) {
 							Spec struct {
 								Template struct {
 									Spec struct {
-										Containers []struct{ Name, Image string }
+										Containers []struct {
+											Name, Image string
+											Env         []struct{ Name, Value string }
+										}
 									}
 								}
 							}
@@ -224,11 +238,18 @@ func TestReleaseToALoopbackRegistry(t *testing.T) {
 		if len(deployments) != 1 || deployments[0].Spec.Template.Spec.Containers[0].Image != second.Operator {
 			t.Errorf("the Deployment runs %+v, want %s", deployments, second.Operator)
 		}
+		env := map[string]string{}
+		for _, e := range deployments[0].Spec.Template.Spec.Containers[0].Env {
+			env[e.Name] = e.Value
+		}
+		if env["WRAPPER_IMAGE"] != second.Wrapper || env["RELATED_IMAGE_WRAPPER"] != second.Wrapper || env["RELATED_IMAGE_OPENBAO"] != second.OpenBao {
+			t.Errorf("the manager's environment %v does not pin the wrapper %s and OpenBao %s", env, second.Wrapper, second.OpenBao)
+		}
 		related := map[string]string{}
 		for _, r := range csv.Spec.RelatedImages {
 			related[r.Name] = r.Image
 		}
-		want := map[string]string{"openbao-operator": second.Operator, "bao-wrapper": second.Wrapper, "openbao": second.OpenBao}
+		want := map[string]string{"openbao-operator": second.Operator, "wrapper": second.Wrapper, "openbao": second.OpenBao}
 		if !maps.Equal(related, want) {
 			t.Errorf("relatedImages %v, want %v", related, want)
 		}
@@ -242,8 +263,10 @@ func TestReleaseToALoopbackRegistry(t *testing.T) {
 		if err != nil {
 			t.Fatalf("kustomize build: %v\n%s", err, out)
 		}
-		if !strings.Contains(string(out), "image: "+second.Operator+"\n") {
-			t.Fatalf("the overlay's manifests do not run %s", second.Operator)
+		for _, want := range []string{"image: " + second.Operator + "\n", "value: " + second.Wrapper + "\n"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("the overlay's manifests lack %q", want)
+			}
 		}
 	})
 	t.Run("the catalog serves the bundle by digest", func(t *testing.T) {
