@@ -263,10 +263,43 @@ func TestReleaseToALoopbackRegistry(t *testing.T) {
 		if err != nil {
 			t.Fatalf("kustomize build: %v\n%s", err, out)
 		}
-		for _, want := range []string{"image: " + second.Operator + "\n", "value: " + second.Wrapper + "\n"} {
-			if !strings.Contains(string(out), want) {
-				t.Errorf("the overlay's manifests lack %q", want)
+		var found bool
+		for _, doc := range strings.Split(string(out), "\n---\n") {
+			var d struct {
+				Kind     string
+				Metadata struct{ Name string }
+				Spec     struct {
+					Template struct {
+						Spec struct {
+							Containers []struct {
+								Name, Image string
+								Env         []struct{ Name, Value string }
+							}
+						}
+					}
+				}
 			}
+			if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+				t.Fatal(err)
+			}
+			if d.Kind != "Deployment" || d.Metadata.Name != "openbao-operator-controller-manager" {
+				continue
+			}
+			found = true
+			cs := d.Spec.Template.Spec.Containers
+			if len(cs) != 1 || cs[0].Name != managerName || cs[0].Image != second.Operator {
+				t.Fatalf("the manager Deployment's containers %+v, want %s alone", cs, second.Operator)
+			}
+			env := map[string]string{}
+			for _, e := range cs[0].Env {
+				env[e.Name] = e.Value
+			}
+			if env["WRAPPER_IMAGE"] != second.Wrapper {
+				t.Errorf("WRAPPER_IMAGE %q, want %s", env["WRAPPER_IMAGE"], second.Wrapper)
+			}
+		}
+		if !found {
+			t.Fatal("the overlay has no manager Deployment")
 		}
 	})
 	t.Run("the catalog serves the bundle by digest", func(t *testing.T) {
