@@ -70,8 +70,8 @@ func TestADirtyTreeIsRefused(t *testing.T) {
 func TestBadOptionsAreRefusedNamingTheInput(t *testing.T) {
 	good := Options{RepoRoot: ".", Version: "0.2.0", Registry: "registry.example/openbao", SigningKeyPEM: []byte("k"),
 		OpenBaoImage: "quay.io/openbao/openbao:2.4.0", OutDir: t.TempDir()}
-	if _, err := good.withDefaults(); err != nil {
-		t.Fatalf("good options: %v", err)
+	if o, err := good.withDefaults(); err != nil || !filepath.IsAbs(o.RepoRoot) {
+		t.Fatalf("good options: %v; RepoRoot %q must be made absolute (go list answers absolute directories)", err, o.RepoRoot)
 	}
 	for what, c := range map[string]struct {
 		mutate func(*Options)

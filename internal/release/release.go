@@ -154,6 +154,13 @@ func (o Options) withDefaults() (Options, error) {
 	case o.OpenBaoImage == "":
 		return o, fmt.Errorf("OPENBAO_IMAGE is empty: set it to the default OpenBao image (a tag or a digest)")
 	}
+	// Absolute: git, go list and the relative paths of the kustomize
+	// overlay are worked out from it.
+	root, err := filepath.Abs(o.RepoRoot)
+	if err != nil {
+		return o, fmt.Errorf("RepoRoot %q: %w", o.RepoRoot, err)
+	}
+	o.RepoRoot = root
 	if _, err := name.NewRepository(o.Registry+"/"+OperatorRepo, name.StrictValidation); err != nil {
 		return o, fmt.Errorf("REGISTRY %q does not make a repository name: %w", o.Registry, err)
 	}
