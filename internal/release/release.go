@@ -71,7 +71,7 @@ type release struct {
 	o      Options
 	commit string
 	epoch  time.Time // the commit's time: every timestamp in the release
-	work   string    // OutDir/.build, the binaries
+	work   string    // a temporary directory: the binaries, the bundle and catalog trees
 	reg    registry
 	res    Result
 	// operator is the pushed operator image, which the SBOM describes.
@@ -92,7 +92,14 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	r := &release{o: o, commit: commit, epoch: epoch, work: filepath.Join(o.OutDir, ".build"),
+	// The binaries are built outside OutDir, which holds what is published;
+	// Go's build cache makes building them again cheap.
+	work, err := os.MkdirTemp("", "openbao-release-")
+	if err != nil {
+		return Result{}, fmt.Errorf("create a build directory: %w", err)
+	}
+	defer os.RemoveAll(work)
+	r := &release{o: o, commit: commit, epoch: epoch, work: work,
 		reg: newRegistry(ctx, o.PlainHTTP), res: Result{Version: o.Version}}
 	o.Logf("release %s of commit %s (SOURCE_DATE_EPOCH %d) to %s", o.Version, commit[:12], epoch.Unix(), o.Registry)
 	steps := []struct {
