@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,6 +69,37 @@ func splitTag(image string) (repository, tag string, err error) {
 // killed run left pending, and server-side applies crds/ itself when the
 // CRDs exist, since helm would leave them as they are.
 func installChart(ctx context.Context, c Config, cl client.Client, image, wrapperImage string, logf Logf) error {
+	dir := filepath.Join(c.RepoRoot, OperatorChartDir)
+	chrt, err := loader.LoadDir(dir)
+	if err != nil {
+		return fmt.Errorf("load chart %s: %w", dir, err)
+	}
+	vals, err := ImageValues(image, wrapperImage)
+	if err != nil {
+		return err
+	}
+	// The platform's image policy: the node runs only the images built
+	// here and imported into containerd, all named localhost/<name>.
+	maps.Copy(vals, NodeValues(LocalRegistry))
+	return InstallChart(ctx, c, cl, chrt, OperatorChartDir, vals, logf)
+}
+
+// NodeValues are the chart values every install on the node needs: the
+// least-privilege install, every test namespace handed to the operator by
+// an OpenBaoTenant (Provision), and the platform's image policy allowing
+// registry alone.
+func NodeValues(registry string) map[string]any {
+	return map[string]any{
+		"tenancy":     map[string]any{"enabled": true},
+		"imagePolicy": map[string]any{"allowedRepositories": []any{registry}},
+	}
+}
+
+// InstallChart makes the operator release on the node the install chart
+// chrt (read from source, for the log) with vals: the operator namespace
+// applied, the CRDs refreshed, then a helm install or upgrade
+// (installOrUpgrade).
+func InstallChart(ctx context.Context, c Config, cl client.Client, chrt *chart.Chart, source string, vals map[string]any, logf Logf) error {
 	ns, err := os.ReadFile(filepath.Join(c.RepoRoot, operatorNamespaceFile))
 	if err != nil {
 		return fmt.Errorf("read the operator namespace: %w", err)
@@ -79,29 +111,14 @@ func installChart(ctx context.Context, c Config, cl client.Client, image, wrappe
 	if err := Apply(ctx, cl, objs); err != nil {
 		return err
 	}
-	dir := filepath.Join(c.RepoRoot, OperatorChartDir)
-	chrt, err := loader.LoadDir(dir)
-	if err != nil {
-		return fmt.Errorf("load chart %s: %w", dir, err)
-	}
 	if err := refreshCRDs(ctx, cl, chrt); err != nil {
 		return err
 	}
-	vals, err := ImageValues(image, wrapperImage)
-	if err != nil {
-		return err
-	}
-	// The least-privilege install: every test namespace is handed to the
-	// operator by an OpenBaoTenant (Provision).
-	vals["tenancy"] = map[string]any{"enabled": true}
-	// The platform's image policy: the node runs only the images built
-	// here and imported into containerd, all named localhost/<name>.
-	vals["imagePolicy"] = map[string]any{"allowedRepositories": []any{LocalRegistry}}
 	cfg, err := helmConfig(c)
 	if err != nil {
 		return err
 	}
-	return installOrUpgrade(ctx, cfg, chrt, vals, logf)
+	return installOrUpgrade(ctx, cfg, chrt, source, vals, logf)
 }
 
 // helmConfig is helm's action configuration for the operator's namespace on
@@ -118,7 +135,7 @@ func helmConfig(c Config) (*action.Configuration, error) {
 	return cfg, nil
 }
 
-func installOrUpgrade(ctx context.Context, cfg *action.Configuration, chrt *chart.Chart, vals map[string]any, logf Logf) error {
+func installOrUpgrade(ctx context.Context, cfg *action.Configuration, chrt *chart.Chart, source string, vals map[string]any, logf Logf) error {
 	last, err := cfg.Releases.Last(OperatorRelease)
 	switch {
 	case errors.Is(err, driver.ErrReleaseNotFound):
@@ -136,7 +153,7 @@ func installOrUpgrade(ctx context.Context, cfg *action.Configuration, chrt *char
 		if _, err := up.RunWithContext(ctx, OperatorRelease, chrt, vals); err != nil {
 			return fmt.Errorf("helm upgrade %s: %w", OperatorRelease, err)
 		}
-		logf("helm upgrade %s (revision %d) from %s", OperatorRelease, last.Version+1, OperatorChartDir)
+		logf("helm upgrade %s (revision %d) from %s", OperatorRelease, last.Version+1, source)
 		return nil
 	}
 	in := action.NewInstall(cfg)
@@ -144,7 +161,7 @@ func installOrUpgrade(ctx context.Context, cfg *action.Configuration, chrt *char
 	if _, err := in.RunWithContext(ctx, chrt, vals); err != nil {
 		return fmt.Errorf("helm install %s: %w", OperatorRelease, err)
 	}
-	logf("helm install %s from %s", OperatorRelease, OperatorChartDir)
+	logf("helm install %s from %s", OperatorRelease, source)
 	return nil
 }
 

@@ -136,9 +136,9 @@ func deploymentReady(d *appsv1.Deployment) (bool, string, error) {
 	return ok, why, nil
 }
 
-// managerSelector selects the operator's manager pods (the chart's
+// ManagerSelector selects the operator's manager pods (the chart's
 // selector labels, the same as config/manager's).
-var managerSelector = client.MatchingLabels{"app.kubernetes.io/name": "openbao-operator", "control-plane": "controller-manager"}
+var ManagerSelector = client.MatchingLabels{"app.kubernetes.io/name": "openbao-operator", "control-plane": "controller-manager"}
 
 // podProblems says why the selected pods are not Ready, from their
 // container states, so that a wait that timed out names the cause (an image

@@ -126,6 +126,29 @@ func TestAddonManifestsDecodeWithImageAndDNSAddress(t *testing.T) {
 	}
 }
 
+// A loopback registry is trusted over plain HTTP for pulls alone, in the
+// state directory; a registry elsewhere is refused.
+func TestTrustRegistryWritesHostsTomlForLoopbackAlone(t *testing.T) {
+	c := Config{StateDir: t.TempDir()}
+	if err := TrustRegistry(c, "127.0.0.1:5123"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(c.StateDir, "containerd", "certs.d", "127.0.0.1:5123", "hosts.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{`server = "http://127.0.0.1:5123"`, `[host."http://127.0.0.1:5123"]`, `capabilities = ["pull", "resolve"]`} {
+		if !strings.Contains(string(got), w) {
+			t.Errorf("hosts.toml lacks %q:\n%s", w, got)
+		}
+	}
+	for _, host := range []string{"registry.example:5000", "10.0.0.1:5000", "127.0.0.1"} {
+		if err := TrustRegistry(c, host); err == nil {
+			t.Errorf("TrustRegistry(%q) was accepted", host)
+		}
+	}
+}
+
 // The host fixes of toolchain.md: without any of them pods fail on this
 // machine, so the rendered configurations must keep carrying them.
 func TestRenderedConfigsCarryTheHostFixes(t *testing.T) {
@@ -136,7 +159,7 @@ func TestRenderedConfigsCarryTheHostFixes(t *testing.T) {
 	}{
 		{"kubelet", kubeletConfig(c, "192.0.2.2"), []string{"failCgroupV1: false", "cgroupDriver: cgroupfs", "oomScoreAdj: 0", "failSwapOn: false", "resolvConf: /s/resolv.conf"}},
 		{"kube-proxy", kubeProxyConfig(c), []string{"oomScoreAdj: 0", "localhostNodePorts: false", "maxPerCore: 0"}},
-		{"containerd", containerdConfig(c, "localhost/pause:1"), []string{"restrict_oom_score_adj = true", "SystemdCgroup = false", `sandbox_image = "localhost/pause:1"`, `root = "/s/containerd/root"`}},
+		{"containerd", containerdConfig(c, "localhost/pause:1"), []string{"restrict_oom_score_adj = true", "SystemdCgroup = false", `sandbox_image = "localhost/pause:1"`, `root = "/s/containerd/root"`, `config_path = "/s/containerd/certs.d"`}},
 		{"cni", cniConflist(c), []string{`"ipMasq": false`, `"subnet": "10.244.0.0/24"`, `"dataDir": "/s/cni/ipam"`}},
 	}
 	for _, tc := range cases {

@@ -62,24 +62,32 @@ func InstallOperator(ctx context.Context, c Config, logf Logf) (OperatorTimings,
 		return t, err
 	}
 	t.Helm = time.Since(phase)
-	// A manager that exits soon after start passes the first two waits in
-	// the moment it is up: the third asks that it stays up. Any wait's
-	// failure names the pods' states.
-	key := client.ObjectKey{Namespace: OperatorNamespace, Name: OperatorDeployment}
-	err = WaitDeploymentReady(ctx, cl, key, 3*time.Minute)
-	if err == nil {
-		err = WaitWebhookServing(ctx, cl, OperatorNamespace, time.Minute)
-	}
-	if err == nil {
-		err = waitPodsSteady(ctx, cl, OperatorNamespace, managerSelector, managerSteady, time.Minute)
-	}
-	if err != nil {
-		return t, fmt.Errorf("%w; manager pods: %s", err, podProblems(ctx, cl, OperatorNamespace, managerSelector))
+	if err := WaitOperatorReady(ctx, cl); err != nil {
+		return t, err
 	}
 	t.Ready = time.Since(phase)
 	logf("operator installed by helm in %s, Ready and its webhook serving %s after helm started",
 		t.Helm.Round(time.Millisecond), t.Ready.Round(time.Millisecond))
 	return t, nil
+}
+
+// WaitOperatorReady waits until the manager Deployment is available, its
+// webhook answers and its pods stay up: a manager that exits soon after
+// start passes the first two waits in the moment it is up, the third asks
+// that it stays up. Any wait's failure names the pods' states.
+func WaitOperatorReady(ctx context.Context, cl client.Client) error {
+	key := client.ObjectKey{Namespace: OperatorNamespace, Name: OperatorDeployment}
+	err := WaitDeploymentReady(ctx, cl, key, 3*time.Minute)
+	if err == nil {
+		err = WaitWebhookServing(ctx, cl, OperatorNamespace, time.Minute)
+	}
+	if err == nil {
+		err = waitPodsSteady(ctx, cl, OperatorNamespace, ManagerSelector, managerSteady, time.Minute)
+	}
+	if err != nil {
+		return fmt.Errorf("%w; manager pods: %s", err, podProblems(ctx, cl, OperatorNamespace, ManagerSelector))
+	}
+	return nil
 }
 
 // WaitWebhookServing waits until the API server reaches the operator's

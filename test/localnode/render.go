@@ -206,7 +206,10 @@ conntrack:
 
 // containerdConfig keeps containerd's root, state and socket in the state
 // directory, runs runc with cgroupfs and restricts oom_score_adj, without
-// which every sandbox fails on this host.
+// which every sandbox fails on this host. Registries are configured by
+// hosts.toml files under the state directory (TrustRegistry), which
+// containerd reads at each pull, so a registry started after the node is
+// trusted without a restart.
 func containerdConfig(c Config, sandboxImage string) string {
 	return fmt.Sprintf(`version = 2
 root = %q
@@ -236,8 +239,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = %q
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = %q
 `, c.path("containerd", "root"), c.path("containerd", "state"), c.containerdSock(),
-		c.containerdSock()+".ttrpc", c.path("containerd", "opt"), sandboxImage, c.path("cni", "net.d"))
+		c.containerdSock()+".ttrpc", c.path("containerd", "opt"), sandboxImage, c.path("cni", "net.d"), c.registryHostsDir())
 }
 
 // cniConflist is a bridge network without IP masquerade: pods talk to each
