@@ -60,7 +60,7 @@ lint: ## Check formatting (gofmt) and run go vet.
 	go vet ./...
 
 .PHONY: test
-test: ## Run every test tier: unit, envtest, OpenBao, e2e, OLM.
+test: ## Run every test tier: unit, envtest, OpenBao, e2e, release, OLM.
 	@# Cold, both tool sets mostly wait on the module proxy: built side by
 	@# side they take about as long as the larger alone.
 	@$(MAKE) --no-print-directory -j2 tools olm-tools
@@ -70,6 +70,7 @@ test: ## Run every test tier: unit, envtest, OpenBao, e2e, OLM.
 	@# as long as the slower alone. -Otarget keeps each tier's output whole.
 	@$(MAKE) --no-print-directory -j2 -Otarget test-envtest test-openbao
 	@$(MAKE) --no-print-directory test-e2e
+	@$(MAKE) --no-print-directory test-release
 	@$(MAKE) --no-print-directory test-olm
 
 .PHONY: test-unit
@@ -113,6 +114,14 @@ test-e2e: ## e2e tier: a real single-node Kubernetes with the operator installed
 	@# while not every cluster forms at once.
 	@rc=0; $(GO_TEST) -v -parallel 8 -timeout 20m ./test/e2e/... || rc=$$?; \
 	go run $(LOCALNODE) down -owner e2e; exit $$rc
+
+.PHONY: test-release
+test-release: ## Release tier: two releases (internal/release) into a loopback OCI registry the node pulls from; Helm installs the OCI chart by digest, forms a cluster, checks signatures and the SBOM, upgrades the operator and counts OpenBao restarts (root).
+	@echo "=== tier: release"
+	@# As test-e2e: the tier tears its node down itself; the extra `down`
+	@# cleans up after a killed run.
+	@rc=0; $(GO_TEST) -v -timeout 20m ./test/release || rc=$$?; \
+	go run $(LOCALNODE) down -owner release; exit $$rc
 
 # OLM v0 and opm: `make tools` leaves them out so that `make demo` does not
 # pay their cold build; `make test` builds both sets.
