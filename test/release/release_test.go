@@ -235,4 +235,3 @@ func publicPEM(t *testing.T, keyPEM []byte) string {
 	}
 	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
 }
-
