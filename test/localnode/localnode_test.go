@@ -2,6 +2,7 @@ package localnode
 
 import (
 	"bufio"
+	"errors"
 	"crypto/x509"
 	"encoding/pem"
 	"net"
@@ -225,5 +226,18 @@ func TestFrontProxyClientChainsToItsOwnCAOnly(t *testing.T) {
 		if !strings.Contains(args, w) {
 			t.Errorf("kube-apiserver args lack %s", w)
 		}
+	}
+}
+
+// A webhook that denies the probe answers; one the API server cannot
+// reach does not.
+func TestAWebhookDenialIsAnAnswerAndAFailedCallIsNot(t *testing.T) {
+	denied := errors.New(`admission webhook "vopenbaocluster.openbao.org" denied the request: OpenBaoCluster.openbao.org "webhook-probe" is invalid: spec.image: Forbidden: image "localhost/openbao:2.4.0" is not from a repository the platform allows`)
+	failed := errors.New(`Internal error occurred: failed calling webhook "vopenbaocluster.openbao.org": failed to call webhook: Post "https://openbao-operator-webhook-service.openbao-operator-system.svc:443/validate": dial tcp 10.96.12.3:443: connect: connection refused`)
+	if !webhookDenied(denied) {
+		t.Error("a denial is not taken for an answer")
+	}
+	if webhookDenied(failed) {
+		t.Error("a failed call is taken for an answer")
 	}
 }

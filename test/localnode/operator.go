@@ -3,6 +3,7 @@ package localnode
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -94,7 +95,8 @@ func WaitOperatorReady(ctx context.Context, cl client.Client) error {
 // admission webhook (failure policy Fail) for OpenBaoClusters in
 // namespace: a Ready pod is in the webhook Service's endpoints only once
 // kube-proxy has programmed them, and until then every OpenBaoCluster write
-// is refused. A dry-run create asks.
+// is refused. A dry-run create asks; the webhook's own denial (an install
+// whose image policy does not allow the probe's image) is an answer too.
 func WaitWebhookServing(ctx context.Context, cl client.Client, namespace string, timeout time.Duration) error {
 	probe := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "openbao.org/v1alpha1", "kind": "OpenBaoCluster",
@@ -104,7 +106,7 @@ func WaitWebhookServing(ctx context.Context, cl client.Client, namespace string,
 	deadline := time.Now().Add(timeout)
 	for {
 		err := cl.Create(ctx, probe.DeepCopy(), client.DryRunAll)
-		if err == nil {
+		if err == nil || webhookDenied(err) {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -112,4 +114,12 @@ func WaitWebhookServing(ctx context.Context, cl client.Client, namespace string,
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// webhookDenied says whether err is a validating webhook's denial, as the
+// API server words it, rather than a failure to reach the webhook
+// ("failed calling webhook").
+func webhookDenied(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "admission webhook \"") && strings.Contains(msg, "\" denied the request")
 }

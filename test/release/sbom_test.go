@@ -73,14 +73,12 @@ func attachedSBOMs(t *testing.T, image string) map[string][]byte {
 			t.Fatal(err)
 		}
 		for _, r := range rm.Manifests {
-			if isSBOM(r.ArtifactType) {
-				addLayers(t, docs, s.Context().Digest(r.Digest.String()))
-			}
+			addSBOMLayers(t, docs, s.Context().Digest(r.Digest.String()))
 		}
 		h, _ := v1.NewHash(s.DigestStr())
 		tag := s.Context().Tag(h.Algorithm + "-" + h.Hex + ".sbom")
 		if _, err := remote.Head(tag); err == nil {
-			addLayers(t, docs, tag)
+			addSBOMLayers(t, docs, tag)
 		}
 	}
 	return docs
@@ -90,20 +88,28 @@ func isSBOM(mediaType string) bool {
 	return strings.Contains(mediaType, "cyclonedx") || strings.Contains(mediaType, "spdx")
 }
 
-// addLayers reads the layers of an SBOM artifact (an image manifest whose
-// layers, or whose artifact type, are the SBOM).
-func addLayers(t *testing.T, docs map[string][]byte, ref name.Reference) {
+// addSBOMLayers reads the SBOM layers of an artifact: those whose media
+// type, or the artifact's type, is CycloneDX or SPDX (a referrer's
+// descriptor may carry the config's type instead, so the manifest is read).
+func addSBOMLayers(t *testing.T, docs map[string][]byte, ref name.Reference) {
 	t.Helper()
 	img, err := remote.Image(ref)
 	if err != nil {
-		t.Fatalf("read SBOM artifact %s: %v", ref, err)
+		t.Fatalf("read artifact %s: %v", ref, err)
 	}
-	layers, err := img.Layers()
+	m, err := img.Manifest()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, l := range layers {
-		rc, err := l.Compressed()
+	for i, l := range m.Layers {
+		if !isSBOM(m.ArtifactType) && !isSBOM(string(l.MediaType)) {
+			continue
+		}
+		layer, err := img.LayerByDigest(l.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := layer.Compressed()
 		if err != nil {
 			t.Fatal(err)
 		}
