@@ -2,9 +2,9 @@ package localnode
 
 import (
 	"bufio"
-	"errors"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
