@@ -79,10 +79,11 @@ func TestReleaseInstallsByDigestAndUpgradesWithoutRestartingOpenBao(t *testing.T
 	installFromOCI(ctx, t, cl, next)
 	checkChildComesBack(ctx, t, cl, ns)
 	after := snapshotServers(ctx, t, cl, ns)
-	restarts := countRestarts(before, after)
-	logf("OpenBao server restarts during the operator upgrade %s -> %s: %d", versionN, versionNext, len(restarts))
-	for _, r := range restarts {
-		t.Error(r)
+	changes := countRestarts(before, after)
+	logf("OpenBao server pods restarted or replaced, or StatefulSet changes, during the operator upgrade %s -> %s: %d (goal 0)",
+		versionN, versionNext, len(changes))
+	for _, c := range changes {
+		t.Error(c)
 	}
 }
 
