@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -194,5 +195,41 @@ func TestBuildPrunesEarlierTarballsOfTheSameRepository(t *testing.T) {
 	}
 	if _, err := os.Stat(tarballs[1]); err != nil {
 		t.Errorf("latest tarball: %v", err)
+	}
+}
+
+// The next operator image of the upgrade tests is another build: the
+// manager says it is OperatorNextVersion, and the image differs from the
+// current one.
+func TestTheNextOperatorIsStampedAsTheNextRelease(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	current, next := filepath.Join(dir, "manager"), filepath.Join(dir, "manager-next")
+	if err := GoBuild(root, "./cmd/openbao-operator", current); err != nil {
+		t.Fatal(err)
+	}
+	if err := GoBuildVersion(root, "./cmd/openbao-operator", next, OperatorNextVersion); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(next, "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != OperatorNextVersion {
+		t.Errorf("the next manager says %q, want %q", got, OperatorNextVersion)
+	}
+	a, err := Build(Operator(current), filepath.Join(dir, "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Build(Operator(next), filepath.Join(dir, "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Ref == b.Ref {
+		t.Errorf("the current and next operators are the same image %s", a.Ref)
 	}
 }

@@ -109,8 +109,20 @@ func CoreDNS(corednsBin string) Spec {
 
 // GoBuild compiles a static binary of pkg (relative to repoRoot) into out.
 // Go's build cache makes an unchanged rebuild take about a second.
-func GoBuild(repoRoot, pkg, out string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+func GoBuild(repoRoot, pkg, out string) error { return goBuild(repoRoot, pkg, out, "-s -w") }
+
+// OperatorNextVersion is the release a second operator image is stamped
+// as, for operator upgrades between two really different images.
+const OperatorNextVersion = "0.1.1"
+
+// GoBuildVersion is GoBuild of a main package whose version variable
+// (main.version, as the release stamps it) is set to version.
+func GoBuildVersion(repoRoot, pkg, out, version string) error {
+	return goBuild(repoRoot, pkg, out, "-s -w -X main.version="+version)
+}
+
+func goBuild(repoRoot, pkg, out, ldflags string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", out, pkg)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local")
 	if output, err := cmd.CombinedOutput(); err != nil {

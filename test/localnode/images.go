@@ -14,6 +14,9 @@ import (
 // Image roles.
 const (
 	ImageOperator = "operator"
+	// ImageOperatorNext is the operator stamped as the next release
+	// (images.OperatorNextVersion): another image, for operator upgrades.
+	ImageOperatorNext = "operator-next"
 	// ImageWrapper is bao-wrapper, which OpenBao pods run as PID 1.
 	ImageWrapper = "wrapper"
 	ImageOpenBao = "openbao"
@@ -51,6 +54,13 @@ func imageSpec(c Config, role, binDir string) (images.Spec, error) {
 	case ImageOperator:
 		manager := filepath.Join(binDir, "manager")
 		return images.Operator(manager), images.GoBuild(c.RepoRoot, "./cmd/openbao-operator", manager)
+	case ImageOperatorNext:
+		manager := filepath.Join(binDir, "manager-next")
+		spec := images.Operator(manager)
+		// Its own tag prefix: the cache prunes older tarballs by prefix,
+		// and this image is kept beside the current one.
+		spec.TagPrefix = images.OperatorNextVersion + "-"
+		return spec, images.GoBuildVersion(c.RepoRoot, "./cmd/openbao-operator", manager, images.OperatorNextVersion)
 	case ImageWrapper:
 		bin := filepath.Join(binDir, "bao-wrapper")
 		return images.Wrapper(bin), images.GoBuild(c.RepoRoot, "./cmd/bao-wrapper", bin)

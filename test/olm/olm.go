@@ -446,9 +446,11 @@ func WaitCSV(ctx context.Context, cl client.Client, namespace, name string, time
 // WRAPPER_IMAGE) and OpenBao; a catalog image
 // serving olm/catalog with bundle/ as its bundle image; and an upgrade
 // catalog whose channel goes on to NextVersion, a copy of the bundle that
-// replaces it. Bundles and catalogs are pinned by digest.
+// replaces it and runs OperatorNext, the operator stamped as NextVersion
+// (another image, as a real release's). Bundles and catalogs are pinned by
+// digest.
 type OperatorImages struct {
-	Operator, Wrapper, OpenBao, Catalog, UpgradeCatalog string
+	Operator, OperatorNext, Wrapper, OpenBao, Catalog, UpgradeCatalog string
 }
 
 // Upstream names the bundle and catalog use, replaced by local images.
@@ -462,7 +464,7 @@ const (
 // CSV names of the shipped bundle and of the upgrade catalog's next one.
 const (
 	CurrentCSV  = "openbao-operator.v0.1.0"
-	NextVersion = "0.1.1"
+	NextVersion = images.OperatorNextVersion
 	NextCSV     = "openbao-operator.v" + NextVersion
 )
 
@@ -470,7 +472,7 @@ const (
 // OpenBao images as the e2e tier does, then the bundle and catalog images.
 func BuildOperatorImages(c localnode.Config, logf localnode.Logf) (OperatorImages, error) {
 	var out OperatorImages
-	built, err := localnode.BuildImages(c, localnode.ImageOperator, localnode.ImageWrapper, localnode.ImageOpenBao)
+	built, err := localnode.BuildImages(c, localnode.ImageOperator, localnode.ImageOperatorNext, localnode.ImageWrapper, localnode.ImageOpenBao)
 	if err != nil {
 		return out, err
 	}
@@ -478,6 +480,7 @@ func BuildOperatorImages(c localnode.Config, logf localnode.Logf) (OperatorImage
 		return out, err
 	}
 	out.Operator, out.Wrapper, out.OpenBao = built[localnode.ImageOperator].Ref, built[localnode.ImageWrapper].Ref, built[localnode.ImageOpenBao].Ref
+	out.OperatorNext = built[localnode.ImageOperatorNext].Ref
 	work := filepath.Join(c.ImageCache, "olm-operator")
 	current, next := filepath.Join(work, "bundle"), filepath.Join(work, "bundle-next")
 	csv, err := os.ReadFile(filepath.Join(c.RepoRoot, "bundle", "manifests", "openbao-operator.clusterserviceversion.yaml"))
@@ -492,7 +495,7 @@ func BuildOperatorImages(c localnode.Config, logf localnode.Logf) (OperatorImage
 	if err := copyReplacing(filepath.Join(c.RepoRoot, "bundle"), current, upstreamOperatorImage, out.Operator, upstreamWrapperImage, out.Wrapper); err != nil {
 		return out, err
 	}
-	if err := copyReplacing(current, next); err != nil {
+	if err := copyReplacing(current, next, out.Operator, out.OperatorNext); err != nil {
 		return out, err
 	}
 	if err := makeNext(filepath.Join(next, "manifests", "openbao-operator.clusterserviceversion.yaml")); err != nil {

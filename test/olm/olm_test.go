@@ -122,7 +122,7 @@ func TestOLM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logf("images: operator %s, wrapper %s, openbao %s, catalog %s, upgrade catalog %s", oi.Operator, oi.Wrapper, oi.OpenBao, oi.Catalog, oi.UpgradeCatalog)
+	logf("images: operator %s (next %s), wrapper %s, openbao %s, catalog %s, upgrade catalog %s", oi.Operator, oi.OperatorNext, oi.Wrapper, oi.OpenBao, oi.Catalog, oi.UpgradeCatalog)
 	cl, err := node.Client()
 	if err != nil {
 		t.Fatal(err)
@@ -188,6 +188,7 @@ func upgrade(ctx context.Context, t *testing.T, cl client.Client, oi olm.Operato
 		t.Fatal(err)
 	}
 	waitOperator(ctx, t, cl, localnode.OperatorNamespace)
+	waitManagerImage(ctx, t, cl, oi.OperatorNext)
 	svc := clusterService(ctx, t, cl, clusterNamespace)
 	if err := cl.Delete(ctx, svc); err != nil {
 		t.Fatal(err)
@@ -352,6 +353,30 @@ func createNamespace(ctx context.Context, t *testing.T, cl client.Client, name s
 func waitOperator(ctx context.Context, t *testing.T, cl client.Client, namespace string) {
 	key := client.ObjectKey{Namespace: namespace, Name: localnode.OperatorDeployment}
 	if err := localnode.WaitDeploymentReady(ctx, cl, key, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitManagerImage waits until every manager pod runs image, none of
+// another image left.
+func waitManagerImage(ctx context.Context, t *testing.T, cl client.Client, image string) {
+	t.Helper()
+	err := localnode.Poll(ctx, 2*time.Minute, "every manager pod on "+image, func(ctx context.Context) (bool, string, error) {
+		var pods corev1.PodList
+		if err := cl.List(ctx, &pods, client.InNamespace(localnode.OperatorNamespace), localnode.ManagerSelector); err != nil {
+			return false, err.Error(), nil
+		}
+		var on []string
+		for _, p := range pods.Items {
+			for _, c := range p.Spec.Containers {
+				if c.Name == localnode.ManagerContainer {
+					on = append(on, p.Name+" "+c.Image)
+				}
+			}
+		}
+		return len(on) > 0 && !slices.ContainsFunc(on, func(s string) bool { return !strings.HasSuffix(s, " "+image) }), fmt.Sprint(on), nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
