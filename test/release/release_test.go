@@ -64,6 +64,9 @@ func TestReleaseInstallsByDigestAndUpgradesWithoutRestartingOpenBao(t *testing.T
 	openbao := pushOpenBao(t)
 	keyPEM := signingKey(t)
 	n := releaseAt(ctx, t, versionN, keyPEM, openbao.repo+":"+openbao.tag)
+	if n.OpenBao != openbao.repo+"@"+openbao.digest {
+		t.Errorf("the release pins OpenBao as %s, want %s@%s", n.OpenBao, openbao.repo, openbao.digest)
+	}
 	checkSignatures(ctx, t, n)
 	checkSBOM(t, n)
 	installFromOCI(ctx, t, cl, n)
@@ -76,6 +79,11 @@ func TestReleaseInstallsByDigestAndUpgradesWithoutRestartingOpenBao(t *testing.T
 	if next.Operator == n.Operator {
 		t.Fatalf("releases %s and %s have the same operator image %s", versionN, versionNext, n.Operator)
 	}
+	// The wrapper is versioned on its own: an operator release that does
+	// not change it pushes the same image, so no pod template changes.
+	if next.Wrapper != n.Wrapper {
+		t.Errorf("releases %s and %s of one tree push different wrappers: %s, %s", versionN, versionNext, n.Wrapper, next.Wrapper)
+	}
 	installFromOCI(ctx, t, cl, next)
 	checkChildComesBack(ctx, t, cl, ns)
 	after := snapshotServers(ctx, t, cl, ns)
@@ -87,8 +95,8 @@ func TestReleaseInstallsByDigestAndUpgradesWithoutRestartingOpenBao(t *testing.T
 	}
 }
 
-// image is an image pushed to the registry, by repository and tag.
-type image struct{ repo, tag string }
+// image is an image pushed to the registry: repository, tag and digest.
+type image struct{ repo, tag, digest string }
 
 // pushOpenBao pushes the OpenBao image the other tiers build (test/images,
 // from bin/bao) to the registry, under the tag that names its version.
@@ -113,6 +121,11 @@ func pushOpenBao(t *testing.T) image {
 	if err := remote.Write(ref, img); err != nil {
 		t.Fatalf("push %s: %v", ref, err)
 	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.digest = d.String()
 	logf("pushed %s in %s", ref, time.Since(start).Round(time.Millisecond))
 	return out
 }
