@@ -60,10 +60,22 @@ func createNamespace(ctx context.Context, t *testing.T, cl client.Client, prefix
 	if err := cl.Create(ctx, ns); err != nil {
 		t.Fatalf("create namespace %s-*: %v", prefix, err)
 	}
+	t.Cleanup(func() { deleteNamespace(t, cl, ns.Name) })
 	if err := localnode.Provision(ctx, cl, ns.Name); err != nil {
 		t.Fatal(err)
 	}
 	return ns.Name
+}
+
+// deleteNamespace removes what a test left on a node that outlives the
+// run (one that was up already), without waiting for it to go. The
+// OpenBaoTenant stays: taken away now, it would take the operator's rights
+// before the cluster's deletion ran with them.
+func deleteNamespace(t *testing.T, cl client.Client, name string) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := cl.Delete(context.Background(), ns); client.IgnoreNotFound(err) != nil {
+		t.Errorf("delete namespace %s: %v", name, err)
+	}
 }
 
 // createCluster creates a cluster of the OpenBao image in the registry.

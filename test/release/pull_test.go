@@ -39,6 +39,7 @@ func TestTheNodePullsFromTheLoopbackRegistry(t *testing.T) {
 	if err := cl.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = cl.Delete(context.Background(), ns) })
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "bao-version", Namespace: ns.Name},
 		Spec: corev1.PodSpec{
