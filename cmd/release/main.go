@@ -28,20 +28,21 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("release", flag.ContinueOnError)
 	o := release.Options{Logf: log.New(os.Stderr, "release: ", log.Ltime).Printf}
 	plainHTTP, _ := strconv.ParseBool(os.Getenv("PLAIN_HTTP"))
-	var keyFile, platforms string
+	var keyFile, platforms, pluginPlatforms string
 	fs.StringVar(&o.Version, "version", os.Getenv("VERSION"), "the release, a semantic version without v (VERSION)")
 	fs.StringVar(&o.Registry, "registry", os.Getenv("REGISTRY"), "host[:port][/path] to push every artifact under (REGISTRY)")
 	fs.StringVar(&keyFile, "signing-key-file", os.Getenv("SIGNING_KEY_FILE"), "PEM ECDSA P-256 private key to sign with (SIGNING_KEY_FILE; or COSIGN_KEY, a path or the PEM itself)")
 	fs.StringVar(&o.OpenBaoImage, "openbao-image", envOr("OPENBAO_IMAGE", "quay.io/openbao/openbao:2.4.0"), "the default OpenBao image, pinned by digest in the release (OPENBAO_IMAGE)")
 	fs.BoolVar(&o.PlainHTTP, "plain-http", plainHTTP, "reach the registry over plain HTTP (PLAIN_HTTP)")
 	fs.StringVar(&platforms, "platforms", envOr("PLATFORMS", "linux/amd64,linux/arm64"), "platforms of the operator and wrapper images (PLATFORMS)")
+	fs.StringVar(&pluginPlatforms, "plugin-platforms", envOr("PLUGIN_PLATFORMS", strings.Join(release.PluginPlatforms, ",")), "targets of the kubectl plugin's archives (PLUGIN_PLATFORMS)")
 	fs.StringVar(&o.OutDir, "out", os.Getenv("OUT_DIR"), "where release.json, cosign.pub, SBOMs and plugin archives go (OUT_DIR; default dist/<version>)")
 	fs.StringVar(&o.DownloadBaseURL, "download-base-url", os.Getenv("DOWNLOAD_BASE_URL"), "where the plugin archives are published, for the krew manifest (DOWNLOAD_BASE_URL)")
 	fs.StringVar(&o.RepoRoot, "repo", ".", "the clone to release")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	o.Platforms = strings.Split(platforms, ",")
+	o.Platforms, o.PluginPlatforms = strings.Split(platforms, ","), strings.Split(pluginPlatforms, ",")
 	key, err := signingKey(keyFile)
 	if err != nil {
 		return err

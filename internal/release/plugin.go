@@ -17,18 +17,18 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// PluginPlatforms are the kubectl plugin's release targets.
+// PluginPlatforms are the kubectl plugin's release targets by default.
 var PluginPlatforms = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64", "windows/arm64"}
 
 // KrewManifest is the krew plugin manifest's file name in OutDir.
 const KrewManifest = "openbao.yaml"
 
-// buildPlugin cross-compiles kubectl-openbao for each of PluginPlatforms
+// buildPlugin cross-compiles kubectl-openbao for each of o.PluginPlatforms
 // into an archive in OutDir (tar.gz, zip for Windows) and writes the krew
 // manifest naming each archive's URI under DownloadBaseURL and its sha256.
 func (r *release) buildPlugin(ctx context.Context) error {
 	var platforms []any
-	for _, p := range PluginPlatforms {
+	for _, p := range r.o.PluginPlatforms {
 		goos, goarch, _ := splitPlatform(p)
 		bin, err := r.goBuild(ctx, "./cmd/kubectl-openbao", goos, goarch)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -23,15 +24,19 @@ import (
 
 // Options are a release's inputs.
 type Options struct {
-	RepoRoot      string   // the clone; a dirty git tree is refused unless AllowDirty
-	AllowDirty    bool     // tests only
-	Version       string   // semver without v, e.g. "0.2.0"
-	Registry      string   // host[:port][/path] every artifact is pushed under
-	PlainHTTP     bool     // a loopback test registry
-	Platforms     []string // default linux/amd64, linux/arm64
-	SigningKeyPEM []byte   // PEM private key (ECDSA P-256); cosign signatures by digest
-	OpenBaoImage  string   // the default OpenBao image, a tag or digest ref; pinned by digest
-	OutDir        string   // dist/<version>: release.json, cosign.pub, SBOMs, plugin archives, krew manifest, kustomize overlay
+	RepoRoot   string   // the clone; a dirty git tree is refused unless AllowDirty
+	AllowDirty bool     // tests only
+	Version    string   // semver without v, e.g. "0.2.0"
+	Registry   string   // host[:port][/path] every artifact is pushed under
+	PlainHTTP  bool     // a loopback test registry
+	Platforms  []string // default linux/amd64, linux/arm64
+	// PluginPlatforms are the kubectl plugin's targets; default
+	// PluginPlatforms. Tests name one: each cold cross-build of the
+	// plugin costs minutes.
+	PluginPlatforms []string
+	SigningKeyPEM   []byte // PEM private key (ECDSA P-256); cosign signatures by digest
+	OpenBaoImage    string // the default OpenBao image, a tag or digest ref; pinned by digest
+	OutDir          string // dist/<version>: release.json, cosign.pub, SBOMs, plugin archives, krew manifest, kustomize overlay
 	// DownloadBaseURL is where the plugin archives will be published; the
 	// krew manifest's URIs start with it. Empty: the GitHub release of
 	// Version.
@@ -144,7 +149,10 @@ func (o Options) withDefaults() (Options, error) {
 	if len(o.Platforms) == 0 {
 		o.Platforms = []string{"linux/amd64", "linux/arm64"}
 	}
-	for _, p := range o.Platforms {
+	if len(o.PluginPlatforms) == 0 {
+		o.PluginPlatforms = PluginPlatforms
+	}
+	for _, p := range append(slices.Clone(o.Platforms), o.PluginPlatforms...) {
 		if _, _, err := splitPlatform(p); err != nil {
 			return o, err
 		}

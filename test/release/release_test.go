@@ -151,7 +151,7 @@ func releaseAt(ctx context.Context, t *testing.T, version string, keyPEM []byte,
 	start := time.Now()
 	res, err := release.Run(ctx, release.Options{
 		RepoRoot: node.RepoRoot, AllowDirty: true, Version: version,
-		Registry: reg, PlainHTTP: true, Platforms: platforms(),
+		Registry: reg, PlainHTTP: true, Platforms: platforms(), PluginPlatforms: []string{"linux/amd64"},
 		SigningKeyPEM: keyPEM, OpenBaoImage: openbao, OutDir: t.TempDir(),
 		Logf: func(f string, a ...any) { logf("release "+version+": "+f, a...) },
 	})
