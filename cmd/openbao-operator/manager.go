@@ -23,6 +23,7 @@ import (
 	"github.com/openbao/operator/internal/delegated"
 	"github.com/openbao/operator/internal/imagepolicy"
 	"github.com/openbao/operator/internal/imageverify"
+	"github.com/openbao/operator/internal/logkeys"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/values"
 	"github.com/openbao/operator/internal/watches"
@@ -159,7 +160,7 @@ func runManager(args []string) error {
 	if err := f.requireWrapperImage(); err != nil {
 		return err
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	ctrl.SetLogger(logkeys.New(zap.New(zap.UseFlagOptions(&zapOpts))))
 	settings, err := loadWatches(f.watchesFile)
 	if err != nil {
 		return err

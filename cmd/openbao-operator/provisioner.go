@@ -13,6 +13,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/openbao/operator/controllers"
+	"github.com/openbao/operator/internal/logkeys"
 )
 
 // runProvisioner is `openbao-operator provisioner`: the OpenBaoTenant
@@ -30,7 +31,7 @@ func runProvisioner(args []string) error {
 	if *namespace == "" {
 		return fmt.Errorf("set --operator-namespace (or OPERATOR_NAMESPACE)")
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	ctrl.SetLogger(logkeys.New(zap.New(zap.UseFlagOptions(&zapOpts))))
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("load kubeconfig: %w", err)
