@@ -98,4 +98,3 @@ func literal(e ast.Expr) string {
 	}
 	return s
 }
-
