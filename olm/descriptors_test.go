@@ -14,7 +14,16 @@ const ui = "urn:alm:descriptor:com.tectonic.ui:"
 
 // Maps of free-form keys: one descriptor for the whole field, the console
 // shows them as YAML (advanced).
-var freeForm = map[string]bool{"config": true, "values": true, "affinity": true}
+var freeForm = map[string]bool{"config": true, "values": true}
+
+// widgets are the console's own controls for a whole Kubernetes type: the
+// field gets one descriptor, and its parts none.
+var widgets = map[string]string{
+	"resources":       ui + "resourceRequirements",
+	"nodeAffinity":    ui + "nodeAffinity",
+	"podAffinity":     ui + "podAffinity",
+	"podAntiAffinity": ui + "podAntiAffinity",
+}
 
 // consoleFields lists the spec fields a user sets in the console's form:
 // every field of the top two levels (objects with fields of their own are
@@ -26,7 +35,7 @@ func consoleFields(schema apiextensionsv1.JSONSchemaProps) map[string]apiextensi
 		for name, sub := range node.Properties {
 			path := prefix + name
 			fields[path] = sub
-			if strings.HasSuffix(name, "SecretRef") || freeForm[name] && depth == 0 {
+			if strings.HasSuffix(name, "SecretRef") || freeForm[name] && depth == 0 || widgets[name] != "" {
 				continue
 			}
 			if sub.Type == "object" && len(sub.Properties) > 0 && depth < 2 {
@@ -43,6 +52,8 @@ func consoleFields(schema apiextensionsv1.JSONSchemaProps) map[string]apiextensi
 // ConfigMap picker, a pod count.
 func wantXDescriptors(name string, field apiextensionsv1.JSONSchemaProps) []string {
 	switch {
+	case widgets[name] != "":
+		return []string{widgets[name]}
 	case name == "replicas":
 		return []string{"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	case strings.HasSuffix(name, "SecretRef"):
@@ -85,6 +96,9 @@ func TestEverySpecFieldHasADescriptor(t *testing.T) {
 				if !ok {
 					t.Errorf("spec.%s has no spec descriptor", path)
 					continue
+				}
+				if slices.Contains(d.XDescriptors, ui+"hidden") {
+					continue // out of the form: it needs no control
 				}
 				for _, x := range wantXDescriptors(name, fields[path]) {
 					if !slices.Contains(d.XDescriptors, x) {
