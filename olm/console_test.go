@@ -89,6 +89,17 @@ func TestCutShortSpotsTruncatedText(t *testing.T) {
 			t.Errorf("cutShort(%q) = %v, want %v", text, got, cut)
 		}
 	}
+	for path, opens := range map[[2]string]bool{
+		{"backup.historyLimit", "HistoryLimit is how many backups are kept."}:    true,
+		{"backup.target.caSecretRef.name", "CASecretRef names a Secret."}:        true,
+		{"configuration.listener.tlsMinVersion", "TLSMinVersion is the lowest."}: true,
+		{"storage.size", "Size of each server's data volume."}:                   false,
+		{"backup.historyLimit", "How many backups are kept."}:                    false,
+	} {
+		if got := opensWithGoName(path[0], path[1]); got != opens {
+			t.Errorf("opensWithGoName(%q, %q) = %v, want %v", path[0], path[1], got, opens)
+		}
+	}
 	for name, bad := range map[string]string{"Jwt Auth Role": "Jwt", "Tls": "Tls", "Sha256": "Sha256", "JWT Auth Role": "", "Expected SHA-256": "", "Canary": ""} {
 		if got := badInitialism(name); got != bad {
 			t.Errorf("badInitialism(%q) = %q, want %q", name, got, bad)
@@ -96,12 +107,38 @@ func TestCutShortSpotsTruncatedText(t *testing.T) {
 	}
 }
 
+// opensWithGoName says a description starts with its field's Go name
+// when that name joins words (HistoryLimit, CASecretRef, TLSMinVersion):
+// it reads as code. A one-word name (Size, Region) reads as English.
+func opensWithGoName(path, description string) bool {
+	segments := strings.Split(path, ".")
+	field := segments[len(segments)-1]
+	if field == "name" && len(segments) > 1 {
+		field = segments[len(segments)-2]
+	}
+	first, _, _ := strings.Cut(description, " ")
+	first = strings.TrimRight(first, ":,;")
+	if !strings.EqualFold(first, field) {
+		return false
+	}
+	for i := 1; i < len(first); i++ {
+		if unicode.IsUpper(rune(first[i])) && (unicode.IsLower(rune(first[i-1])) || i+1 < len(first) && unicode.IsLower(rune(first[i+1]))) {
+			return true
+		}
+	}
+	return false
+}
+
 // TestDescriptorsAreWrittenForPeople: no description cut mid-word or
-// mid-sentence, no display name with a Go identifier's casing.
+// mid-sentence or opening with its Go field name, no display name with a
+// Go identifier's casing.
 func TestDescriptorsAreWrittenForPeople(t *testing.T) {
 	for _, d := range everyDescriptor(t) {
 		if cutShort(d.description) {
 			t.Errorf("%s %s: the description is cut short: %q", d.kind, d.path, d.description)
+		}
+		if opensWithGoName(d.path, d.description) {
+			t.Errorf("%s %s: the description opens with the Go field name: %q", d.kind, d.path, d.description)
 		}
 		if word := badInitialism(d.displayName); word != "" {
 			t.Errorf("%s %s: the display name %q writes an initialism as %q", d.kind, d.path, d.displayName, word)
@@ -279,6 +316,22 @@ func TestTheExamplesWorkTogether(t *testing.T) {
 			t.Errorf("the %s example %s names cluster %q, which no OpenBaoCluster example defines", e.Kind, e.Metadata.Name, e.Spec.ClusterName)
 		case !has:
 			t.Errorf("the %s example %s names cluster %q, whose example has no spec.backup", e.Kind, e.Metadata.Name, e.Spec.ClusterName)
+		}
+	}
+}
+
+// TestTheBundleInstallsWithoutOptionalAPIs: OLM v0 accepts
+// ConsoleYAMLSample and PrometheusRule as bundle objects, but creates them
+// through API discovery and fails the whole InstallPlan when their API is
+// not served (catalog operator ExecutePlan -> apiresourceFromGVK:
+// GroupVersionKindNotFoundError), so on Kubernetes without the OpenShift
+// console or the Prometheus Operator the operator would not install. The
+// console's samples are the alm-examples; the rules ship with the chart.
+func TestTheBundleInstallsWithoutOptionalAPIs(t *testing.T) {
+	for _, o := range loadBundle(t).Objects {
+		switch group := o.GroupVersionKind().Group; group {
+		case "console.openshift.io", "monitoring.coreos.com":
+			t.Errorf("the bundle ships %s %s of the optional API %s: OLM fails the install where it is not served", o.GetKind(), o.GetName(), group)
 		}
 	}
 }
