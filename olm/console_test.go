@@ -263,23 +263,27 @@ func TestTheConsoleShowsHealthAtAGlance(t *testing.T) {
 	}
 }
 
-// TestTheSuggestedNamespaceIsRestricted: OLM creates the suggested
-// namespace from this template when the user accepts it; the operator's
-// pods and the OpenBao servers run under the restricted Pod Security
-// standard, so the namespace enforces it.
+// TestTheSuggestedNamespaceIsRestricted: the console offers to create this
+// namespace when the user installs the operator; it is config/manager's,
+// with the restricted Pod Security labels the operator's pods are built
+// for.
 func TestTheSuggestedNamespaceIsRestricted(t *testing.T) {
 	b := loadBundle(t)
-	var ns corev1.Namespace
+	var ns, want corev1.Namespace
 	if err := json.Unmarshal([]byte(b.CSV.Annotations["operatorframework.io/suggested-namespace-template"]), &ns); err != nil {
 		t.Fatalf("operatorframework.io/suggested-namespace-template: %v", err)
 	}
-	if ns.Kind != "Namespace" || ns.Name == "" {
-		t.Errorf("the suggested namespace template is not a named Namespace: %+v", ns)
+	readYAML(t, "../config/manager/namespace.yaml", &want)
+	if ns.Kind != "Namespace" || ns.Name != want.Name {
+		t.Errorf("the suggested namespace template is not the Namespace %s: %+v", want.Name, ns)
 	}
-	for _, mode := range []string{"enforce", "audit", "warn"} {
-		if got := ns.Labels["pod-security.kubernetes.io/"+mode]; got != "restricted" {
-			t.Errorf("the suggested namespace's pod-security.kubernetes.io/%s is %q, want restricted", mode, got)
+	for k, v := range want.Labels {
+		if strings.HasPrefix(k, "pod-security.kubernetes.io/") && ns.Labels[k] != v {
+			t.Errorf("the suggested namespace's %s is %q, config/manager's %q", k, ns.Labels[k], v)
 		}
+	}
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+		t.Errorf("the suggested namespace does not enforce the restricted Pod Security standard: %v", ns.Labels)
 	}
 }
 
