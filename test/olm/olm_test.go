@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/openbao/operator/test/localnode"
 	"github.com/openbao/operator/test/olm"
@@ -31,67 +29,20 @@ import (
 
 // node is the local node of this run: one that is already up is reused and
 // left running; otherwise the run starts its own and tears it down, and
-// fails if the host facts differ afterwards (as the e2e tier does).
+// fails if the host facts differ afterwards (localnode.Tier).
 var node localnode.Config
 
-func logf(format string, args ...any) { fmt.Printf("olm: "+format+"\n", args...) }
-
-func TestMain(m *testing.M) {
-	crlog.SetLogger(logr.Discard())
-	os.Exit(run(m))
+var tier = &localnode.Tier{
+	Name: "olm",
+	Prepare: func(c localnode.Config) (func(), error) {
+		node = c
+		return nil, olm.CheckTools(c)
+	},
 }
 
-func run(m *testing.M) int {
-	if os.Geteuid() != 0 {
-		logf("skipping: the local node needs root")
-		return 0
-	}
-	var err error
-	if node, err = localnode.DefaultConfig(); err != nil {
-		logf("%v", err)
-		return 1
-	}
-	if err := olm.CheckTools(node); err != nil {
-		logf("%v", err)
-		return 1
-	}
-	unlock, err := localnode.Lock(node, logf)
-	if err != nil {
-		logf("%v", err)
-		return 1
-	}
-	defer unlock()
-	if _, up, err := localnode.Status(node); err != nil {
-		logf("%v", err)
-		return 1
-	} else if up {
-		logf("reusing the node that is already up in %s; it is left running", node.StateDir)
-		return m.Run()
-	}
-	before, err := localnode.SnapshotFacts(node)
-	if err != nil {
-		logf("%v", err)
-		return 1
-	}
-	start := time.Now()
-	t, err := localnode.Up(context.Background(), node, "olm", logf)
-	code := 1
-	if err != nil {
-		logf("node did not come up: %v", err)
-	} else {
-		logf("node up in %s", t.Total.Round(time.Millisecond))
-		code = m.Run()
-	}
-	if code != 0 {
-		localnode.KeepLogs(node, logf)
-	}
-	logf("tests done %s after start", time.Since(start).Round(time.Millisecond))
-	if err := localnode.TearDown(context.Background(), node, before, logf); err != nil {
-		logf("%v", err)
-		return 1
-	}
-	return code
-}
+func logf(format string, args ...any) { tier.Logf(format, args...) }
+
+func TestMain(m *testing.M) { os.Exit(tier.Main(m)) }
 
 // Namespaces of the test: the cluster of the all-namespaces install, and
 // the operator and team namespaces of the install for one namespace.
@@ -108,6 +59,7 @@ const (
 // installs it again for one namespace, where it holds rights there alone.
 // Each step needs the one before.
 func TestOLM(t *testing.T) {
+	tier.Require(t)
 	ctx := context.Background()
 	imgs, tm, err := olm.BuildImages(node, logf)
 	if err != nil {

@@ -13,7 +13,6 @@
 package release_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -24,9 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/registry"
-	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/openbao/operator/test/localnode"
 )
@@ -38,59 +35,22 @@ var (
 	reg  string
 )
 
-// noNode says why this run has no node; every test then skips through
-// requireNode (fails under CI).
-var noNode string
+// tier serves the registry, points the node's containerd at it and runs
+// the tests (localnode.Tier); TestMain sets its steps, which log through it.
+var tier = &localnode.Tier{Name: "release"}
 
-func requireNode(t testing.TB) {
-	t.Helper()
-	if noNode == "" {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("the release tier cannot run under CI: %s", noNode)
-	}
-	t.Skipf("SKIP: %s", noNode)
-}
+// requireNode skips a test when the run has no node, and fails it under CI.
+func requireNode(t testing.TB) { tier.Require(t) }
 
-func logf(format string, args ...any) { fmt.Printf("release: "+format+"\n", args...) }
+func logf(format string, args ...any) { tier.Logf(format, args...) }
 
 func TestMain(m *testing.M) {
-	crlog.SetLogger(logr.Discard())
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	if os.Geteuid() != 0 {
-		noNode = "the local node needs root: run the release tier as root"
-		logf("%s; every test skips", noNode)
-		return m.Run()
+	tier.Prepare = func(c localnode.Config) (func(), error) {
+		node = c
+		return startRegistry()
 	}
-	var err error
-	if node, err = localnode.DefaultConfig(); err != nil {
-		logf("%v", err)
-		return 1
-	}
-	stop, err := startRegistry()
-	if err != nil {
-		logf("%v", err)
-		return 1
-	}
-	defer stop()
-	unlock, err := localnode.Lock(node, logf)
-	if err != nil {
-		logf("%v", err)
-		return 1
-	}
-	defer unlock()
-	if _, up, err := localnode.Status(node); err != nil {
-		logf("%v", err)
-		return 1
-	} else if up {
-		logf("reusing the node that is already up in %s; it is left running", node.StateDir)
-		return trustAndRun(m)
-	}
-	return runOnOwnNode(m)
+	tier.OnNode = func(c localnode.Config) error { return localnode.TrustRegistry(c, reg) }
+	os.Exit(tier.Main(m))
 }
 
 // startRegistry serves go-containerregistry's registry (in memory, with
@@ -112,45 +72,4 @@ func startRegistry() (stop func(), err error) {
 	reg = ln.Addr().String()
 	logf("registry on %s", reg)
 	return func() { _ = srv.Close() }, nil
-}
-
-// trustAndRun points containerd at the registry, then runs the tests.
-func trustAndRun(m *testing.M) int {
-	if err := localnode.TrustRegistry(node, reg); err != nil {
-		logf("%v", err)
-		return 1
-	}
-	return m.Run()
-}
-
-// runOnOwnNode brings the node up, runs the tests, tears the node down and
-// compares the host facts.
-func runOnOwnNode(m *testing.M) int {
-	if err := localnode.EnsurePackages(logf); err != nil {
-		logf("%v", err)
-		return 1
-	}
-	before, err := localnode.SnapshotFacts(node)
-	if err != nil {
-		logf("%v", err)
-		return 1
-	}
-	start := time.Now()
-	t, err := localnode.Up(context.Background(), node, "release", logf)
-	code := 1
-	if err != nil {
-		logf("node did not come up: %v", err)
-	} else {
-		logf("node up in %s (control plane %s, node Ready %s, DNS %s)", t.Total, t.ControlPlane, t.NodeReady, t.DNSReady)
-		code = trustAndRun(m)
-	}
-	if code != 0 {
-		localnode.KeepLogs(node, logf)
-	}
-	logf("tests done %s after start", time.Since(start).Round(time.Millisecond))
-	if err := localnode.TearDown(context.Background(), node, before, logf); err != nil {
-		logf("%v", err)
-		return 1
-	}
-	return code
 }
