@@ -173,6 +173,7 @@ func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 	stepErr := runSteps(ctx, p, r.steps())
 	summarizeDegraded(p)
+	summarizeReady(p)
 	p.status.ObservedGeneration = cluster.Generation
 	p.status.Phase = phase(cluster, p.status)
 	if err := r.writeStatus(ctx, cluster, p.status); err != nil {
