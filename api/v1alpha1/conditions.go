@@ -73,16 +73,16 @@ const (
 
 // Reasons of ImageVerified, and ImageVerificationFailed of Degraded.
 const (
-	ReasonImageVerified           = "Verified"
+	ReasonVerified           = "Verified"
 	ReasonImageVerificationFailed = "ImageVerificationFailed"
-	// ReasonImageVerifiedEarlier: the registry could not be reached, and
+	// ReasonVerifiedEarlier: the registry could not be reached, and
 	// the digest verified last for the same image and key stays pinned.
-	ReasonImageVerifiedEarlier     = "VerifiedEarlier"
-	ReasonImageUnsigned            = "Unsigned"
-	ReasonImageSignatureInvalid    = "SignatureInvalid"
-	ReasonImageRegistryUnreachable = "RegistryUnreachable"
+	ReasonVerifiedEarlier     = "VerifiedEarlier"
+	ReasonUnsigned            = "Unsigned"
+	ReasonSignatureInvalid    = "SignatureInvalid"
+	ReasonRegistryUnreachable = "RegistryUnreachable"
 	ReasonImageNotFound            = "ImageNotFound"
-	ReasonImageInvalidPolicy       = "InvalidPolicy"
+	ReasonInvalidPolicy       = "InvalidPolicy"
 	// ReasonImageNotAllowed (Degraded, image-policy step): an image the
 	// cluster names is not from a repository the platform's image policy
 	// allows; nothing is applied until it is.

@@ -9,7 +9,7 @@ import (
 
 // Reasons a backup does not start, CamelCase for conditions and events.
 const (
-	ReasonNotConfigured     = "BackupNotConfigured"
+	ReasonBackupNotConfigured     = "BackupNotConfigured"
 	ReasonClusterPaused     = "ClusterPaused"
 	ReasonClusterNotRunning = "ClusterNotRunning"
 	ReasonAuthNotConfigured = "AuthNotConfigured"
@@ -72,7 +72,7 @@ func Configured(c *v1alpha1.OpenBaoCluster) Check {
 	b := c.Spec.Backup
 	switch {
 	case b == nil:
-		return refuse(ReasonNotConfigured, "spec.backup of OpenBaoCluster %s is not set", c.Name)
+		return refuse(ReasonBackupNotConfigured, "spec.backup of OpenBaoCluster %s is not set", c.Name)
 	case b.JWTAuthRole == "" && b.TokenSecretRef == nil:
 		return refuse(ReasonAuthNotConfigured, "spec.backup names neither jwtAuthRole nor tokenSecretRef")
 	}

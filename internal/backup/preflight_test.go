@@ -21,7 +21,7 @@ func TestPreflight(t *testing.T) {
 		want    string
 	}{
 		{"a Running cluster with backups configured", backupCluster(), running, day2.Verdict{}, ""},
-		{"no spec.backup", backupCluster(func(c *v1alpha1.OpenBaoCluster) { c.Spec.Backup = nil }), running, day2.Verdict{}, backup.ReasonNotConfigured},
+		{"no spec.backup", backupCluster(func(c *v1alpha1.OpenBaoCluster) { c.Spec.Backup = nil }), running, day2.Verdict{}, backup.ReasonBackupNotConfigured},
 		{"no identity", backupCluster(func(c *v1alpha1.OpenBaoCluster) { c.Spec.Backup.JWTAuthRole = "" }), running, day2.Verdict{}, backup.ReasonAuthNotConfigured},
 		{"the JWT identity not set up yet", backupCluster(), noIdentity, day2.Verdict{}, backup.ReasonIdentityPending},
 		{"a token needs no operator identity", backupCluster(func(c *v1alpha1.OpenBaoCluster) {

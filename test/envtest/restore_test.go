@@ -351,7 +351,7 @@ func TestARestoreTakesItsPreRestoreSnapshotFirst(t *testing.T) {
 	rig.reconcileRestore("r1")
 	rs := rig.restore("r1")
 	name := rs.PreRestoreBackupName()
-	if s := rs.Status; s.Phase != v1alpha1.RestorePending || s.Reason != restore.ReasonTakingSnapshot || s.PreRestoreBackup != name || s.JobName != "" {
+	if s := rs.Status; s.Phase != v1alpha1.RestorePending || s.Reason != restore.ReasonTakingPreRestoreSnapshot || s.PreRestoreBackup != name || s.JobName != "" {
 		t.Fatalf("status %+v", s)
 	}
 	b := rig.backup(name)
@@ -363,7 +363,7 @@ func TestARestoreTakesItsPreRestoreSnapshotFirst(t *testing.T) {
 		t.Fatalf("the pre-restore backup does not run beside its waiting restore: %+v", s)
 	}
 	rig.reconcileRestore("r1")
-	if s := rig.restore("r1").Status; s.Phase != v1alpha1.RestorePending || s.Reason != restore.ReasonTakingSnapshot || s.JobName != "" {
+	if s := rig.restore("r1").Status; s.Phase != v1alpha1.RestorePending || s.Reason != restore.ReasonTakingPreRestoreSnapshot || s.JobName != "" {
 		t.Fatalf("while the snapshot is taken: %+v", s)
 	}
 	noJob(t, client.ObjectKey{Namespace: rig.ns, Name: "restore-bao-r1"})
