@@ -73,7 +73,7 @@ const (
 
 // Reasons of ImageVerified, and ImageVerificationFailed of Degraded.
 const (
-	ReasonVerified           = "Verified"
+	ReasonVerified                = "Verified"
 	ReasonImageVerificationFailed = "ImageVerificationFailed"
 	// ReasonVerifiedEarlier: the registry could not be reached, and
 	// the digest verified last for the same image and key stays pinned.
@@ -81,7 +81,7 @@ const (
 	ReasonUnsigned            = "Unsigned"
 	ReasonSignatureInvalid    = "SignatureInvalid"
 	ReasonRegistryUnreachable = "RegistryUnreachable"
-	ReasonImageNotFound            = "ImageNotFound"
+	ReasonImageNotFound       = "ImageNotFound"
 	ReasonInvalidPolicy       = "InvalidPolicy"
 	// ReasonImageNotAllowed (Degraded, image-policy step): an image the
 	// cluster names is not from a repository the platform's image policy

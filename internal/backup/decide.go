@@ -17,7 +17,7 @@ const (
 	ReasonClusterNotFound = "ClusterNotFound"
 	ReasonJobFailed       = "JobFailed"
 	ReasonReportInvalid   = "ReportInvalid"
-	ReasonSnapshotStored          = "SnapshotStored"
+	ReasonSnapshotStored  = "SnapshotStored"
 	ReasonJobNameTaken    = "JobNameTaken"
 )
 

@@ -9,11 +9,11 @@ import (
 
 // Reasons a backup does not start, CamelCase for conditions and events.
 const (
-	ReasonBackupNotConfigured     = "BackupNotConfigured"
-	ReasonClusterPaused     = "ClusterPaused"
-	ReasonClusterNotRunning = "ClusterNotRunning"
-	ReasonAuthNotConfigured = "AuthNotConfigured"
-	ReasonIdentityPending   = "IdentityPending"
+	ReasonBackupNotConfigured = "BackupNotConfigured"
+	ReasonClusterPaused       = "ClusterPaused"
+	ReasonClusterNotRunning   = "ClusterNotRunning"
+	ReasonAuthNotConfigured   = "AuthNotConfigured"
+	ReasonIdentityPending     = "IdentityPending"
 	// The operation in the way (package day2 decides).
 	ReasonUpgradeInProgress = day2.ReasonUpgradeInProgress
 	ReasonBackupInProgress  = day2.ReasonBackupInProgress

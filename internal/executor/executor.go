@@ -43,14 +43,14 @@ type Deps struct {
 
 // Reasons of a failed run, CamelCase for the OpenBaoBackup's status.
 const (
-	ReasonExecutorMisconfigured           = "ExecutorMisconfigured"
-	ReasonAuthFailed       = "AuthFailed"
-	ReasonLeaderNotFound   = "LeaderNotFound"
-	ReasonSnapshotFailed   = "SnapshotFailed"
-	ReasonCanaryFailed     = "CanaryFailed"
-	ReasonStoreFailed      = "StoreFailed"
-	ReasonUploadUnverified = "UploadUnverified"
-	ReasonTimedOut         = "TimedOut"
+	ReasonExecutorMisconfigured = "ExecutorMisconfigured"
+	ReasonAuthFailed            = "AuthFailed"
+	ReasonLeaderNotFound        = "LeaderNotFound"
+	ReasonSnapshotFailed        = "SnapshotFailed"
+	ReasonCanaryFailed          = "CanaryFailed"
+	ReasonStoreFailed           = "StoreFailed"
+	ReasonUploadUnverified      = "UploadUnverified"
+	ReasonTimedOut              = "TimedOut"
 )
 
 // attempts bounds the tries of a run that fails in a way that may pass.

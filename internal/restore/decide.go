@@ -15,16 +15,16 @@ import (
 // Reasons of an OpenBaoRestore, besides the preflight's and the
 // executor's.
 const (
-	ReasonWaiting            = "Waiting"
-	ReasonClusterNotFound    = "ClusterNotFound"
-	ReasonJobCreated         = "JobCreated"
-	ReasonJobNameTaken       = "JobNameTaken"
-	ReasonJobFailed          = "JobFailed"
-	ReasonReportInvalid      = "ReportInvalid"
-	ReasonSnapshotInstalled  = "SnapshotInstalled"
-	ReasonRestartingServers  = "RestartingServers"
+	ReasonWaiting              = "Waiting"
+	ReasonClusterNotFound      = "ClusterNotFound"
+	ReasonJobCreated           = "JobCreated"
+	ReasonJobNameTaken         = "JobNameTaken"
+	ReasonJobFailed            = "JobFailed"
+	ReasonReportInvalid        = "ReportInvalid"
+	ReasonSnapshotInstalled    = "SnapshotInstalled"
+	ReasonRestartingServers    = "RestartingServers"
 	ReasonVerificationTimedOut = "VerificationTimedOut"
-	ReasonRestored           = "Restored"
+	ReasonRestored             = "Restored"
 	// ReasonAwaitingOutcome: the OpenBaoRestore was deleted while its Job
 	// may be posting the snapshot; it stays, holding the cluster, until
 	// the Job has ended.
