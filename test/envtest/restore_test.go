@@ -164,6 +164,11 @@ func checkVerification(t *testing.T, rig *restoreRig) {
 		cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != rs.Generation {
 		t.Fatalf("status %+v", rs.Status)
 	}
+	// Ready, for kubectl wait and GitOps health checks, says the same.
+	if ready := meta.FindStatusCondition(rs.Status.Conditions, v1alpha1.ConditionReady); ready == nil ||
+		ready.Status != metav1.ConditionTrue || ready.Reason != restore.ReasonRestored || rs.Status.ObservedGeneration != rs.Generation {
+		t.Fatalf("a restored restore is not Ready: %+v", rs.Status.Conditions)
+	}
 	if metric(t, "openbao_restore_phase", rig.ns) != 2 {
 		t.Error("openbao_restore_phase is not 2 (succeeded)")
 	}
@@ -206,6 +211,13 @@ func TestARestoreRefusedByOpenBaoFailsSayingNothingChanged(t *testing.T) {
 	if rs.Status.Phase != v1alpha1.RestoreFailed || rs.Status.Reason != restore.ReasonSealMismatch ||
 		!strings.Contains(rs.Status.Message, "Nothing was changed") || cond == nil || cond.Status != metav1.ConditionFalse {
 		t.Fatalf("status %+v", rs.Status)
+	}
+	// Not Ready, and Stalled: kstatus reads a failed restore as Failed.
+	ready := meta.FindStatusCondition(rs.Status.Conditions, v1alpha1.ConditionReady)
+	stalled := meta.FindStatusCondition(rs.Status.Conditions, v1alpha1.ConditionStalled)
+	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != restore.ReasonSealMismatch ||
+		stalled == nil || stalled.Status != metav1.ConditionTrue {
+		t.Fatalf("a failed restore: %+v", rs.Status.Conditions)
 	}
 	if events := rig.drainEvents(); !strings.Contains(events, "Warning RestoreFailed") {
 		t.Errorf("events:\n%s", events)
