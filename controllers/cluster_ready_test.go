@@ -95,3 +95,23 @@ func TestHumanBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestAReadyThatRepeatsAClearedCauseDoesNotKeepTheClusterDegraded: Ready
+// copies a reason that needs a person; once the owning condition cleared,
+// the copy alone must not make the phase Degraded (the backup schedule
+// reads the phase mid-pass, before Ready is decided again).
+func TestAReadyThatRepeatsAClearedCauseDoesNotKeepTheClusterDegraded(t *testing.T) {
+	c := &v1alpha1.OpenBaoCluster{Spec: v1alpha1.OpenBaoClusterSpec{Replicas: 1}}
+	status := &v1alpha1.OpenBaoClusterStatus{Initialized: true, ReadyReplicas: 1, Conditions: []metav1.Condition{
+		{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReconciled},
+		{Type: v1alpha1.ConditionSealReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonStaticKeyReady},
+		{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonActiveServerReady},
+		{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonStaticKeyInvalid},
+	}}
+	if got := phase(c, status); got != v1alpha1.PhaseRunning {
+		t.Fatalf("phase = %s, want Running", got)
+	}
+	if d := decideReady(observeReady(c, status, 0)); !d.Ready {
+		t.Fatalf("Ready stays False on its own stale reason: %+v", d)
+	}
+}

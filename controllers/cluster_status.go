@@ -88,9 +88,11 @@ func phase(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) v1
 	}
 }
 
+// anyDegradedReason skips Ready, which repeats another condition's reason:
+// read mid-pass, a Ready of the last pass would keep a cleared cause.
 func anyDegradedReason(status *v1alpha1.OpenBaoClusterStatus) bool {
 	for _, cond := range status.Conditions {
-		if degradedReasons[cond.Reason] {
+		if degradedReasons[cond.Reason] && cond.Type != v1alpha1.ConditionReady {
 			return true
 		}
 	}
