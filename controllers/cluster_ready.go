@@ -17,7 +17,9 @@ type readyObserved struct {
 	// of another condition that needs a person; empty for neither.
 	DegradedReason, DegradedMessage string
 	// Upgrading: a rollout is in progress (status.upgrade or Upgrading).
-	Upgrading      bool
+	Upgrading bool
+	// Restoring: an OpenBaoRestore holds the cluster.
+	Restoring      bool
 	Desired, Ready int32
 	Sealed         int
 	Available      bool
@@ -43,6 +45,8 @@ func decideReady(o readyObserved) readyDecision {
 		return no(v1alpha1.ReasonNotInitialized, "the cluster is not initialized yet")
 	case o.Upgrading:
 		return no(v1alpha1.ReasonUpgradeInProgress, "a rollout is in progress")
+	case o.Restoring:
+		return no(v1alpha1.ReasonRestoreInProgress, "an OpenBaoRestore is replacing the cluster's data")
 	case o.Ready < o.Desired:
 		return no(v1alpha1.ReasonServersNotReady, fmt.Sprintf("%d of %d servers are Ready", o.Ready, o.Desired))
 	case o.Sealed > 0:
@@ -55,9 +59,9 @@ func decideReady(o readyObserved) readyDecision {
 }
 
 // observeReady gathers decideReady's input from the status a pass built.
-func observeReady(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus, sealed int) readyObserved {
+func observeReady(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus, sealed int, restoring bool) readyObserved {
 	o := readyObserved{
-		Paused: c.Spec.Paused, Initialized: status.Initialized,
+		Paused: c.Spec.Paused, Initialized: status.Initialized, Restoring: restoring,
 		Upgrading: status.Upgrade != nil || meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionUpgrading),
 		Desired:   c.Spec.Replicas, Ready: status.ReadyReplicas, Sealed: sealed,
 		Available: meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionAvailable),
@@ -78,7 +82,7 @@ func observeReady(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterSta
 // summarizeReady sets Ready and the printer column's readyText, after the
 // last step and Degraded.
 func summarizeReady(p *pass) {
-	d := decideReady(observeReady(p.cluster, p.status, sealedServers(p)))
+	d := decideReady(observeReady(p.cluster, p.status, sealedServers(p), p.restoring))
 	p.setCondition(v1alpha1.ConditionReady, d.Ready, d.Reason, d.Message)
 	p.status.ReadyText = fmt.Sprintf("%d/%d", p.status.ReadyReplicas, p.cluster.Spec.Replicas)
 }

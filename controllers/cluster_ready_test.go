@@ -30,6 +30,7 @@ func TestDecideReady(t *testing.T) {
 		{"a degraded cluster is not Ready and says Degraded's reason", serving(func(o *readyObserved) { o.DegradedReason = v1alpha1.ReasonApplyFailed }), false, v1alpha1.ReasonApplyFailed},
 		{"an uninitialized cluster is not Ready", serving(func(o *readyObserved) { o.Initialized = false }), false, v1alpha1.ReasonNotInitialized},
 		{"a cluster in a rollout is not Ready", serving(func(o *readyObserved) { o.Upgrading = true }), false, v1alpha1.ReasonUpgradeInProgress},
+		{"a cluster a restore holds is not Ready", serving(func(o *readyObserved) { o.Restoring = true }), false, v1alpha1.ReasonRestoreInProgress},
 		{"a cluster with two of three servers ready is not Ready", serving(func(o *readyObserved) { o.Ready = 2 }), false, v1alpha1.ReasonServersNotReady},
 		{"a cluster with a sealed server is not Ready", serving(func(o *readyObserved) { o.Sealed = 1 }), false, v1alpha1.ReasonServersSealed},
 		{"a cluster without an active server is not Ready", serving(func(o *readyObserved) { o.Available = false }), false, v1alpha1.ReasonNoActiveServer},
@@ -46,6 +47,48 @@ func TestDecideReady(t *testing.T) {
 	}
 }
 
+func TestPhase(t *testing.T) {
+	serving := func(change func(*v1alpha1.OpenBaoCluster, *v1alpha1.OpenBaoClusterStatus)) (*v1alpha1.OpenBaoCluster, *v1alpha1.OpenBaoClusterStatus) {
+		c := &v1alpha1.OpenBaoCluster{Spec: v1alpha1.OpenBaoClusterSpec{Replicas: 3}}
+		s := &v1alpha1.OpenBaoClusterStatus{Initialized: true, ReadyReplicas: 3, Conditions: []metav1.Condition{
+			{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReconciled},
+			{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonActiveServerReady},
+		}}
+		if change != nil {
+			change(c, s)
+		}
+		return c, s
+	}
+	for _, tc := range []struct {
+		name      string
+		change    func(*v1alpha1.OpenBaoCluster, *v1alpha1.OpenBaoClusterStatus)
+		restoring bool
+		want      v1alpha1.ClusterPhase
+	}{
+		{"a serving cluster is Running", nil, false, v1alpha1.PhaseRunning},
+		{"a cluster a restore holds is Restoring", nil, true, v1alpha1.PhaseRestoring},
+		{"a degraded cluster under a restore is Degraded", func(_ *v1alpha1.OpenBaoCluster, s *v1alpha1.OpenBaoClusterStatus) {
+			s.Conditions[0].Status = metav1.ConditionTrue
+		}, true, v1alpha1.PhaseDegraded},
+		{"a paused cluster under a restore is Paused", func(c *v1alpha1.OpenBaoCluster, _ *v1alpha1.OpenBaoClusterStatus) {
+			c.Spec.Paused = true
+		}, true, v1alpha1.PhasePaused},
+		{"a cluster in a rollout is Upgrading", func(_ *v1alpha1.OpenBaoCluster, s *v1alpha1.OpenBaoClusterStatus) {
+			s.Upgrade = &v1alpha1.UpgradeStatus{}
+		}, false, v1alpha1.PhaseUpgrading},
+		{"a cluster with a server not ready is Initializing", func(_ *v1alpha1.OpenBaoCluster, s *v1alpha1.OpenBaoClusterStatus) {
+			s.ReadyReplicas = 2
+		}, false, v1alpha1.PhaseInitializing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, s := serving(tc.change)
+			if got := phase(c, s, tc.restoring); got != tc.want {
+				t.Fatalf("phase = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestObserveReadyTakesAReasonThatNeedsAPersonFromAnyCondition(t *testing.T) {
 	c := &v1alpha1.OpenBaoCluster{Spec: v1alpha1.OpenBaoClusterSpec{Replicas: 3}}
 	status := &v1alpha1.OpenBaoClusterStatus{Initialized: true, ReadyReplicas: 3, Conditions: []metav1.Condition{
@@ -53,7 +96,7 @@ func TestObserveReadyTakesAReasonThatNeedsAPersonFromAnyCondition(t *testing.T) 
 		{Type: v1alpha1.ConditionSealReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonStaticKeyInvalid},
 		{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonActiveServerReady},
 	}}
-	if d := decideReady(observeReady(c, status, 0)); d.Ready || d.Reason != v1alpha1.ReasonStaticKeyInvalid {
+	if d := decideReady(observeReady(c, status, 0, false)); d.Ready || d.Reason != v1alpha1.ReasonStaticKeyInvalid {
 		t.Fatalf("got %v %s, want not Ready for StaticKeyInvalid", d.Ready, d.Reason)
 	}
 }
@@ -108,10 +151,10 @@ func TestAReadyThatRepeatsAClearedCauseDoesNotKeepTheClusterDegraded(t *testing.
 		{Type: v1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonActiveServerReady},
 		{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonStaticKeyInvalid},
 	}}
-	if got := phase(c, status); got != v1alpha1.PhaseRunning {
+	if got := phase(c, status, false); got != v1alpha1.PhaseRunning {
 		t.Fatalf("phase = %s, want Running", got)
 	}
-	if d := decideReady(observeReady(c, status, 0)); !d.Ready {
+	if d := decideReady(observeReady(c, status, 0, false)); !d.Ready {
 		t.Fatalf("Ready stays False on its own stale reason: %+v", d)
 	}
 }

@@ -35,8 +35,8 @@ const (
 	// controllers.decideReady) is True when the cluster serves as its spec
 	// asks and nothing is under way: it is initialized, every desired
 	// server (spec.replicas) is Ready and none is sealed, an active server
-	// answers (Available), it is not Degraded, not paused, and no rollout
-	// is in progress. Otherwise it is False, and its reason is the first of
+	// answers (Available), it is not Degraded, not paused, no rollout is
+	// in progress and no OpenBaoRestore holds it. Otherwise it is False, and its reason is the first of
 	// these that fails (Degraded's own reason when Degraded). Its
 	// observedGeneration is the spec generation the pass read, as is
 	// status.observedGeneration, so `kubectl wait --for=condition=Ready`
@@ -57,7 +57,7 @@ const (
 
 // Reasons of Ready. A False Ready otherwise takes the reason of what is
 // in the way: Degraded's reason, PausedBySpec, UpgradeInProgress,
-// NoActiveServer.
+// RestoreInProgress, NoActiveServer.
 const (
 	// ReasonClusterReady: every desired server is Ready and unsealed, an
 	// active server answers, and nothing is under way.

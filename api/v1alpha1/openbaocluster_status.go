@@ -9,14 +9,15 @@ import (
 // printer columns; automation waits on the Ready condition instead.
 // Pending: no pass has applied the children yet. Initializing: applied,
 // not yet initialized with every server Ready and an active one.
-// Running: serving. Upgrading: a rollout is under way. Degraded: a
-// person must act (the Degraded condition says why); it stands where the
-// design's Failed did, because the operator keeps retrying and a fixed
-// cause clears it. Paused: spec.paused. A backup or restore under way
-// does not change the phase: the BackingUp condition and the
-// OpenBaoBackup or OpenBaoRestore show it, and the backup and restore
-// preflights require Running.
-// +kubebuilder:validation:Enum=Pending;Initializing;Running;Upgrading;Degraded;Paused
+// Running: serving. Upgrading: a rollout is under way. Restoring: an
+// OpenBaoRestore holds the cluster (its Job is named and it has not
+// ended): the data is being replaced. Degraded: a person must act (the
+// Degraded condition says why); it stands where the design's Failed did,
+// because the operator keeps retrying and a fixed cause clears it.
+// Paused: spec.paused. A backup under way does not change the phase (it
+// does not change what the cluster serves): the BackingUp condition and
+// the OpenBaoBackup show it.
+// +kubebuilder:validation:Enum=Pending;Initializing;Running;Upgrading;Restoring;Degraded;Paused
 type ClusterPhase string
 
 // Phases.
@@ -25,9 +26,16 @@ const (
 	PhaseInitializing ClusterPhase = "Initializing"
 	PhaseRunning      ClusterPhase = "Running"
 	PhaseUpgrading    ClusterPhase = "Upgrading"
+	PhaseRestoring    ClusterPhase = "Restoring"
 	PhaseDegraded     ClusterPhase = "Degraded"
 	PhasePaused       ClusterPhase = "Paused"
 )
+
+// Serving says the cluster serves as it should and a Day-2 operation may
+// start, as far as the phase can tell: Running, or Restoring, which the
+// Day-2 lock, read fresher than the phase, decides on (a restore that
+// just ended leaves Restoring behind until the next pass).
+func (p ClusterPhase) Serving() bool { return p == PhaseRunning || p == PhaseRestoring }
 
 // OpenBaoClusterStatus is the observed state of an OpenBao cluster.
 type OpenBaoClusterStatus struct {

@@ -57,7 +57,7 @@ func Preflight(o PreflightInput) Check {
 		return refuse(ReasonClusterPaused, "the cluster is paused")
 	case !o.Lock.OK():
 		return Check{Wait: true, Reason: o.Lock.Reason, Message: o.Lock.Message}
-	case o.Status.Phase != v1alpha1.PhaseRunning && !(o.PreUpgrade && o.Status.Phase == v1alpha1.PhaseUpgrading):
+	case !o.Status.Phase.Serving() && !(o.PreUpgrade && o.Status.Phase == v1alpha1.PhaseUpgrading):
 		return refuse(ReasonClusterNotRunning, "the cluster is %s, not Running", phaseOr(o.Status.Phase))
 	case b.JWTAuthRole != "" && !o.Status.IdentityConfigured:
 		return refuse(ReasonIdentityPending, "spec.backup.jwtAuthRole needs the operator's OpenBao identity, which is set up once the cluster is initialized (status.identityConfigured)")

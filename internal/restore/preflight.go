@@ -57,7 +57,7 @@ func Preflight(in PreflightInput) Check {
 		return hold(backup.ReasonClusterPaused, "the cluster is paused (spec.paused); the restore starts once it is resumed")
 	case !in.Lock.OK():
 		return hold(in.Lock.Reason, in.Lock.Message)
-	case c.Status.Phase != v1alpha1.PhaseRunning:
+	case !c.Status.Phase.Serving():
 		return hold(backup.ReasonClusterNotRunning, fmt.Sprintf("the cluster is %s, not Running", orNone(string(c.Status.Phase))))
 	case b.TokenSecretRef == nil && !c.Status.IdentityConfigured:
 		return hold(backup.ReasonIdentityPending, "the operator's OpenBao identity is not set up yet (status.identityConfigured)")

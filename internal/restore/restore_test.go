@@ -89,6 +89,9 @@ func TestPreflightHoldsARestoreThatHasNotStarted(t *testing.T) {
 		{"an operation in the way of a cluster that is not Running", func(c *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) {
 			c.Status.Phase, in.Lock = v1alpha1.PhaseDegraded, inTheWay(day2.RolloutOp())
 		}, backup.ReasonUpgradeInProgress, false},
+		{"a cluster still marked Restoring after the last restore ended, the lock free", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) {
+			c.Status.Phase = v1alpha1.PhaseRestoring
+		}, "", false},
 		{"not Running", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) {
 			c.Status.Phase = v1alpha1.PhaseInitializing
 		}, backup.ReasonClusterNotRunning, false},

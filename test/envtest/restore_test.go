@@ -116,8 +116,11 @@ func TestARestoreRunsItsJobHoldsBackupsAndRolloutsAndRecordsItsOutcome(t *testin
 	rig.reconcile()
 	if c := rig.get(); !meta.IsStatusConditionPresentAndEqual(c.Status.Conditions, v1alpha1.ConditionUpgrading, metav1.ConditionFalse) ||
 		meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionUpgrading).Reason != v1alpha1.ReasonRestoreInProgress ||
-		c.Status.Upgrade != nil || c.Status.Phase != v1alpha1.PhaseRunning {
+		c.Status.Upgrade != nil || c.Status.Phase != v1alpha1.PhaseRestoring {
 		t.Fatalf("a due rollout beside a restore: %+v", c.Status)
+	}
+	if r := meta.FindStatusCondition(rig.get().Status.Conditions, v1alpha1.ConditionReady); r == nil || r.Reason != v1alpha1.ReasonRestoreInProgress {
+		t.Fatalf("a cluster a restore holds: Ready %+v", r)
 	}
 
 	rig.clock.Step(30 * time.Second)
@@ -131,6 +134,9 @@ func TestARestoreRunsItsJobHoldsBackupsAndRolloutsAndRecordsItsOutcome(t *testin
 	activePod(t, rig.ns, "bao-0")           // the StatefulSet's new pod
 	setUpdateRevision(t, rig.backupRig, "") // the rollout is out of this test's scope
 	rig.reconcile()
+	if p := rig.get().Status.Phase; p != v1alpha1.PhaseRunning {
+		t.Fatalf("the cluster is %s after its restore ended, not Running", p)
+	}
 	rig.reconcileBackup("b1")
 	if s := rig.backup("b1").Status; s.Phase != v1alpha1.BackupRunning {
 		t.Fatalf("the held backup did not start after the restore: %+v", s)
