@@ -309,6 +309,13 @@ func eventType(p v1alpha1.BackupPhase) string {
 // setStatus writes next when it differs.
 func (r *OpenBaoBackupReconciler) setStatus(ctx context.Context, b *v1alpha1.OpenBaoBackup, next v1alpha1.OpenBaoBackupStatus) error {
 	next.Message = truncate(next.Message)
+	next.ObservedGeneration = b.Generation
+	next.SizeText = ""
+	if next.Size > 0 {
+		next.SizeText = humanBytes(next.Size)
+	}
+	oneShotConditions(&next.Conditions, b.Generation, metav1.NewTime(r.Clock.Now()), next.Phase == v1alpha1.BackupSucceeded,
+		next.Phase == v1alpha1.BackupFailed, string(next.Phase), next.Reason, next.Message)
 	if equality.Semantic.DeepEqual(&b.Status, &next) {
 		return nil
 	}

@@ -100,7 +100,7 @@ func (r *OpenBaoClusterReconciler) schedule(ctx context.Context, p *pass, status
 func (r *OpenBaoClusterReconciler) takeSlot(ctx context.Context, p *pass, tick backup.Tick, ops day2.Observation) (string, error) {
 	c := p.cluster
 	status := *p.status
-	status.Phase = phase(c, p.status)
+	status.Phase = phase(c, p.status, p.restoring)
 	check := backup.Preflight(backup.PreflightInput{Cluster: c, Status: &status, Lock: slotLock(r.Operations, c, tick, ops)})
 	slot := tick.Slot.UTC().Format(time.RFC3339)
 	if !check.OK {

@@ -173,8 +173,9 @@ func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 	stepErr := runSteps(ctx, p, r.steps())
 	summarizeDegraded(p)
+	summarizeReady(p)
 	p.status.ObservedGeneration = cluster.Generation
-	p.status.Phase = phase(cluster, p.status)
+	p.status.Phase = phase(cluster, p.status, p.restoring)
 	if err := r.writeStatus(ctx, cluster, p.status); err != nil {
 		if apierrors.IsConflict(err) {
 			// The cluster changed while this pass ran; its own event, or
@@ -198,9 +199,14 @@ func (r *OpenBaoClusterReconciler) newPass(ctx context.Context, c *v1alpha1.Open
 	if err := r.Client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(c.PodSelectorLabels())); err != nil {
 		return nil, fmt.Errorf("list pods of %s: %w", c.Name, err)
 	}
+	restores, err := listClusterRestores(ctx, r.Client, c.Namespace, c.Name)
+	if err != nil {
+		return nil, err
+	}
 	return &pass{
 		cluster: c, status: c.Status.DeepCopy(), now: r.Clock.Now(),
 		pods: pods.Items, servers: podstate.NewSnapshot(pods.Items),
+		restoring: len(day2.Names(day2.Observe(c, nil, nil, restores).Running, day2.Restore)) > 0,
 	}, nil
 }
 

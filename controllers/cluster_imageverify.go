@@ -278,7 +278,7 @@ func imageVerified(p *pass, v verification, res imageverify.Result) {
 		p.record("Normal", "ImageVerified", "Verify", fmt.Sprintf("%s is signed (%s); the servers run %s", pulled, res.Format, res.Digest))
 	}
 	p.status.ImageVerification = now
-	p.setCondition(v1alpha1.ConditionImageVerified, true, v1alpha1.ReasonImageVerified,
+	p.setCondition(v1alpha1.ConditionImageVerified, true, v1alpha1.ReasonVerified,
 		fmt.Sprintf("%s verified (%s format): the pod template pins %s", pulled, res.Format, res.Digest))
 }
 
@@ -290,7 +290,7 @@ func imageFailed(p *pass, v verification, platform imageverify.Result, err error
 	reason, msg := imageFailureReason(err), fmt.Sprintf("%s: %v", pulled, err)
 	if was := p.status.ImageVerification; imageverify.Retryable(err) && was != nil &&
 		was.Image == values.SpecImage(p.cluster).String() && was.Policy == v.policy {
-		p.setCondition(v1alpha1.ConditionImageVerified, true, v1alpha1.ReasonImageVerifiedEarlier,
+		p.setCondition(v1alpha1.ConditionImageVerified, true, v1alpha1.ReasonVerifiedEarlier,
 			fmt.Sprintf("%s was verified earlier as %s and stays pinned; checking again failed: %s", pulled, was.Digest, msg))
 		p.requeueAfter(imageRetry)
 		return nil
@@ -325,13 +325,13 @@ func imageFailureReason(err error) string {
 		err    error
 		reason string
 	}{
-		{imageverify.ErrUnsigned, v1alpha1.ReasonImageUnsigned},
-		{imageverify.ErrWrongKey, v1alpha1.ReasonImageSignatureInvalid},
-		{imageverify.ErrWrongIdentity, v1alpha1.ReasonImageSignatureInvalid},
-		{imageverify.ErrTampered, v1alpha1.ReasonImageSignatureInvalid},
-		{imageverify.ErrRegistry, v1alpha1.ReasonImageRegistryUnreachable},
+		{imageverify.ErrUnsigned, v1alpha1.ReasonUnsigned},
+		{imageverify.ErrWrongKey, v1alpha1.ReasonSignatureInvalid},
+		{imageverify.ErrWrongIdentity, v1alpha1.ReasonSignatureInvalid},
+		{imageverify.ErrTampered, v1alpha1.ReasonSignatureInvalid},
+		{imageverify.ErrRegistry, v1alpha1.ReasonRegistryUnreachable},
 		{imageverify.ErrImageNotFound, v1alpha1.ReasonImageNotFound},
-		{imageverify.ErrInvalidPolicy, v1alpha1.ReasonImageInvalidPolicy},
+		{imageverify.ErrInvalidPolicy, v1alpha1.ReasonInvalidPolicy},
 	} {
 		if errors.Is(err, m.err) {
 			return m.reason

@@ -35,6 +35,9 @@ type pass struct {
 	// start of the pass; servers is what they say about themselves.
 	pods    []corev1.Pod
 	servers podstate.Snapshot
+	// restoring: an OpenBaoRestore of the cluster runs (day2.Observe), as
+	// the cache showed it at the start of the pass.
+	restoring bool
 	// openbao is OpenBao's view of the cluster, read once by the first
 	// step that needs it.
 	openbao *openbaoView

@@ -69,8 +69,9 @@ func summarizeDegraded(p *pass) {
 	p.setCondition(v1alpha1.ConditionDegraded, true, p.problems[0].reason, msg)
 }
 
-// phase summarizes the conditions and status for humans and printer columns.
-func phase(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) v1alpha1.ClusterPhase {
+// phase summarizes the conditions and status for humans and printer
+// columns; restoring says an OpenBaoRestore holds the cluster.
+func phase(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus, restoring bool) v1alpha1.ClusterPhase {
 	switch {
 	case c.Spec.Paused:
 		return v1alpha1.PhasePaused
@@ -78,6 +79,8 @@ func phase(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) v1
 		return v1alpha1.PhaseDegraded
 	case meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionDegraded) == nil:
 		return v1alpha1.PhasePending
+	case restoring:
+		return v1alpha1.PhaseRestoring
 	case status.Upgrade != nil:
 		return v1alpha1.PhaseUpgrading
 	case status.Initialized && status.ReadyReplicas >= c.Spec.Replicas &&
@@ -88,9 +91,11 @@ func phase(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) v1
 	}
 }
 
+// anyDegradedReason skips Ready, which repeats another condition's reason:
+// read mid-pass, a Ready of the last pass would keep a cleared cause.
 func anyDegradedReason(status *v1alpha1.OpenBaoClusterStatus) bool {
 	for _, cond := range status.Conditions {
-		if degradedReasons[cond.Reason] {
+		if degradedReasons[cond.Reason] && cond.Type != v1alpha1.ConditionReady {
 			return true
 		}
 	}

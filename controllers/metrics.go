@@ -195,7 +195,7 @@ func recordRollout(c *v1alpha1.OpenBaoCluster, o upgrade.Observed, d upgrade.Dec
 
 // allPhases are the values of the phase label, one series each.
 var allPhases = []v1alpha1.ClusterPhase{v1alpha1.PhasePending, v1alpha1.PhaseInitializing,
-	v1alpha1.PhaseRunning, v1alpha1.PhaseUpgrading, v1alpha1.PhaseDegraded, v1alpha1.PhasePaused}
+	v1alpha1.PhaseRunning, v1alpha1.PhaseUpgrading, v1alpha1.PhaseRestoring, v1alpha1.PhaseDegraded, v1alpha1.PhasePaused}
 
 // recordCluster exports the state a pass wrote into the status.
 func recordCluster(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus, sealed int) {

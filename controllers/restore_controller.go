@@ -382,7 +382,8 @@ func (r *OpenBaoRestoreReconciler) restartPods(ctx context.Context, rs *v1alpha1
 	return nil
 }
 
-// writeStatus writes next when it differs, with the Complete condition.
+// writeStatus writes next when it differs, with the Complete, Ready and
+// Stalled conditions.
 func (r *OpenBaoRestoreReconciler) writeStatus(ctx context.Context, rs *v1alpha1.OpenBaoRestore, next v1alpha1.OpenBaoRestoreStatus) error {
 	value := metav1.ConditionFalse
 	if next.Phase == v1alpha1.RestoreSucceeded {
@@ -394,6 +395,9 @@ func (r *OpenBaoRestoreReconciler) writeStatus(ctx context.Context, rs *v1alpha1
 			ObservedGeneration: rs.Generation, LastTransitionTime: metav1.NewTime(r.Clock.Now()),
 		})
 	}
+	oneShotConditions(&next.Conditions, rs.Generation, metav1.NewTime(r.Clock.Now()), next.Phase == v1alpha1.RestoreSucceeded,
+		next.Phase == v1alpha1.RestoreFailed, string(next.Phase), next.Reason, next.Message)
+	next.ObservedGeneration = rs.Generation
 	next.Message = truncate(next.Message)
 	if equality.Semantic.DeepEqual(&rs.Status, &next) {
 		return nil

@@ -267,6 +267,9 @@ type OpenBaoBackupStatus struct {
 	// Size of the snapshot in bytes.
 	// +optional
 	Size int64 `json:"size,omitempty"`
+	// SizeText is size for people, in binary units ("1.2 GiB").
+	// +optional
+	SizeText string `json:"sizeText,omitempty"`
 	// SHA256 is the hex SHA-256 digest of the stored object.
 	// +optional
 	SHA256 string `json:"sha256,omitempty"`
@@ -294,6 +297,15 @@ type OpenBaoBackupStatus struct {
 	// Message explains Reason. It never holds secret material.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready (True once Succeeded) and Stalled (True once
+	// Failed); see ConditionReady.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // OpenBaoBackup is one Raft snapshot of an OpenBaoCluster, written to the
@@ -305,7 +317,7 @@ type OpenBaoBackupStatus struct {
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Key",type=string,JSONPath=`.status.key`
-// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.size`
+// +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.status.sizeText`
 // +kubebuilder:printcolumn:name="Duration",type=string,JSONPath=`.status.duration`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

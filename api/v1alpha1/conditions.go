@@ -31,20 +31,58 @@ const (
 	// signature checked out and its digest is pinned; unset while
 	// spec.imageVerification is off.
 	ConditionImageVerified = "ImageVerified"
+	// ConditionReady (status summary, after the last step; decided by
+	// controllers.decideReady) is True when the cluster serves as its spec
+	// asks and nothing is under way: it is initialized, every desired
+	// server (spec.replicas) is Ready and none is sealed, an active server
+	// answers (Available), it is not Degraded, not paused, no rollout is
+	// in progress and no OpenBaoRestore holds it. Otherwise it is False, and its reason is the first of
+	// these that fails (Degraded's own reason when Degraded). Its
+	// observedGeneration is the spec generation the pass read, as is
+	// status.observedGeneration, so `kubectl wait --for=condition=Ready`
+	// and GitOps health checks (Argo CD, Flux's kstatus) wait for the
+	// current spec.
+	//
+	// On an OpenBaoBackup or OpenBaoRestore (their reconcilers) Ready is
+	// True once the one-shot operation Succeeded, False while it is
+	// Pending or Running (reason status.reason, or the phase), and False
+	// with the failure's reason once it Failed; a failed one also carries
+	// Stalled=True, which kstatus reads as Failed rather than still in
+	// progress.
+	ConditionReady = "Ready"
+	// ConditionStalled (OpenBaoBackup and OpenBaoRestore reconcilers) is
+	// True once the operation Failed and will not be retried; unset before.
+	ConditionStalled = "Stalled"
+)
+
+// Reasons of Ready. A False Ready otherwise takes the reason of what is
+// in the way: Degraded's reason, PausedBySpec, UpgradeInProgress,
+// RestoreInProgress, NoActiveServer.
+const (
+	// ReasonClusterReady: every desired server is Ready and unsealed, an
+	// active server answers, and nothing is under way.
+	ReasonClusterReady = "ClusterReady"
+	// ReasonNotInitialized: the cluster has not been initialized yet.
+	ReasonNotInitialized = "NotInitialized"
+	// ReasonServersNotReady: fewer servers are Ready than spec.replicas.
+	ReasonServersNotReady = "ServersNotReady"
+	// ReasonServersSealed: a server's service-registration label says it
+	// is sealed.
+	ReasonServersSealed = "ServersSealed"
 )
 
 // Reasons of ImageVerified, and ImageVerificationFailed of Degraded.
 const (
-	ReasonImageVerified           = "Verified"
+	ReasonVerified                = "Verified"
 	ReasonImageVerificationFailed = "ImageVerificationFailed"
-	// ReasonImageVerifiedEarlier: the registry could not be reached, and
+	// ReasonVerifiedEarlier: the registry could not be reached, and
 	// the digest verified last for the same image and key stays pinned.
-	ReasonImageVerifiedEarlier     = "VerifiedEarlier"
-	ReasonImageUnsigned            = "Unsigned"
-	ReasonImageSignatureInvalid    = "SignatureInvalid"
-	ReasonImageRegistryUnreachable = "RegistryUnreachable"
-	ReasonImageNotFound            = "ImageNotFound"
-	ReasonImageInvalidPolicy       = "InvalidPolicy"
+	ReasonVerifiedEarlier     = "VerifiedEarlier"
+	ReasonUnsigned            = "Unsigned"
+	ReasonSignatureInvalid    = "SignatureInvalid"
+	ReasonRegistryUnreachable = "RegistryUnreachable"
+	ReasonImageNotFound       = "ImageNotFound"
+	ReasonInvalidPolicy       = "InvalidPolicy"
 	// ReasonImageNotAllowed (Degraded, image-policy step): an image the
 	// cluster names is not from a repository the platform's image policy
 	// allows; nothing is applied until it is.

@@ -5,8 +5,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// ClusterPhase summarizes where a cluster is in its life.
-// +kubebuilder:validation:Enum=Pending;Initializing;Running;Upgrading;Degraded;Paused
+// ClusterPhase summarizes where a cluster is in its life, for people and
+// printer columns; automation waits on the Ready condition instead.
+// Pending: no pass has applied the children yet. Initializing: applied,
+// not yet initialized with every server Ready and an active one.
+// Running: serving. Upgrading: a rollout is under way. Restoring: an
+// OpenBaoRestore holds the cluster (its Job is named and it has not
+// ended): the data is being replaced. Degraded: a person must act (the
+// Degraded condition says why); it stands where the design's Failed did,
+// because the operator keeps retrying and a fixed cause clears it.
+// Paused: spec.paused. A backup under way does not change the phase (it
+// does not change what the cluster serves): the BackingUp condition and
+// the OpenBaoBackup show it.
+// +kubebuilder:validation:Enum=Pending;Initializing;Running;Upgrading;Restoring;Degraded;Paused
 type ClusterPhase string
 
 // Phases.
@@ -15,9 +26,16 @@ const (
 	PhaseInitializing ClusterPhase = "Initializing"
 	PhaseRunning      ClusterPhase = "Running"
 	PhaseUpgrading    ClusterPhase = "Upgrading"
+	PhaseRestoring    ClusterPhase = "Restoring"
 	PhaseDegraded     ClusterPhase = "Degraded"
 	PhasePaused       ClusterPhase = "Paused"
 )
+
+// Serving says the cluster serves as it should and a Day-2 operation may
+// start, as far as the phase can tell: Running, or Restoring, which the
+// Day-2 lock, read fresher than the phase, decides on (a restore that
+// just ended leaves Restoring behind until the next pass).
+func (p ClusterPhase) Serving() bool { return p == PhaseRunning || p == PhaseRestoring }
 
 // OpenBaoClusterStatus is the observed state of an OpenBao cluster.
 type OpenBaoClusterStatus struct {
@@ -33,6 +51,10 @@ type OpenBaoClusterStatus struct {
 	// ReadyReplicas is the number of ready servers.
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// ReadyText is readyReplicas/spec.replicas, such as "2/3", for the
+	// printer column (kubectl cannot join two fields).
+	// +optional
+	ReadyText string `json:"readyText,omitempty"`
 	// CurrentVersion is the OpenBao version every server runs.
 	// +optional
 	CurrentVersion string `json:"currentVersion,omitempty"`
@@ -111,7 +133,8 @@ type OpenBaoClusterStatus struct {
 	// once per resync period; observedAt says how old it is.
 	// +optional
 	Raft *RaftStatus `json:"raft,omitempty"`
-	// Conditions: Degraded, Paused, and those of the later steps.
+	// Conditions: Degraded, Paused, those of the later steps, and Ready,
+	// which sums them up (see ConditionReady).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -180,10 +203,11 @@ type RaftServer struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=baocluster;baoc,categories=openbao
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.readyText`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
-// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`
 // +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.activeLeader`
+// +kubebuilder:printcolumn:name="Last Backup",type=date,JSONPath=`.status.backup.lastBackupTime`,priority=1
 // +kubebuilder:printcolumn:name="Upgrading To",type=string,JSONPath=`.status.upgrade.targetVersion`
 // +kubebuilder:printcolumn:name="Partition",type=integer,JSONPath=`.status.upgrade.currentPartition`,priority=1
 // +kubebuilder:printcolumn:name="Tolerance",type=integer,JSONPath=`.status.raft.failureTolerance`,priority=1

@@ -158,7 +158,11 @@ type OpenBaoRestoreStatus struct {
 	// never holds secret material.
 	// +optional
 	Message string `json:"message,omitempty"`
-	// Conditions: Complete.
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Complete, Ready (True once Succeeded) and Stalled (True
+	// once Failed); see ConditionReady.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

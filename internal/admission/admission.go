@@ -243,7 +243,7 @@ func ValidateRestore(r *v1alpha1.OpenBaoRestore, c *v1alpha1.OpenBaoCluster) fie
 	switch {
 	case check.OK:
 		return nil
-	case check.Reason == restore.ReasonForceWithoutUndo:
+	case check.Reason == restore.ReasonForceWithoutPreRestoreSnapshot:
 		return field.ErrorList{field.Invalid(specPath.Child("force"), true, check.Message)}
 	case check.Reason == restore.ReasonNoBootstrapSource:
 		return field.ErrorList{field.Invalid(specPath.Child("source", "bootstrap"), true,

@@ -17,7 +17,7 @@ const (
 	ReasonClusterNotFound = "ClusterNotFound"
 	ReasonJobFailed       = "JobFailed"
 	ReasonReportInvalid   = "ReportInvalid"
-	ReasonStored          = "SnapshotStored"
+	ReasonSnapshotStored  = "SnapshotStored"
 	ReasonJobNameTaken    = "JobNameTaken"
 )
 
@@ -160,7 +160,7 @@ func (d *Decision) succeeded(o Observed) {
 	if report.Canary == "" && report.CanaryError != "" {
 		msg += "; no canary: " + report.CanaryError
 	}
-	d.finish(o.Now, v1alpha1.BackupSucceeded, ReasonStored, msg)
+	d.finish(o.Now, v1alpha1.BackupSucceeded, ReasonSnapshotStored, msg)
 	s := &d.Status
 	duration := metav1.Duration{Duration: report.DurationValue()}
 	s.Key, s.Size, s.SHA256, s.Duration, s.Canary = report.Key, report.Size, report.SHA256, &duration, report.Canary

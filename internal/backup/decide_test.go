@@ -86,7 +86,7 @@ func TestDecide(t *testing.T) {
 			Cluster: backupCluster(), Job: ended(true, backup.Report{Key: storedKey, Size: 8, SHA256: "ab", RaftIndex: 42, Duration: "3s", Canary: "t"})},
 			func(t *testing.T, d backup.Decision) {
 				s := d.Status
-				if s.Phase != v1alpha1.BackupSucceeded || s.Reason != backup.ReasonStored || s.Key != storedKey || s.Size != 8 ||
+				if s.Phase != v1alpha1.BackupSucceeded || s.Reason != backup.ReasonSnapshotStored || s.Key != storedKey || s.Size != 8 ||
 					s.Duration.Duration != 3*time.Second || s.Canary != "t" || !d.ApplyRetention || !d.Ended || s.CompletionTime == nil ||
 					s.Message != "stored and verified 8 bytes at Raft index 42" {
 					t.Fatalf("%+v", d)

@@ -14,14 +14,14 @@ import (
 
 // Reasons of a restore drill (condition BackupVerified).
 const (
-	ReasonDrillCanaryMatched         = "CanaryMatched"
-	ReasonDrillRestoredWithoutCanary = "RestoredWithoutCanary"
-	ReasonDrillCanaryMismatch        = "CanaryMismatch"
-	ReasonDrillRestoreFailed         = "RestoreFailed"
-	ReasonDrillTimedOut              = "TimedOut"
-	ReasonDrillCopyNameTaken         = "CopyNameTaken"
-	ReasonDrillBackupGone            = "BackupGone"
-	ReasonDrillIdentityOutdated      = "IdentityOutdated"
+	ReasonDrillCanaryMatched         = "DrillCanaryMatched"
+	ReasonDrillRestoredWithoutCanary = "DrillRestoredWithoutCanary"
+	ReasonDrillCanaryMismatch        = "DrillCanaryMismatch"
+	ReasonDrillRestoreFailed         = "DrillRestoreFailed"
+	ReasonDrillTimedOut              = "DrillTimedOut"
+	ReasonDrillCopyNameTaken         = "DrillCopyNameTaken"
+	ReasonDrillBackupGone            = "DrillBackupGone"
+	ReasonDrillIdentityOutdated      = "DrillIdentityOutdated"
 )
 
 // DefaultDrillTimeout bounds a drill whose spec sets no timeout.

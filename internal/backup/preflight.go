@@ -9,11 +9,11 @@ import (
 
 // Reasons a backup does not start, CamelCase for conditions and events.
 const (
-	ReasonNotConfigured     = "BackupNotConfigured"
-	ReasonClusterPaused     = "ClusterPaused"
-	ReasonClusterNotRunning = "ClusterNotRunning"
-	ReasonAuthNotConfigured = "AuthNotConfigured"
-	ReasonIdentityPending   = "IdentityPending"
+	ReasonBackupNotConfigured = "BackupNotConfigured"
+	ReasonClusterPaused       = "ClusterPaused"
+	ReasonClusterNotRunning   = "ClusterNotRunning"
+	ReasonAuthNotConfigured   = "AuthNotConfigured"
+	ReasonIdentityPending     = "IdentityPending"
 	// The operation in the way (package day2 decides).
 	ReasonUpgradeInProgress = day2.ReasonUpgradeInProgress
 	ReasonBackupInProgress  = day2.ReasonBackupInProgress
@@ -57,7 +57,7 @@ func Preflight(o PreflightInput) Check {
 		return refuse(ReasonClusterPaused, "the cluster is paused")
 	case !o.Lock.OK():
 		return Check{Wait: true, Reason: o.Lock.Reason, Message: o.Lock.Message}
-	case o.Status.Phase != v1alpha1.PhaseRunning && !(o.PreUpgrade && o.Status.Phase == v1alpha1.PhaseUpgrading):
+	case !o.Status.Phase.Serving() && !(o.PreUpgrade && o.Status.Phase == v1alpha1.PhaseUpgrading):
 		return refuse(ReasonClusterNotRunning, "the cluster is %s, not Running", phaseOr(o.Status.Phase))
 	case b.JWTAuthRole != "" && !o.Status.IdentityConfigured:
 		return refuse(ReasonIdentityPending, "spec.backup.jwtAuthRole needs the operator's OpenBao identity, which is set up once the cluster is initialized (status.identityConfigured)")
@@ -72,7 +72,7 @@ func Configured(c *v1alpha1.OpenBaoCluster) Check {
 	b := c.Spec.Backup
 	switch {
 	case b == nil:
-		return refuse(ReasonNotConfigured, "spec.backup of OpenBaoCluster %s is not set", c.Name)
+		return refuse(ReasonBackupNotConfigured, "spec.backup of OpenBaoCluster %s is not set", c.Name)
 	case b.JWTAuthRole == "" && b.TokenSecretRef == nil:
 		return refuse(ReasonAuthNotConfigured, "spec.backup names neither jwtAuthRole nor tokenSecretRef")
 	}

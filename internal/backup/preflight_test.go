@@ -21,7 +21,7 @@ func TestPreflight(t *testing.T) {
 		want    string
 	}{
 		{"a Running cluster with backups configured", backupCluster(), running, day2.Verdict{}, ""},
-		{"no spec.backup", backupCluster(func(c *v1alpha1.OpenBaoCluster) { c.Spec.Backup = nil }), running, day2.Verdict{}, backup.ReasonNotConfigured},
+		{"no spec.backup", backupCluster(func(c *v1alpha1.OpenBaoCluster) { c.Spec.Backup = nil }), running, day2.Verdict{}, backup.ReasonBackupNotConfigured},
 		{"no identity", backupCluster(func(c *v1alpha1.OpenBaoCluster) { c.Spec.Backup.JWTAuthRole = "" }), running, day2.Verdict{}, backup.ReasonAuthNotConfigured},
 		{"the JWT identity not set up yet", backupCluster(), noIdentity, day2.Verdict{}, backup.ReasonIdentityPending},
 		{"a token needs no operator identity", backupCluster(func(c *v1alpha1.OpenBaoCluster) {
@@ -30,6 +30,10 @@ func TestPreflight(t *testing.T) {
 		{"paused", backupCluster(func(c *v1alpha1.OpenBaoCluster) { c.Spec.Paused = true }), running, day2.Verdict{}, backup.ReasonClusterPaused},
 		{"an operation in the way", backupCluster(), running, inTheWay(day2.RolloutOp()), backup.ReasonUpgradeInProgress},
 		{"an operation in the way of a cluster that is not Running", backupCluster(), noIdentity, inTheWay(restoreR1), backup.ReasonRestoreInProgress},
+		{"a cluster still marked Restoring after its restore ended, the lock free", backupCluster(),
+			&v1alpha1.OpenBaoClusterStatus{Phase: v1alpha1.PhaseRestoring, IdentityConfigured: true}, day2.Verdict{}, ""},
+		{"a cluster a restore holds waits for the restore", backupCluster(),
+			&v1alpha1.OpenBaoClusterStatus{Phase: v1alpha1.PhaseRestoring, IdentityConfigured: true}, inTheWay(restoreR1), backup.ReasonRestoreInProgress},
 		{"initializing", backupCluster(), &v1alpha1.OpenBaoClusterStatus{Phase: v1alpha1.PhaseInitializing, IdentityConfigured: true}, day2.Verdict{}, backup.ReasonClusterNotRunning},
 		{"degraded", backupCluster(), &v1alpha1.OpenBaoClusterStatus{Phase: v1alpha1.PhaseDegraded, IdentityConfigured: true}, day2.Verdict{}, backup.ReasonClusterNotRunning},
 		{"another backup running", backupCluster(), running, inTheWay(day2.Op{Ref: day2.Ref{Kind: day2.Backup, Name: "bao-1"}}), backup.ReasonBackupInProgress},

@@ -43,14 +43,14 @@ type Deps struct {
 
 // Reasons of a failed run, CamelCase for the OpenBaoBackup's status.
 const (
-	ReasonConfig           = "ExecutorMisconfigured"
-	ReasonAuthFailed       = "AuthFailed"
-	ReasonLeaderNotFound   = "LeaderNotFound"
-	ReasonSnapshotFailed   = "SnapshotFailed"
-	ReasonCanaryFailed     = "CanaryFailed"
-	ReasonStoreFailed      = "StoreFailed"
-	ReasonUploadUnverified = "UploadUnverified"
-	ReasonTimedOut         = "TimedOut"
+	ReasonExecutorMisconfigured = "ExecutorMisconfigured"
+	ReasonAuthFailed            = "AuthFailed"
+	ReasonLeaderNotFound        = "LeaderNotFound"
+	ReasonSnapshotFailed        = "SnapshotFailed"
+	ReasonCanaryFailed          = "CanaryFailed"
+	ReasonStoreFailed           = "StoreFailed"
+	ReasonUploadUnverified      = "UploadUnverified"
+	ReasonTimedOut              = "TimedOut"
 )
 
 // attempts bounds the tries of a run that fails in a way that may pass.
@@ -95,10 +95,10 @@ func runBounded(ctx context.Context, timeout time.Duration, deps Deps, what, don
 func run(ctx context.Context, cfg backup.ExecutorConfig, deps Deps, secrets *redactor) backup.Report {
 	s, err := prepare(ctx, cfg, deps, secrets)
 	if err != nil {
-		return failed(ReasonConfig, err)
+		return failed(ReasonExecutorMisconfigured, err)
 	}
 	if !s.prover.CanSign() {
-		return failed(ReasonConfig, errors.New("no provenance key (--provenance-key-file): the executor signs every "+
+		return failed(ReasonExecutorMisconfigured, errors.New("no provenance key (--provenance-key-file): the executor signs every "+
 			"snapshot's name with it, and latest and retention ignore unsigned names"))
 	}
 	for attempt := 0; ; attempt++ {
@@ -352,7 +352,7 @@ func retryable(err error) bool {
 	}
 	var snapErr *snapshot.Error
 	if errors.As(err, &snapErr) {
-		return snapErr.Reason == snapshot.ReasonTruncated
+		return snapErr.Reason == snapshot.ReasonSnapshotTruncated
 	}
 	var status *openbao.StatusError
 	if errors.As(err, &status) {

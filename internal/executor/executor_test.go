@@ -195,8 +195,8 @@ func TestABadSnapshotIsNeverStored(t *testing.T) {
 		reasons  []string
 		attempts int
 	}{
-		"truncated (retried, as a cut connection)": {"truncated.snap", []string{snapshot.ReasonTruncated}, 3},
-		"bit-flipped (not retried)":                {"bit-flipped.snap", []string{snapshot.ReasonCorrupt, snapshot.ReasonChecksumMismatch}, 1},
+		"truncated (retried, as a cut connection)": {"truncated.snap", []string{snapshot.ReasonSnapshotTruncated}, 3},
+		"bit-flipped (not retried)":                {"bit-flipped.snap", []string{snapshot.ReasonSnapshotCorrupt, snapshot.ReasonSnapshotChecksumMismatch}, 1},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

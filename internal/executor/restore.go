@@ -41,7 +41,7 @@ func runRestore(ctx context.Context, cfg restore.ExecutorConfig, deps Deps, secr
 	start := deps.Clock.Now()
 	s, err := prepare(ctx, cfg.ExecutorConfig, deps, secrets)
 	if err != nil {
-		return failed(ReasonConfig, err)
+		return failed(ReasonExecutorMisconfigured, err)
 	}
 	if cfg.SourceCluster != "" {
 		s.prefix = backup.ObjectPrefix(cfg.PathPrefix, cfg.Namespace, cfg.SourceCluster)
@@ -205,7 +205,7 @@ func (s *runner) post(ctx context.Context, leader openbao.Client, snap checked, 
 	case errors.As(err, &status) && errors.Is(err, openbao.ErrPermissionDenied):
 		return stage(ReasonAuthFailed, fmt.Errorf("the restore identity may not post a snapshot: %w", err))
 	}
-	return stage(restore.ReasonPostFailed, err)
+	return stage(restore.ReasonRestoreFailed, err)
 }
 
 // errReadChanged says the second read gave other bytes than the first.

@@ -164,7 +164,7 @@ func TestARefusalOfTheSealCheckedEndpointIsASealMismatch(t *testing.T) {
 	}
 	h.bao.RestoreErr = &openbao.TransportError{Op: openbao.SnapshotPath, Err: errors.New("connection reset")}
 	r = h.restore(t, func(c *restore.ExecutorConfig) { c.Key, c.Force = "p/ns/bao/x.snap", true })
-	if r.Reason != restore.ReasonPostFailed || h.sleeps != 0 {
+	if r.Reason != restore.ReasonRestoreFailed || h.sleeps != 0 {
 		t.Fatalf("a failed post is never retried: %+v, %d retries", r, h.sleeps)
 	}
 }

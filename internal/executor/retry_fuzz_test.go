@@ -21,7 +21,7 @@ func FuzzNothingAfterTheUploadIsRetried(f *testing.F) {
 			func() error { return &openbao.StatusError{Op: "login", Code: 503} },
 			func() error { return &openbao.TransportError{Op: "write", Err: errors.New("reset")} },
 			func() error { return &objectstore.Error{Op: "put", Err: errors.New("timeout")} },
-			func() error { return &snapshot.Error{Reason: snapshot.ReasonTruncated} },
+			func() error { return &snapshot.Error{Reason: snapshot.ReasonSnapshotTruncated} },
 			func() error { return stage(ReasonAuthFailed, &openbao.StatusError{Code: 500}) },
 			func() error { return openbao.ErrStandby },
 		}

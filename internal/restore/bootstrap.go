@@ -11,11 +11,11 @@ import (
 
 // Reasons of condition RestoredFromBackup.
 const (
-	ReasonBootstrapRestoreCreated = "RestoreCreated"
-	ReasonBootstrapRestoring      = "Restoring"
+	ReasonBootstrapRestoreCreated = "BootstrapRestoreCreated"
+	ReasonBootstrapRestoring      = "BootstrapRestoring"
 	ReasonBindingIdentity         = "BindingIdentity"
 	ReasonRestoredFromBackup      = "RestoredFromBackup"
-	ReasonBootstrapRestoreFailed  = "RestoreFailed"
+	ReasonBootstrapRestoreFailed  = "BootstrapRestoreFailed"
 )
 
 // BootstrapObserved is what the cluster's fromBackup step looks at.

@@ -15,16 +15,16 @@ import (
 // Reasons of an OpenBaoRestore, besides the preflight's and the
 // executor's.
 const (
-	ReasonWaiting            = "Waiting"
-	ReasonClusterNotFound    = "ClusterNotFound"
-	ReasonJobCreated         = "JobCreated"
-	ReasonJobNameTaken       = "JobNameTaken"
-	ReasonJobFailed          = "JobFailed"
-	ReasonReportInvalid      = "ReportInvalid"
-	ReasonSnapshotInstalled  = "SnapshotInstalled"
-	ReasonRestartingServers  = "RestartingServers"
-	ReasonVerificationFailed = "VerificationTimedOut"
-	ReasonRestored           = "Restored"
+	ReasonWaiting              = "Waiting"
+	ReasonClusterNotFound      = "ClusterNotFound"
+	ReasonJobCreated           = "JobCreated"
+	ReasonJobNameTaken         = "JobNameTaken"
+	ReasonJobFailed            = "JobFailed"
+	ReasonReportInvalid        = "ReportInvalid"
+	ReasonSnapshotInstalled    = "SnapshotInstalled"
+	ReasonRestartingServers    = "RestartingServers"
+	ReasonVerificationTimedOut = "VerificationTimedOut"
+	ReasonRestored             = "Restored"
 	// ReasonAwaitingOutcome: the OpenBaoRestore was deleted while its Job
 	// may be posting the snapshot; it stays, holding the cluster, until
 	// the Job has ended.
@@ -38,11 +38,11 @@ const (
 	// ReasonJobNotCreated: the API server refused the Job; nothing was
 	// started, and the restore decides afresh.
 	ReasonJobNotCreated = "JobNotCreated"
-	// ReasonTakingSnapshot: the pre-restore snapshot is being taken.
-	ReasonTakingSnapshot = "TakingPreRestoreSnapshot"
-	// ReasonSnapshotFailed: the pre-restore snapshot failed; nothing was
+	// ReasonTakingPreRestoreSnapshot: the pre-restore snapshot is being taken.
+	ReasonTakingPreRestoreSnapshot = "TakingPreRestoreSnapshot"
+	// ReasonPreRestoreSnapshotFailed: the pre-restore snapshot failed; nothing was
 	// posted.
-	ReasonSnapshotFailed = "PreRestoreSnapshotFailed"
+	ReasonPreRestoreSnapshotFailed = "PreRestoreSnapshotFailed"
 	// ReasonBackupNameTaken: an OpenBaoBackup of the pre-restore
 	// snapshot's name is not this restore's.
 	ReasonBackupNameTaken = "BackupNameTaken"
@@ -225,7 +225,7 @@ func (d *Decision) snapshot(o Observed) {
 	switch {
 	case b == nil || !b.Found:
 		d.CreateBackup = true
-		s.Reason, s.Message = ReasonTakingSnapshot, "OpenBaoBackup "+s.PreRestoreBackup+
+		s.Reason, s.Message = ReasonTakingPreRestoreSnapshot, "OpenBaoBackup "+s.PreRestoreBackup+
 			" takes a snapshot of the cluster as it is; the restore starts once it is stored"
 		d.Requeue = HoldRetry
 	case !b.Ours:
@@ -236,11 +236,11 @@ func (d *Decision) snapshot(o Observed) {
 		d.begin(o)
 		s.Message += "; the data it replaces is stored at " + b.Key + " (status.preRestoreKey): restore that key to undo this restore"
 	case b.Phase == v1alpha1.BackupFailed:
-		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonSnapshotFailed, fmt.Sprintf("the pre-restore snapshot (OpenBaoBackup %s) "+
+		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonPreRestoreSnapshotFailed, fmt.Sprintf("the pre-restore snapshot (OpenBaoBackup %s) "+
 			"failed (%s: %s); nothing was changed. Create another OpenBaoRestore to try again, or one with preRestoreSnapshot: false "+
 			"to restore without a way back", s.PreRestoreBackup, b.Reason, b.Message))
 	default:
-		s.Reason, s.Message = ReasonTakingSnapshot, "waiting for OpenBaoBackup "+s.PreRestoreBackup+
+		s.Reason, s.Message = ReasonTakingPreRestoreSnapshot, "waiting for OpenBaoBackup "+s.PreRestoreBackup+
 			" to store a snapshot of the cluster as it is; the restore starts once it is stored"
 		if b.Reason != "" && b.Message != "" {
 			s.Message += " (the backup is " + orNone(string(b.Phase)) + ", " + b.Reason + ": " + b.Message + ")"
@@ -315,7 +315,7 @@ func failureOf(j *Job) (reason, message string) {
 	case r.Reason == "":
 		return ReasonJobFailed, "the restore Job ended without a report (" + orNone(j.FailureMessage) + "); the snapshot may or may not " +
 			"have reached OpenBao: check the data, then create another OpenBaoRestore if it is not the restored one"
-	case r.Reason == ReasonPostFailed:
+	case r.Reason == ReasonRestoreFailed:
 		return r.Reason, r.Error + "; OpenBao did not confirm the restore, so the cluster may hold its old data or the snapshot's: " +
 			"check the data, then create another OpenBaoRestore if needed"
 	case r.Reason == ReasonSealMismatch:
@@ -340,7 +340,7 @@ func (d *Decision) verify(o Observed) {
 		return
 	}
 	if since >= VerifyTimeout {
-		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonVerificationFailed, fmt.Sprintf("OpenBao installed %s at %s, but after %s "+
+		d.finish(o.Now, v1alpha1.RestoreFailed, ReasonVerificationTimedOut, fmt.Sprintf("OpenBao installed %s at %s, but after %s "+
 			"not every server serves it (%s); the leader holds the restored data. Check the pods named, restart them if they stay behind",
 			s.Key, s.RestoredAt.UTC().Format(time.RFC3339), VerifyTimeout, strings.Join(append(waiting, lagging...), "; ")))
 		return

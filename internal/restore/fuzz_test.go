@@ -92,7 +92,7 @@ func (w *world) observe(rs *v1alpha1.OpenBaoRestore, b, c byte, now time.Time) r
 	case 1:
 		o.Preflight = restore.Check{Reason: backup.ReasonBackupInProgress}
 	case 2:
-		o.Preflight = restore.Check{Permanent: true, Reason: backup.ReasonNotConfigured}
+		o.Preflight = restore.Check{Permanent: true, Reason: backup.ReasonBackupNotConfigured}
 	}
 	if b&0x08 != 0 && c&0x02 != 0 {
 		o.Cluster = nil

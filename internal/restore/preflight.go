@@ -15,8 +15,8 @@ import (
 const (
 	ReasonRestoreInProgress = day2.ReasonRestoreInProgress
 	ReasonNoBootstrapSource = "NoBootstrapSource"
-	// ReasonForceWithoutUndo: force: true with preRestoreSnapshot: false.
-	ReasonForceWithoutUndo = "ForceWithoutPreRestoreSnapshot"
+	// ReasonForceWithoutPreRestoreSnapshot: force: true with preRestoreSnapshot: false.
+	ReasonForceWithoutPreRestoreSnapshot = "ForceWithoutPreRestoreSnapshot"
 )
 
 // ForceWithoutUndoMessage is the refusal of ForceNeedsUndo.
@@ -57,7 +57,7 @@ func Preflight(in PreflightInput) Check {
 		return hold(backup.ReasonClusterPaused, "the cluster is paused (spec.paused); the restore starts once it is resumed")
 	case !in.Lock.OK():
 		return hold(in.Lock.Reason, in.Lock.Message)
-	case c.Status.Phase != v1alpha1.PhaseRunning:
+	case !c.Status.Phase.Serving():
 		return hold(backup.ReasonClusterNotRunning, fmt.Sprintf("the cluster is %s, not Running", orNone(string(c.Status.Phase))))
 	case b.TokenSecretRef == nil && !c.Status.IdentityConfigured:
 		return hold(backup.ReasonIdentityPending, "the operator's OpenBao identity is not set up yet (status.identityConfigured)")
@@ -85,7 +85,7 @@ func Configured(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) Check {
 	b := view.Spec.Backup
 	switch {
 	case b == nil:
-		return Check{Permanent: true, Reason: backup.ReasonNotConfigured,
+		return Check{Permanent: true, Reason: backup.ReasonBackupNotConfigured,
 			Message: fmt.Sprintf("OpenBaoCluster %s has no spec.backup: a restore reads the snapshot from its backup target with its backup identity", c.Name)}
 	case b.JWTAuthRole == "" && b.TokenSecretRef == nil:
 		return Check{Permanent: true, Reason: backup.ReasonAuthNotConfigured, Message: "spec.backup names neither jwtAuthRole nor tokenSecretRef"}
@@ -108,7 +108,7 @@ func ForceNeedsUndo(r *v1alpha1.OpenBaoRestore) Check {
 	if r == nil || !r.Spec.Force || r.Spec.Source.Bootstrap || r.WantsPreRestoreSnapshot() {
 		return Check{OK: true}
 	}
-	return Check{Permanent: true, Reason: ReasonForceWithoutUndo, Message: ForceWithoutUndoMessage}
+	return Check{Permanent: true, Reason: ReasonForceWithoutPreRestoreSnapshot, Message: ForceWithoutUndoMessage}
 }
 
 // restoreRoleRevision is the identity revision that brought the restore

@@ -21,8 +21,8 @@ const (
 	// ReasonSealMismatch: OpenBao refused the snapshot because it was
 	// taken by a cluster with another seal.
 	ReasonSealMismatch = "SealMismatch"
-	// ReasonPostFailed: OpenBao failed or refused the restore otherwise.
-	ReasonPostFailed = "RestoreFailed"
+	// ReasonRestoreFailed: OpenBao failed or refused the restore otherwise.
+	ReasonRestoreFailed = "RestoreFailed"
 )
 
 // SealMismatchMessage says what a SealMismatch means.

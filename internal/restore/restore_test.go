@@ -81,7 +81,7 @@ func TestPreflightHoldsARestoreThatHasNotStarted(t *testing.T) {
 		permanent bool
 	}{
 		{"a running cluster with nothing under way", func(*v1alpha1.OpenBaoCluster, *restore.PreflightInput) {}, "", false},
-		{"no spec.backup", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) { c.Spec.Backup = nil }, backup.ReasonNotConfigured, true},
+		{"no spec.backup", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) { c.Spec.Backup = nil }, backup.ReasonBackupNotConfigured, true},
 		{"paused", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) { c.Spec.Paused = true }, backup.ReasonClusterPaused, false},
 		{"a rollout under way", func(c *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) {
 			in.Lock = inTheWay(day2.RolloutOp())
@@ -89,6 +89,9 @@ func TestPreflightHoldsARestoreThatHasNotStarted(t *testing.T) {
 		{"an operation in the way of a cluster that is not Running", func(c *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) {
 			c.Status.Phase, in.Lock = v1alpha1.PhaseDegraded, inTheWay(day2.RolloutOp())
 		}, backup.ReasonUpgradeInProgress, false},
+		{"a cluster still marked Restoring after the last restore ended, the lock free", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) {
+			c.Status.Phase = v1alpha1.PhaseRestoring
+		}, "", false},
 		{"not Running", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) {
 			c.Status.Phase = v1alpha1.PhaseInitializing
 		}, backup.ReasonClusterNotRunning, false},
@@ -153,8 +156,8 @@ func TestAForcedRestoreMustTakeThePreRestoreSnapshot(t *testing.T) {
 				return
 			}
 			for _, got := range []restore.Check{rule, conf, pre} {
-				if got.OK || !got.Permanent || got.Reason != restore.ReasonForceWithoutUndo || got.Message != restore.ForceWithoutUndoMessage {
-					t.Fatalf("got %+v, want the permanent refusal %s", got, restore.ReasonForceWithoutUndo)
+				if got.OK || !got.Permanent || got.Reason != restore.ReasonForceWithoutPreRestoreSnapshot || got.Message != restore.ForceWithoutUndoMessage {
+					t.Fatalf("got %+v, want the permanent refusal %s", got, restore.ReasonForceWithoutPreRestoreSnapshot)
 				}
 			}
 			for _, field := range []string{"spec.force", "spec.preRestoreSnapshot"} {
@@ -163,8 +166,8 @@ func TestAForcedRestoreMustTakeThePreRestoreSnapshot(t *testing.T) {
 				}
 			}
 			d := restore.Decide(restore.Observed{Now: t0, Restore: r, Cluster: c, Preflight: pre})
-			if d.Status.Phase != v1alpha1.RestoreFailed || d.Status.Reason != restore.ReasonForceWithoutUndo || d.CreateJob || d.CreateBackup {
-				t.Fatalf("decision %+v: want Failed %s and nothing started", d, restore.ReasonForceWithoutUndo)
+			if d.Status.Phase != v1alpha1.RestoreFailed || d.Status.Reason != restore.ReasonForceWithoutPreRestoreSnapshot || d.CreateJob || d.CreateBackup {
+				t.Fatalf("decision %+v: want Failed %s and nothing started", d, restore.ReasonForceWithoutPreRestoreSnapshot)
 			}
 		})
 	}
@@ -217,7 +220,7 @@ func TestDecideTakesARestoreFromPendingToItsOutcome(t *testing.T) {
 		{"held by the preflight: Pending, looks again", restore.Observed{Restore: newRestore(v1alpha1.OpenBaoRestoreStatus{}),
 			Preflight: restore.Check{Reason: backup.ReasonClusterPaused}}, v1alpha1.RestorePending, "", backup.ReasonClusterPaused, false, nil},
 		{"refused for good: Failed, nothing changed", restore.Observed{Restore: newRestore(v1alpha1.OpenBaoRestoreStatus{}),
-			Preflight: restore.Check{Permanent: true, Reason: backup.ReasonNotConfigured}}, v1alpha1.RestoreFailed, "", backup.ReasonNotConfigured, false, nil},
+			Preflight: restore.Check{Permanent: true, Reason: backup.ReasonBackupNotConfigured}}, v1alpha1.RestoreFailed, "", backup.ReasonBackupNotConfigured, false, nil},
 		{"preflight passes: the Job is named, then created", restore.Observed{Restore: newRestore(v1alpha1.OpenBaoRestoreStatus{}),
 			Preflight: restore.Check{OK: true}}, v1alpha1.RestoreRunning, v1alpha1.RestoreStepRestoring, restore.ReasonJobCreated, true, nil},
 		{"the recorded Job is gone and its end was never seen: Failed, outcome unknown, never created again", restore.Observed{
@@ -254,7 +257,7 @@ func TestDecideTakesARestoreFromPendingToItsOutcome(t *testing.T) {
 		{"every server healthy and caught up: Succeeded", restore.Observed{Restore: newRestore(verifying(time.Minute, "bao-1")), Servers: servers(0, 0, 0)},
 			v1alpha1.RestoreSucceeded, "", restore.ReasonRestored, false, nil},
 		{"still trailing after the timeout: Failed, saying what state the cluster is in", restore.Observed{Restore: newRestore(verifying(time.Hour, "bao-1")),
-			Servers: servers(0, 5, 0)}, v1alpha1.RestoreFailed, "", restore.ReasonVerificationFailed, false, nil},
+			Servers: servers(0, 5, 0)}, v1alpha1.RestoreFailed, "", restore.ReasonVerificationTimedOut, false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.o.Now = t0
@@ -500,12 +503,12 @@ func TestARestoreStartsOnlyOnceItsPreRestoreSnapshotIsStored(t *testing.T) {
 		{"held by the preflight: no snapshot yet", v1alpha1.OpenBaoRestoreStatus{}, restore.Check{Reason: backup.ReasonUpgradeInProgress},
 			nil, v1alpha1.RestorePending, backup.ReasonUpgradeInProgress, false, false},
 		{"the preflight passes: the backup is named and asked for, no Job", v1alpha1.OpenBaoRestoreStatus{}, restore.Check{OK: true},
-			nil, v1alpha1.RestorePending, restore.ReasonTakingSnapshot, true, false},
+			nil, v1alpha1.RestorePending, restore.ReasonTakingPreRestoreSnapshot, true, false},
 		{"the backup runs: wait", pending, restore.Check{OK: true}, &restore.Backup{Found: true, Ours: true, Phase: v1alpha1.BackupRunning},
-			v1alpha1.RestorePending, restore.ReasonTakingSnapshot, false, false},
+			v1alpha1.RestorePending, restore.ReasonTakingPreRestoreSnapshot, false, false},
 		{"the backup is held: wait, saying why", pending, restore.Check{OK: true}, &restore.Backup{Found: true, Ours: true,
 			Phase: v1alpha1.BackupPending, Reason: "Waiting", Message: "a rollout is under way"},
-			v1alpha1.RestorePending, restore.ReasonTakingSnapshot, false, false},
+			v1alpha1.RestorePending, restore.ReasonTakingPreRestoreSnapshot, false, false},
 		{"the backup succeeded: the Job is asked for, the key recorded", pending, restore.Check{OK: true},
 			&restore.Backup{Found: true, Ours: true, Phase: v1alpha1.BackupSucceeded, Key: "ns/bao/20261123T115900Z-00000009.snap"},
 			v1alpha1.RestoreRunning, restore.ReasonJobCreated, false, true},
@@ -513,7 +516,7 @@ func TestARestoreStartsOnlyOnceItsPreRestoreSnapshotIsStored(t *testing.T) {
 			&restore.Backup{Found: true, Ours: true, Phase: v1alpha1.BackupSucceeded, Key: "k"}, v1alpha1.RestorePending, backup.ReasonUpgradeInProgress, false, false},
 		{"the backup failed: Failed, nothing changed", pending, restore.Check{OK: true},
 			&restore.Backup{Found: true, Ours: true, Phase: v1alpha1.BackupFailed, Reason: "StoreFailed", Message: "access denied"},
-			v1alpha1.RestoreFailed, restore.ReasonSnapshotFailed, false, false},
+			v1alpha1.RestoreFailed, restore.ReasonPreRestoreSnapshotFailed, false, false},
 		{"a backup of that name is someone else's: Failed, nothing changed", v1alpha1.OpenBaoRestoreStatus{}, restore.Check{OK: true},
 			&restore.Backup{Found: true, Phase: v1alpha1.BackupSucceeded, Key: "k"}, v1alpha1.RestoreFailed, restore.ReasonBackupNameTaken, false, false},
 	} {

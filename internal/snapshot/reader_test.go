@@ -84,7 +84,7 @@ func TestReaderKeepsTheSourcesError(t *testing.T) {
 	}
 	// A body the server cut short ends in io.ErrUnexpectedEOF: truncated.
 	r = snapshot.NewReader(io.MultiReader(bytes.NewReader(data[:len(data)/2]), iotest.ErrReader(io.ErrUnexpectedEOF)))
-	if _, err := consume(r); reasonOf(err) != snapshot.ReasonTruncated {
+	if _, err := consume(r); reasonOf(err) != snapshot.ReasonSnapshotTruncated {
 		t.Errorf("%v, want a truncated snapshot", err)
 	}
 }

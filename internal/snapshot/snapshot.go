@@ -37,10 +37,10 @@ const maxSmallEntry = 64 << 10
 
 // Reasons of an *Error, CamelCase for conditions.
 const (
-	ReasonTruncated        = "SnapshotTruncated"
-	ReasonCorrupt          = "SnapshotCorrupt"
-	ReasonChecksumMismatch = "SnapshotChecksumMismatch"
-	ReasonIncomplete       = "SnapshotIncomplete"
+	ReasonSnapshotTruncated        = "SnapshotTruncated"
+	ReasonSnapshotCorrupt          = "SnapshotCorrupt"
+	ReasonSnapshotChecksumMismatch = "SnapshotChecksumMismatch"
+	ReasonSnapshotIncomplete       = "SnapshotIncomplete"
 )
 
 // Error says why a snapshot does not check out.
@@ -108,20 +108,20 @@ func (c *checker) entry(hdr *tar.Header, tr *tar.Reader) error {
 	switch name {
 	case MetaEntry, StateEntry, SumsEntry, SealedEntry:
 	default:
-		return fail(ReasonCorrupt, "the archive holds an entry that is not part of a snapshot")
+		return fail(ReasonSnapshotCorrupt, "the archive holds an entry that is not part of a snapshot")
 	}
 	if _, seen := c.digests[name]; seen {
-		return fail(ReasonCorrupt, "the archive holds %s twice", name)
+		return fail(ReasonSnapshotCorrupt, "the archive holds %s twice", name)
 	}
 	if hdr.Typeflag != tar.TypeReg {
-		return fail(ReasonCorrupt, "%s is not a regular file", name)
+		return fail(ReasonSnapshotCorrupt, "%s is not a regular file", name)
 	}
 	h := sha256.New()
 	var small bytes.Buffer
 	var dst io.Writer = h
 	if name != StateEntry {
 		if hdr.Size > maxSmallEntry {
-			return fail(ReasonCorrupt, "%s is %d bytes, more than a snapshot's %s ever holds", name, hdr.Size, name)
+			return fail(ReasonSnapshotCorrupt, "%s is %d bytes, more than a snapshot's %s ever holds", name, hdr.Size, name)
 		}
 		dst = io.MultiWriter(h, &small)
 	}
@@ -135,7 +135,7 @@ func (c *checker) entry(hdr *tar.Header, tr *tar.Reader) error {
 		c.state = n
 	case MetaEntry:
 		if err := json.Unmarshal(small.Bytes(), &c.meta); err != nil {
-			return fail(ReasonCorrupt, "%s is not the JSON of Raft's snapshot metadata", name)
+			return fail(ReasonSnapshotCorrupt, "%s is not the JSON of Raft's snapshot metadata", name)
 		}
 	case SumsEntry:
 		c.sums = small.Bytes()
@@ -149,11 +149,11 @@ func (c *checker) entry(hdr *tar.Header, tr *tar.Reader) error {
 func (c *checker) finish() (Info, error) {
 	for _, name := range []string{MetaEntry, StateEntry, SumsEntry} {
 		if _, ok := c.digests[name]; !ok {
-			return Info{}, fail(ReasonIncomplete, "the archive has no %s", name)
+			return Info{}, fail(ReasonSnapshotIncomplete, "the archive has no %s", name)
 		}
 	}
 	if !c.sealed {
-		return Info{}, fail(ReasonIncomplete, "the archive has no %s, which OpenBao writes last", SealedEntry)
+		return Info{}, fail(ReasonSnapshotIncomplete, "the archive has no %s, which OpenBao writes last", SealedEntry)
 	}
 	listed, err := parseSums(c.sums)
 	if err != nil {
@@ -162,17 +162,17 @@ func (c *checker) finish() (Info, error) {
 	for _, name := range []string{MetaEntry, StateEntry} {
 		want, ok := listed[name]
 		if !ok {
-			return Info{}, fail(ReasonCorrupt, "%s lists no digest for %s", SumsEntry, name)
+			return Info{}, fail(ReasonSnapshotCorrupt, "%s lists no digest for %s", SumsEntry, name)
 		}
 		if !bytes.Equal(want, c.digests[name]) {
-			return Info{}, fail(ReasonChecksumMismatch, "the SHA-256 of %s differs from %s", name, SumsEntry)
+			return Info{}, fail(ReasonSnapshotChecksumMismatch, "the SHA-256 of %s differs from %s", name, SumsEntry)
 		}
 	}
 	if len(listed) != 2 {
-		return Info{}, fail(ReasonCorrupt, "%s lists %d files, a snapshot has 2", SumsEntry, len(listed))
+		return Info{}, fail(ReasonSnapshotCorrupt, "%s lists %d files, a snapshot has 2", SumsEntry, len(listed))
 	}
 	if c.meta.Size != c.state {
-		return Info{}, fail(ReasonCorrupt, "%s is %d bytes where %s says %d", StateEntry, c.state, MetaEntry, c.meta.Size)
+		return Info{}, fail(ReasonSnapshotCorrupt, "%s is %d bytes where %s says %d", StateEntry, c.state, MetaEntry, c.meta.Size)
 	}
 	return Info{Index: c.meta.Index, Term: c.meta.Term, StateSize: c.state}, nil
 }
@@ -185,10 +185,10 @@ func parseSums(data []byte) (map[string][]byte, error) {
 		digest, name, ok := strings.Cut(s.Text(), "  ")
 		sum, err := hex.DecodeString(digest)
 		if !ok || err != nil || len(sum) != sha256.Size {
-			return nil, fail(ReasonCorrupt, "%s is not a list of SHA-256 digests", SumsEntry)
+			return nil, fail(ReasonSnapshotCorrupt, "%s is not a list of SHA-256 digests", SumsEntry)
 		}
 		if _, dup := out[name]; dup {
-			return nil, fail(ReasonCorrupt, "%s lists %s twice", SumsEntry, name)
+			return nil, fail(ReasonSnapshotCorrupt, "%s lists %s twice", SumsEntry, name)
 		}
 		out[name] = sum
 	}
@@ -204,7 +204,7 @@ func drainPadding(zr *gzip.Reader) error {
 		n, err := zr.Read(buf)
 		for _, b := range buf[:n] {
 			if b != 0 {
-				return fail(ReasonCorrupt, "data follows the end of the archive")
+				return fail(ReasonSnapshotCorrupt, "data follows the end of the archive")
 			}
 		}
 		if errors.Is(err, io.EOF) {
@@ -224,12 +224,12 @@ func classify(action string, err error) error {
 	var corrupt flate.CorruptInputError
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return fail(ReasonTruncated, "%s: the snapshot ends early", action)
+		return fail(ReasonSnapshotTruncated, "%s: the snapshot ends early", action)
 	case errors.Is(err, gzip.ErrChecksum), errors.Is(err, gzip.ErrHeader), errors.Is(err, tar.ErrHeader),
 		errors.Is(err, tar.ErrFieldTooLong), errors.As(err, &corrupt):
-		return fail(ReasonCorrupt, "%s: the data is not a valid gzipped tar archive", action)
+		return fail(ReasonSnapshotCorrupt, "%s: the data is not a valid gzipped tar archive", action)
 	case errors.Is(err, io.EOF):
-		return fail(ReasonTruncated, "%s: the snapshot is empty", action)
+		return fail(ReasonSnapshotTruncated, "%s: the snapshot is empty", action)
 	}
 	var se *Error
 	if errors.As(err, &se) {

@@ -52,8 +52,8 @@ func TestRealSnapshotsCheckOut(t *testing.T) {
 
 func TestTheStoredCorruptCopiesAreRefused(t *testing.T) {
 	cases := map[string][]string{
-		"truncated.snap":   {snapshot.ReasonTruncated},
-		"bit-flipped.snap": {snapshot.ReasonCorrupt, snapshot.ReasonChecksumMismatch},
+		"truncated.snap":   {snapshot.ReasonSnapshotTruncated},
+		"bit-flipped.snap": {snapshot.ReasonSnapshotCorrupt, snapshot.ReasonSnapshotChecksumMismatch},
 	}
 	for name, reasons := range cases {
 		_, err := snapshot.Verify(bytes.NewReader(fixture(t, name)))
@@ -82,7 +82,7 @@ func TestEveryTruncationIsRefused(t *testing.T) {
 			continue
 		}
 		_, err := snapshot.Verify(bytes.NewReader(data[:n]))
-		if !oneOf(reasonOf(err), []string{snapshot.ReasonTruncated, snapshot.ReasonCorrupt}) {
+		if !oneOf(reasonOf(err), []string{snapshot.ReasonSnapshotTruncated, snapshot.ReasonSnapshotCorrupt}) {
 			t.Fatalf("cut at %d of %d bytes: %v", n, len(data), err)
 		}
 	}
@@ -227,19 +227,19 @@ func TestWellFormedArchivesThatAreNotTheSnapshotAreRefused(t *testing.T) {
 		entries []entry
 		reason  string
 	}{
-		"state.bin changed, sums not":     {flipState, snapshot.ReasonChecksumMismatch},
-		"state.bin longer than meta says": {resized, snapshot.ReasonCorrupt},
-		"no sealed sums":                  {without(real, snapshot.SealedEntry), snapshot.ReasonIncomplete},
-		"empty sealed sums":               {edit(real, snapshot.SealedEntry, func([]byte) []byte { return nil }), snapshot.ReasonIncomplete},
-		"no sums":                         {without(real, snapshot.SumsEntry), snapshot.ReasonIncomplete},
-		"no state":                        {without(real, snapshot.StateEntry), snapshot.ReasonIncomplete},
-		"an extra file":                   {append(real, entry{"notes.txt", []byte("x")}), snapshot.ReasonCorrupt},
-		"state.bin twice":                 {append(real, real[1]), snapshot.ReasonCorrupt},
+		"state.bin changed, sums not":     {flipState, snapshot.ReasonSnapshotChecksumMismatch},
+		"state.bin longer than meta says": {resized, snapshot.ReasonSnapshotCorrupt},
+		"no sealed sums":                  {without(real, snapshot.SealedEntry), snapshot.ReasonSnapshotIncomplete},
+		"empty sealed sums":               {edit(real, snapshot.SealedEntry, func([]byte) []byte { return nil }), snapshot.ReasonSnapshotIncomplete},
+		"no sums":                         {without(real, snapshot.SumsEntry), snapshot.ReasonSnapshotIncomplete},
+		"no state":                        {without(real, snapshot.StateEntry), snapshot.ReasonSnapshotIncomplete},
+		"an extra file":                   {append(real, entry{"notes.txt", []byte("x")}), snapshot.ReasonSnapshotCorrupt},
+		"state.bin twice":                 {append(real, real[1]), snapshot.ReasonSnapshotCorrupt},
 		"sums listing a third file": {edit(real, snapshot.SumsEntry, func(b []byte) []byte {
 			return append(b, []byte(fmt.Sprintf("%x  other\n", sha256.Sum256(nil)))...)
-		}), snapshot.ReasonCorrupt},
-		"sums that are not sums": {edit(real, snapshot.SumsEntry, func([]byte) []byte { return []byte("hello\n") }), snapshot.ReasonCorrupt},
-		"meta that is not JSON":  {edit(real, snapshot.MetaEntry, func([]byte) []byte { return []byte("{") }), snapshot.ReasonCorrupt},
+		}), snapshot.ReasonSnapshotCorrupt},
+		"sums that are not sums": {edit(real, snapshot.SumsEntry, func([]byte) []byte { return []byte("hello\n") }), snapshot.ReasonSnapshotCorrupt},
+		"meta that is not JSON":  {edit(real, snapshot.MetaEntry, func([]byte) []byte { return []byte("{") }), snapshot.ReasonSnapshotCorrupt},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

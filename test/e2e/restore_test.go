@@ -19,6 +19,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/podstate"
 	"github.com/openbao/operator/test/miniotest"
 )
@@ -117,7 +118,7 @@ func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
 func checkDrillPassed(ctx context.Context, t *testing.T, cl client.Client, ns string, b *v1alpha1.OpenBaoBackup) {
 	t.Helper()
 	good := waitDrill(ctx, t, cl, ns, b.Name)
-	if good.Result != v1alpha1.DrillPassed || good.Reason != "CanaryMatched" || !strings.Contains(good.Message, b.Status.Canary) || b.Status.Canary == "" {
+	if good.Result != v1alpha1.DrillPassed || good.Reason != backup.ReasonDrillCanaryMatched || !strings.Contains(good.Message, b.Status.Canary) || b.Status.Canary == "" {
 		t.Fatalf("the drill of %s (canary %q): %+v", b.Name, b.Status.Canary, good)
 	}
 	logf("drill of %s passed in %s: %s", b.Name, good.CompletionTime.Sub(good.StartTime.Time), good.Message)
@@ -136,11 +137,11 @@ func checkDrills(ctx context.Context, t *testing.T, cl client.Client, ns string,
 	}
 	setVerify(ctx, t, cl, ns, true)
 	failed := waitDrill(ctx, t, cl, ns, bad.Name)
-	if failed.Result != v1alpha1.DrillFailed || failed.Reason != "RestoreFailed" || !strings.Contains(failed.Message, bad.Name) || !strings.Contains(failed.Message, "CorruptSnapshot") {
+	if failed.Result != v1alpha1.DrillFailed || failed.Reason != backup.ReasonDrillRestoreFailed || !strings.Contains(failed.Message, bad.Name) || !strings.Contains(failed.Message, "CorruptSnapshot") {
 		t.Fatalf("the drill of the corrupted %s: %+v", bad.Name, failed)
 	}
 	st := clusterStatus(ctx, t, cl, ns, "bao")
-	if !hasConditionReason(st, "RestoreFailed") {
+	if !hasConditionReason(st, backup.ReasonDrillRestoreFailed) {
 		t.Fatalf("condition BackupVerified does not tell the failure: %v", st["conditions"])
 	}
 	logf("drill of the corrupted %s failed as it must: %s", bad.Name, failed.Message)

@@ -514,7 +514,7 @@ func TestAnOnDemandBackupFailsFastWhenItCannotRun(t *testing.T) {
 	for name, want := range map[string]struct{ cluster, reason string }{
 		"b-missing": {"missing", backup.ReasonClusterNotFound},
 		"b-init":    {"bao", backup.ReasonClusterNotRunning},
-		"b-plain":   {"plain", backup.ReasonNotConfigured},
+		"b-plain":   {"plain", backup.ReasonBackupNotConfigured},
 	} {
 		b := &v1alpha1.OpenBaoBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "backup-refused"}, Spec: v1alpha1.OpenBaoBackupSpec{ClusterName: want.cluster}}
 		if err := k8s.Create(ctx, b); err != nil {

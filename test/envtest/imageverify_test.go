@@ -120,7 +120,7 @@ func TestImageVerificationBlockPinsAndHolds(t *testing.T) {
 			return fmt.Errorf("Degraded %s %s: %s", cond.Status, cond.Reason, cond.Message)
 		}
 		verified, err := condition(ctx, c, v1alpha1.ConditionImageVerified)
-		if err != nil || verified.Status != "False" || verified.Reason != v1alpha1.ReasonImageUnsigned {
+		if err != nil || verified.Status != "False" || verified.Reason != v1alpha1.ReasonUnsigned {
 			return fmt.Errorf("ImageVerified %+v (%v)", verified, err)
 		}
 		_, err = warningEvent(ctx, c, v1alpha1.ReasonImageVerificationFailed)
@@ -149,7 +149,7 @@ func TestImageVerificationWarnProceedsUnpinned(t *testing.T) {
 			return fmt.Errorf("image %q, want %q", got, image+":2.4.1")
 		}
 		verified, err := condition(ctx, c, v1alpha1.ConditionImageVerified)
-		if err != nil || verified.Status != "False" || verified.Reason != v1alpha1.ReasonImageUnsigned {
+		if err != nil || verified.Status != "False" || verified.Reason != v1alpha1.ReasonUnsigned {
 			return fmt.Errorf("ImageVerified %+v (%v)", verified, err)
 		}
 		e, err := warningEvent(ctx, c, v1alpha1.ReasonImageVerificationFailed)
@@ -207,7 +207,7 @@ func TestImageVerificationKeepsTheDigestWhileTheRegistryIsDown(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if cond.Status != "True" || cond.Reason != v1alpha1.ReasonImageVerifiedEarlier {
+		if cond.Status != "True" || cond.Reason != v1alpha1.ReasonVerifiedEarlier {
 			return fmt.Errorf("ImageVerified %s %s: %s", cond.Status, cond.Reason, cond.Message)
 		}
 		return nil
@@ -253,7 +253,7 @@ spec:
 		if err != nil {
 			return err
 		}
-		if cond.Status != "False" || cond.Reason != v1alpha1.ReasonImageInvalidPolicy ||
+		if cond.Status != "False" || cond.Reason != v1alpha1.ReasonInvalidPolicy ||
 			!strings.Contains(cond.Message, "ConfigMap "+managedNamespace+"/sigstore-root, key trusted_root.json") {
 			return fmt.Errorf("ImageVerified %s %s: %s", cond.Status, cond.Reason, cond.Message)
 		}

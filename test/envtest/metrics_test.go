@@ -205,7 +205,7 @@ func TestClusterMetricsAreServedWhileTheClusterLivesAndOnlyThen(t *testing.T) {
 		"openbao_cluster_sealed_replicas":  {"": 0},
 		"openbao_cluster_phase": {
 			"phase=Pending,": 0, "phase=Initializing,": 0, "phase=Running,": 0,
-			"phase=Upgrading,": 0, "phase=Degraded,": 0, "phase=Paused,": 0,
+			"phase=Upgrading,": 0, "phase=Restoring,": 0, "phase=Degraded,": 0, "phase=Paused,": 0,
 			"phase=" + string(c.Status.Phase) + ",": 1,
 		},
 	} {

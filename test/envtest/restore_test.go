@@ -116,8 +116,11 @@ func TestARestoreRunsItsJobHoldsBackupsAndRolloutsAndRecordsItsOutcome(t *testin
 	rig.reconcile()
 	if c := rig.get(); !meta.IsStatusConditionPresentAndEqual(c.Status.Conditions, v1alpha1.ConditionUpgrading, metav1.ConditionFalse) ||
 		meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionUpgrading).Reason != v1alpha1.ReasonRestoreInProgress ||
-		c.Status.Upgrade != nil || c.Status.Phase != v1alpha1.PhaseRunning {
+		c.Status.Upgrade != nil || c.Status.Phase != v1alpha1.PhaseRestoring {
 		t.Fatalf("a due rollout beside a restore: %+v", c.Status)
+	}
+	if r := meta.FindStatusCondition(rig.get().Status.Conditions, v1alpha1.ConditionReady); r == nil || r.Reason != v1alpha1.ReasonRestoreInProgress {
+		t.Fatalf("a cluster a restore holds: Ready %+v", r)
 	}
 
 	rig.clock.Step(30 * time.Second)
@@ -131,6 +134,9 @@ func TestARestoreRunsItsJobHoldsBackupsAndRolloutsAndRecordsItsOutcome(t *testin
 	activePod(t, rig.ns, "bao-0")           // the StatefulSet's new pod
 	setUpdateRevision(t, rig.backupRig, "") // the rollout is out of this test's scope
 	rig.reconcile()
+	if p := rig.get().Status.Phase; p != v1alpha1.PhaseRunning {
+		t.Fatalf("the cluster is %s after its restore ended, not Running", p)
+	}
 	rig.reconcileBackup("b1")
 	if s := rig.backup("b1").Status; s.Phase != v1alpha1.BackupRunning {
 		t.Fatalf("the held backup did not start after the restore: %+v", s)
@@ -163,6 +169,11 @@ func checkVerification(t *testing.T, rig *restoreRig) {
 	if rs.Status.Phase != v1alpha1.RestoreSucceeded || rs.Status.Reason != restore.ReasonRestored || rs.Status.CompletionTime == nil ||
 		cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != rs.Generation {
 		t.Fatalf("status %+v", rs.Status)
+	}
+	// Ready, for kubectl wait and GitOps health checks, says the same.
+	if ready := meta.FindStatusCondition(rs.Status.Conditions, v1alpha1.ConditionReady); ready == nil ||
+		ready.Status != metav1.ConditionTrue || ready.Reason != restore.ReasonRestored || rs.Status.ObservedGeneration != rs.Generation {
+		t.Fatalf("a restored restore is not Ready: %+v", rs.Status.Conditions)
 	}
 	if metric(t, "openbao_restore_phase", rig.ns) != 2 {
 		t.Error("openbao_restore_phase is not 2 (succeeded)")
@@ -206,6 +217,13 @@ func TestARestoreRefusedByOpenBaoFailsSayingNothingChanged(t *testing.T) {
 	if rs.Status.Phase != v1alpha1.RestoreFailed || rs.Status.Reason != restore.ReasonSealMismatch ||
 		!strings.Contains(rs.Status.Message, "Nothing was changed") || cond == nil || cond.Status != metav1.ConditionFalse {
 		t.Fatalf("status %+v", rs.Status)
+	}
+	// Not Ready, and Stalled: kstatus reads a failed restore as Failed.
+	ready := meta.FindStatusCondition(rs.Status.Conditions, v1alpha1.ConditionReady)
+	stalled := meta.FindStatusCondition(rs.Status.Conditions, v1alpha1.ConditionStalled)
+	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != restore.ReasonSealMismatch ||
+		stalled == nil || stalled.Status != metav1.ConditionTrue {
+		t.Fatalf("a failed restore: %+v", rs.Status.Conditions)
 	}
 	if events := rig.drainEvents(); !strings.Contains(events, "Warning RestoreFailed") {
 		t.Errorf("events:\n%s", events)
@@ -351,7 +369,7 @@ func TestARestoreTakesItsPreRestoreSnapshotFirst(t *testing.T) {
 	rig.reconcileRestore("r1")
 	rs := rig.restore("r1")
 	name := rs.PreRestoreBackupName()
-	if s := rs.Status; s.Phase != v1alpha1.RestorePending || s.Reason != restore.ReasonTakingSnapshot || s.PreRestoreBackup != name || s.JobName != "" {
+	if s := rs.Status; s.Phase != v1alpha1.RestorePending || s.Reason != restore.ReasonTakingPreRestoreSnapshot || s.PreRestoreBackup != name || s.JobName != "" {
 		t.Fatalf("status %+v", s)
 	}
 	b := rig.backup(name)
@@ -363,7 +381,7 @@ func TestARestoreTakesItsPreRestoreSnapshotFirst(t *testing.T) {
 		t.Fatalf("the pre-restore backup does not run beside its waiting restore: %+v", s)
 	}
 	rig.reconcileRestore("r1")
-	if s := rig.restore("r1").Status; s.Phase != v1alpha1.RestorePending || s.Reason != restore.ReasonTakingSnapshot || s.JobName != "" {
+	if s := rig.restore("r1").Status; s.Phase != v1alpha1.RestorePending || s.Reason != restore.ReasonTakingPreRestoreSnapshot || s.JobName != "" {
 		t.Fatalf("while the snapshot is taken: %+v", s)
 	}
 	noJob(t, client.ObjectKey{Namespace: rig.ns, Name: "restore-bao-r1"})
