@@ -131,8 +131,7 @@ func servers(in StatusInput) []ServerView {
 			raft[s.ID] = s
 		}
 	}
-	pods := podstate.NewSnapshot(in.Pods)
-	sortByOrdinal(pods)
+	pods := podstate.NewSnapshot(in.Pods) // by ordinal
 	out := []ServerView{}
 	for _, p := range pods {
 		v := ServerView{Name: p.Name, Role: labelWord(p, podstate.LabelActive, "active", "standby"),

@@ -10,7 +10,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -77,10 +76,6 @@ func writeServers(tw io.Writer, in StatusInput) {
 		}
 		fmt.Fprintln(tw, joinCells([]any{s.Name, s.Role, s.Sealed, strconv.FormatBool(s.Ready), s.Raft, healthy, lag, orNone(s.LastContact)}))
 	}
-}
-
-func sortByOrdinal(pods []podstate.Pod) {
-	sort.Slice(pods, func(i, j int) bool { return pods[i].Ordinal < pods[j].Ordinal })
 }
 
 func raftRole(s v1alpha1.RaftServer, leader string) string {

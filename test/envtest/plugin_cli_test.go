@@ -251,7 +251,7 @@ func TestPluginVersionReadsTheOperatorsDeployment(t *testing.T) {
 			Labels: map[string]string{"app.kubernetes.io/name": "openbao-operator", "control-plane": "controller-manager", "app.kubernetes.io/version": "0.7.0"}},
 		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "ghcr.io/openbao/operator:0.7.0"}}}}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "ghcr.io/openbao/operator:0.6.9"}}}}},
 	}
 	if err := k8s.Create(context.Background(), d); err != nil {
 		t.Fatal(err)
