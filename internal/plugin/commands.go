@@ -2,11 +2,13 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -18,8 +20,9 @@ import (
 // Commands carry out the plugin's commands in one namespace.
 type Commands struct {
 	Client client.Client
-	// Logs reads pod logs for report; nil leaves them out.
-	Logs      kubernetes.Interface
+	// Kube reads pod logs for report and the API's discovery for check;
+	// nil leaves the logs out.
+	Kube      kubernetes.Interface
 	Namespace string
 	Now       func() time.Time
 }
@@ -32,15 +35,26 @@ func (c *Commands) cluster(ctx context.Context, name string) (*v1alpha1.OpenBaoC
 	return cluster, nil
 }
 
-// Status prints the cluster at a glance.
-func (c *Commands) Status(ctx context.Context, name string, w io.Writer) error {
-	cluster, err := c.cluster(ctx, name)
+// Status prints the cluster at a glance, in the format (OutputTable,
+// OutputJSON, OutputYAML). It needs the rights of Kubernetes' view role
+// and no more: the certificates' expiry, read from their Secrets, says
+// "unknown" to a caller who may not read them.
+func (c *Commands) Status(ctx context.Context, name, format string, w io.Writer) error {
+	in, err := c.statusInput(ctx, name)
 	if err != nil {
 		return err
 	}
+	return Print(w, format, NewStatusView(in), func(w io.Writer) error { return WriteStatus(w, in) })
+}
+
+func (c *Commands) statusInput(ctx context.Context, name string) (StatusInput, error) {
+	cluster, err := c.cluster(ctx, name)
+	if err != nil {
+		return StatusInput{}, err
+	}
 	pods := &corev1.PodList{}
 	if err := c.Client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(cluster.PodSelectorLabels())); err != nil {
-		return fmt.Errorf("list the pods of %s: %w", name, err)
+		return StatusInput{}, fmt.Errorf("list the pods of %s: %w", name, err)
 	}
 	in := StatusInput{Cluster: cluster, Pods: pods.Items, Now: c.Now(),
 		Certificates: map[string]time.Time{}, CertificateProblems: map[string]string{}}
@@ -55,7 +69,7 @@ func (c *Commands) Status(ctx context.Context, name string, w io.Writer) error {
 		}
 		in.Certificates[what] = expiry
 	}
-	return WriteStatus(w, in)
+	return in, nil
 }
 
 // certificateExpiry reads one public certificate of a TLS Secret; the
@@ -63,7 +77,11 @@ func (c *Commands) Status(ctx context.Context, name string, w io.Writer) error {
 // names the Secret and what went wrong, never its content.
 func (c *Commands) certificateExpiry(ctx context.Context, secretName, key string) (time.Time, string) {
 	s := &corev1.Secret{}
-	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: secretName}, s); err != nil {
+	err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: secretName}, s)
+	switch {
+	case apierrors.IsForbidden(err):
+		return time.Time{}, fmt.Sprintf("not shown: you may not read Secret %s (the view role reads no Secret)", secretName)
+	case err != nil:
 		return time.Time{}, fmt.Sprintf("cannot read Secret %s: %v", secretName, err)
 	}
 	expiry, err := CertificateExpiry(s.Data[key])
@@ -119,4 +137,44 @@ func (c *Commands) RequestStepDown(ctx context.Context, name string) (string, er
 		return "", fmt.Errorf("request a step-down of %s: %w", name, err)
 	}
 	return request, nil
+}
+
+// ErrNoHaltedRollout: resume-upgrade found nothing to resume.
+var ErrNoHaltedRollout = errors.New("no halted rollout")
+
+// ResumeRequest decides resume-upgrade: a new spec.upgrade.resumeRequest
+// (the time, which no earlier request had) when a rollout is halted, and
+// ErrNoHaltedRollout otherwise, because a request set while nothing is
+// halted resumes nothing (a rollout starts by recording the current one).
+func ResumeRequest(c *v1alpha1.OpenBaoCluster, now time.Time) (string, error) {
+	up := c.Status.Upgrade
+	if up == nil || up.Halted == "" {
+		return "", fmt.Errorf("%w: status.upgrade.halted of %s/%s is empty; kubectl openbao status %s shows the rollout",
+			ErrNoHaltedRollout, c.Namespace, c.Name, c.Name)
+	}
+	request := now.UTC().Format(time.RFC3339Nano)
+	if request == up.ResumeRequest || request == c.Spec.Upgrade.ResumeRequest {
+		request = now.UTC().Add(time.Nanosecond).Format(time.RFC3339Nano)
+	}
+	return request, nil
+}
+
+// ResumeUpgrade resumes a halted rollout: it writes spec.upgrade.
+// resumeRequest, and nothing else, with a merge patch. The operator
+// resumes once per new value. It returns the request and why the rollout
+// halted.
+func (c *Commands) ResumeUpgrade(ctx context.Context, name string) (request, halted string, err error) {
+	cluster, err := c.cluster(ctx, name)
+	if err != nil {
+		return "", "", err
+	}
+	request, err = ResumeRequest(cluster, c.Now())
+	if err != nil {
+		return "", "", err
+	}
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"upgrade":{"resumeRequest":%q}}}`, request))
+	if err := c.Client.Patch(ctx, cluster, patch); err != nil {
+		return "", "", fmt.Errorf("set spec.upgrade.resumeRequest of %s: %w", name, err)
+	}
+	return request, cluster.Status.Upgrade.Halted, nil
 }

@@ -48,7 +48,7 @@ func (c *Commands) Report(ctx context.Context, name string, o ReportOptions, w i
 	cluster.ManagedFields = nil
 	bundle.yaml("openbaocluster.yaml", cluster)
 	var status bytes.Buffer
-	if err := c.Status(ctx, name, &status); err != nil {
+	if err := c.Status(ctx, name, OutputTable, &status); err != nil {
 		fmt.Fprintf(&status, "status failed: %v\n", err)
 	}
 	bundle.file("status.txt", status.Bytes())
@@ -136,10 +136,10 @@ func (c *Commands) collectEvents(ctx context.Context, b *bundle, name string) {
 
 // collectOperatorLogs keeps the newest lines of each operator pod's log.
 func (c *Commands) collectOperatorLogs(ctx context.Context, b *bundle, o ReportOptions) {
-	if c.Logs == nil || o.OperatorNamespace == "" {
+	if c.Kube == nil || o.OperatorNamespace == "" {
 		return
 	}
-	pods, err := c.Logs.CoreV1().Pods(o.OperatorNamespace).List(ctx, metav1.ListOptions{
+	pods, err := c.Kube.CoreV1().Pods(o.OperatorNamespace).List(ctx, metav1.ListOptions{
 		LabelSelector: metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: o.OperatorSelector}),
 	})
 	if err != nil {
@@ -148,7 +148,7 @@ func (c *Commands) collectOperatorLogs(ctx context.Context, b *bundle, o ReportO
 	}
 	for _, p := range pods.Items {
 		lines := o.LogLines
-		raw, err := c.Logs.CoreV1().Pods(o.OperatorNamespace).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: &lines}).DoRaw(ctx)
+		raw, err := c.Kube.CoreV1().Pods(o.OperatorNamespace).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: &lines}).DoRaw(ctx)
 		if err != nil {
 			b.problem("read the log of %s/%s: %v", o.OperatorNamespace, p.Name, err)
 			continue

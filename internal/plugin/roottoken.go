@@ -46,31 +46,53 @@ func RecoveryKeysState(c *v1alpha1.OpenBaoCluster) string {
 	return fmt.Sprintf("%d of %d in Secret %s", rt.RecoveryThreshold, rt.RecoveryShares, c.RecoveryKeysSecretName())
 }
 
-// WriteRootTokens prints one line per cluster: which still hold a root
-// token, and their recovery keys.
-func WriteRootTokens(w io.Writer, clusters []v1alpha1.OpenBaoCluster, now time.Time) error {
+// Summaries are the lines of `status` without a cluster, by namespace
+// and name.
+func Summaries(clusters []v1alpha1.OpenBaoCluster, now time.Time) ClusterList {
 	sort.Slice(clusters, func(i, j int) bool {
 		return clusters[i].Namespace+"/"+clusters[i].Name < clusters[j].Namespace+"/"+clusters[j].Name
 	})
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tCLUSTER\tPHASE\tROOT TOKEN\tRECOVERY KEYS")
+	out := ClusterList{Items: []ClusterSummary{}}
 	for i := range clusters {
 		c := &clusters[i]
-		fmt.Fprintln(tw, joinCells([]any{c.Namespace, c.Name, orNone(string(c.Status.Phase)), RootTokenState(c, now), RecoveryKeysState(c)}))
+		out.Items = append(out.Items, ClusterSummary{Namespace: c.Namespace, Name: c.Name, Phase: string(c.Status.Phase),
+			RootToken: RootTokenState(c, now), RecoveryKeys: RecoveryKeysState(c)})
+	}
+	return out
+}
+
+// WriteRootTokens prints one line per cluster: which still hold a root
+// token, and their recovery keys.
+func WriteRootTokens(w io.Writer, clusters []v1alpha1.OpenBaoCluster, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAMESPACE\tCLUSTER\tPHASE\tROOT TOKEN\tRECOVERY KEYS")
+	for _, c := range Summaries(clusters, now).Items {
+		fmt.Fprintln(tw, joinCells([]any{c.Namespace, c.Name, orNone(c.Phase), c.RootToken, c.RecoveryKeys}))
 	}
 	return tw.Flush()
 }
 
-// StatusAll prints every cluster of the namespace (all namespaces when
-// Namespace is empty) with its root token's state.
-func (c *Commands) StatusAll(ctx context.Context, w io.Writer) error {
+// ListClusters reads every cluster of the namespace (of all namespaces
+// when Namespace is empty).
+func (c *Commands) ListClusters(ctx context.Context) ([]v1alpha1.OpenBaoCluster, error) {
 	list := &v1alpha1.OpenBaoClusterList{}
 	var opts []client.ListOption
 	if c.Namespace != "" {
 		opts = append(opts, client.InNamespace(c.Namespace))
 	}
 	if err := c.Client.List(ctx, list, opts...); err != nil {
-		return fmt.Errorf("list OpenBaoClusters: %w", err)
+		return nil, fmt.Errorf("list OpenBaoClusters: %w", err)
 	}
-	return WriteRootTokens(w, list.Items, c.Now())
+	return list.Items, nil
+}
+
+// StatusAll prints every cluster of the namespace (all namespaces when
+// Namespace is empty) with its root token's state, in the format.
+func (c *Commands) StatusAll(ctx context.Context, format string, w io.Writer) error {
+	clusters, err := c.ListClusters(ctx)
+	if err != nil {
+		return err
+	}
+	now := c.Now()
+	return Print(w, format, Summaries(clusters, now), func(w io.Writer) error { return WriteRootTokens(w, clusters, now) })
 }

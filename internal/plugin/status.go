@@ -10,7 +10,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -67,33 +66,15 @@ func WriteStatus(w io.Writer, in StatusInput) error {
 	return tw.Flush()
 }
 
-// writeServers prints one line per pod: its role and seal state from the
-// labels OpenBao's service registration writes, its Raft state from
-// status.raft.
+// writeServers prints one line per server (see servers).
 func writeServers(tw io.Writer, in StatusInput) {
 	fmt.Fprintln(tw, "SERVER\tROLE\tSEALED\tREADY\tRAFT\tHEALTHY\tLAG\tLAST CONTACT")
-	raft := map[string]v1alpha1.RaftServer{}
-	leader := ""
-	if in.Cluster.Status.Raft != nil {
-		leader = in.Cluster.Status.Raft.Leader
-		for _, s := range in.Cluster.Status.Raft.Servers {
-			raft[s.ID] = s
+	for _, s := range servers(in) {
+		healthy, lag := "-", "-"
+		if s.Healthy != nil {
+			healthy, lag = strconv.FormatBool(*s.Healthy), strconv.FormatInt(*s.Lag, 10)
 		}
-	}
-	pods := podstate.NewSnapshot(in.Pods)
-	sort.Slice(pods, func(i, j int) bool { return pods[i].Ordinal < pods[j].Ordinal })
-	for _, p := range pods {
-		role := labelWord(p, podstate.LabelActive, "active", "standby")
-		sealed := labelWord(p, podstate.LabelSealed, "true", "false")
-		member, healthy, lag, contact := "-", "-", "-", "-"
-		if s, ok := raft[p.Name]; ok {
-			member = raftRole(s, leader)
-			healthy, lag = strconv.FormatBool(s.Healthy), strconv.FormatInt(s.Lag, 10)
-			if s.LastContact != nil {
-				contact = s.LastContact.Duration.String()
-			}
-		}
-		fmt.Fprintln(tw, joinCells([]any{p.Name, role, sealed, strconv.FormatBool(p.Ready), member, healthy, lag, contact}))
+		fmt.Fprintln(tw, joinCells([]any{s.Name, s.Role, s.Sealed, strconv.FormatBool(s.Ready), s.Raft, healthy, lag, orNone(s.LastContact)}))
 	}
 }
 

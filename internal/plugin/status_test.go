@@ -2,6 +2,8 @@ package plugin
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +124,29 @@ func TestStatusSaysWhichClustersStillHoldARootToken(t *testing.T) {
 		if got := strings.Join(strings.Fields(lines[i+1]), " "); got != want {
 			t.Errorf("line %d: got %q, want %q", i+1, got, want)
 		}
+	}
+}
+
+// TestStatusAsJSONHoldsWhatTheTableShows: -o json carries each server's
+// role, seal and Raft state and the certificates, as data.
+func TestStatusAsJSONHoldsWhatTheTableShows(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	c := &v1alpha1.OpenBaoCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "bao"}}
+	c.Status.Raft = &v1alpha1.RaftStatus{Leader: "bao-0", Servers: []v1alpha1.RaftServer{{ID: "bao-0", Voter: true, Healthy: true}, {ID: "bao-1", Lag: 7}}}
+	in := StatusInput{Cluster: c, Now: now, Pods: []corev1.Pod{serverPod("bao-1", "false", "true", false), serverPod("bao-0", "true", "false", true)},
+		Certificates: map[string]time.Time{"server": now.Add(time.Hour)}, CertificateProblems: map[string]string{"ca": "not shown"}}
+	var out bytes.Buffer
+	if err := Print(&out, OutputJSON, NewStatusView(in), nil); err != nil {
+		t.Fatal(err)
+	}
+	var got StatusView
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("%v in:\n%s", err, out.String())
+	}
+	servers := fmt.Sprint(got.Servers[0].Name, got.Servers[0].Role, got.Servers[0].Raft, *got.Servers[0].Healthy, " ",
+		got.Servers[1].Name, got.Servers[1].Sealed, got.Servers[1].Raft, *got.Servers[1].Lag)
+	if servers != "bao-0activeleadertrue bao-1truenon-voter7" || got.Namespace != "prod" ||
+		!got.Certificates["server"].NotAfter.Equal(now.Add(time.Hour)) || got.Certificates["ca"].Problem != "not shown" {
+		t.Errorf("status JSON: servers %q, certificates %+v:\n%s", servers, got.Certificates, out.String())
 	}
 }

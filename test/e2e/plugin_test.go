@@ -43,7 +43,7 @@ func pluginStatusAndReport(ctx context.Context, t *testing.T, cl client.Client, 
 	logf("kubectl openbao status:\n%s", status)
 
 	out := filepath.Join(t.TempDir(), "report.tar.gz")
-	runPlugin(t, bin, "report", "bao", "-n", ns, "-o", out)
+	runPlugin(t, bin, "report", "bao", "-n", ns, "--file", out)
 	files := untar(t, out)
 	var operatorLogs int
 	for name := range files {

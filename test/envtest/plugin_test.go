@@ -114,7 +114,7 @@ func TestPluginStatusShowsTheLeaderVotersAndCertificateExpiry(t *testing.T) {
 	f := newPluginFixture(t, "plugin-status")
 	cmds := &plugin.Commands{Client: k8s, Namespace: "plugin-status", Now: time.Now}
 	var out bytes.Buffer
-	if err := cmds.Status(context.Background(), "bao", &out); err != nil {
+	if err := cmds.Status(context.Background(), "bao", plugin.OutputTable, &out); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()

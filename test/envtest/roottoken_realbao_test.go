@@ -202,7 +202,7 @@ func assertPluginSays(t *testing.T, c *v1alpha1.OpenBaoCluster, want string) {
 	t.Helper()
 	var out bytes.Buffer
 	cmds := &plugin.Commands{Client: k8s, Namespace: c.Namespace, Now: time.Now}
-	if err := cmds.StatusAll(context.Background(), &out); err != nil {
+	if err := cmds.StatusAll(context.Background(), plugin.OutputTable, &out); err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(out.String(), "\n") {
