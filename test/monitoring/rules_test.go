@@ -27,6 +27,13 @@ var self = `namespace="team-a",name="tuned"`
 // PrometheusRule's spec, which is a promtool rule file as it stands.
 func renderedRules(t *testing.T) map[string]any {
 	t.Helper()
+	return renderedRulesWith(t, nil)
+}
+
+// renderedRulesWith is renderedRules with serviceMonitor.alerts values
+// merged over the fixture's.
+func renderedRulesWith(t *testing.T, alerts map[string]any) map[string]any {
+	t.Helper()
 	r, err := render.New()
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +50,13 @@ func renderedRules(t *testing.T) map[string]any {
 		t.Fatal(err)
 	}
 	vals["backup"] = map[string]any{"enabled": true}
+	if alerts != nil {
+		sm, _ := vals["serviceMonitor"].(map[string]any)
+		if sm == nil {
+			t.Fatal("the fixture's values hold no serviceMonitor")
+		}
+		sm["alerts"] = alerts
+	}
 	objs, err := r.Render(c.Namespace, c.Name, vals)
 	if err != nil {
 		t.Fatal(err)
@@ -195,8 +209,8 @@ func TestAlertRulesFireWhenAPersonMustAct(t *testing.T) {
 			t.Errorf("alert %s has no test case", name)
 		}
 		for _, r := range rules {
-			if r.Annotations["runbook"] == "" || r.Labels["severity"] == "" {
-				t.Errorf("alert %s lacks a runbook annotation or a severity", name)
+			if r.Annotations["runbook"] == "" || r.Annotations["runbook_url"] == "" || r.Labels["severity"] == "" {
+				t.Errorf("alert %s lacks a runbook or runbook_url annotation or a severity", name)
 			}
 		}
 	}
