@@ -162,6 +162,10 @@ const (
 	// .svc names the operator, the joining servers and the backup Jobs
 	// dial, so they cannot verify the ACME certificate.
 	InternalListenerPort = 8202
+	// MetricsListenerPort serves /v1/sys/metrics to Prometheus without a
+	// token while the cluster's ServiceMonitor is on (spec.values
+	// serviceMonitor.enabled); the API port keeps asking for one.
+	MetricsListenerPort = 8204
 )
 
 // InternalAPIPort is where the operator, the servers' Raft joins, the

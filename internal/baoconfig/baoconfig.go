@@ -33,11 +33,16 @@ const (
 	// two share an address; the internal listener's stays on loopback,
 	// where no peer dials it.
 	DefaultInternalClusterAddress = "127.0.0.1:8203"
-	DefaultDataPath               = "/bao/data"
-	DefaultSealKeyFile            = "/etc/bao/unseal/key"
-	DefaultACMECachePath          = "/bao/data/acme"
-	DefaultTLSMinVersion          = "tls12"
-	DefaultAutoJoinPort           = 8200
+	// DefaultMetricsAddress is the metrics listener's (Input.Metrics), and
+	// DefaultMetricsClusterAddress its cluster listener's, on loopback for
+	// the reason above.
+	DefaultMetricsAddress        = ":8204"
+	DefaultMetricsClusterAddress = "127.0.0.1:8205"
+	DefaultDataPath              = "/bao/data"
+	DefaultSealKeyFile           = "/etc/bao/unseal/key"
+	DefaultACMECachePath         = "/bao/data/acme"
+	DefaultTLSMinVersion         = "tls12"
+	DefaultAutoJoinPort          = 8200
 
 	// DefaultPerformanceMultiplier is the production setting Raft's authors
 	// recommend; OpenBao's own default (5) is tuned for slow development
@@ -69,7 +74,17 @@ type Input struct {
 	// operator and the joining servers dial in-cluster .svc names, which
 	// no ACME CA issues. Its addresses default to DefaultInternalAddress
 	// and DefaultInternalClusterAddress.
-	Internal            *Listener
+	Internal *Listener
+	// Metrics, when set, is a listener that serves /v1/sys/metrics without
+	// a token, for Prometheus, so that the API listener can keep asking
+	// for one. OpenBao 2.4 cannot restrict a server listener to metrics
+	// (its listener role "metrics_only" is for the agent and the proxy; a
+	// server ignores it), so this listener serves the whole API as well,
+	// with tokens as usual: the NetworkPolicy is what keeps its port to
+	// the scrapers. Its addresses default to DefaultMetricsAddress and
+	// DefaultMetricsClusterAddress; it is always unauthenticated for
+	// metrics.
+	Metrics             *Listener
 	Raft                Raft
 	Seal                Seal
 	ServiceRegistration bool // service_registration "kubernetes" {}; it reads BAO_K8S_NAMESPACE and BAO_K8S_POD_NAME
@@ -196,6 +211,9 @@ func Render(in Input) ([]byte, error) {
 		return nil, err
 	}
 	if err := renderInternalListener(body, in.Listener, in.Internal); err != nil {
+		return nil, err
+	}
+	if err := renderMetricsListener(body, in); err != nil {
 		return nil, err
 	}
 	if err := renderRaft(body, in.Raft); err != nil {

@@ -74,6 +74,11 @@ func acme(in *Input) {
 	in.Raft.LeaderTLSServerName = "bao.vault.svc"
 }
 
+// metrics adds the metrics listener, with the operator's certificate.
+func metrics(in *Input) {
+	in.Metrics = &Listener{TLS: TLS{Mode: TLSFiles, CertFile: "/etc/bao/tls/tls.crt", KeyFile: "/etc/bao/tls/tls.key"}}
+}
+
 func kms(t SealType, options map[string]string) inputOption {
 	return func(in *Input) { in.Seal = Seal{Type: t, Options: options} }
 }
@@ -96,6 +101,8 @@ var goldenCases = map[string]Input{
 	}),
 	"external-tls": testInput(externalTLS),
 	"acme":         testInput(acme),
+	"metrics":      testInput(initialized, metrics),
+	"acme-metrics": testInput(acme, metrics),
 	"awskms": testInput(kms(SealAWSKMS, map[string]string{
 		"region": "eu-west-1", "kms_key_id": "alias/openbao-unseal",
 	})),

@@ -56,6 +56,31 @@ func renderInternalListener(body *hclwrite.Body, main Listener, internal *Listen
 	return renderListener(body, l)
 }
 
+// renderMetricsListener writes the metrics listener, if any, last. Its
+// addresses must differ from every other listener's: OpenBao fails to
+// start when two listeners share one.
+func renderMetricsListener(body *hclwrite.Body, in Input) error {
+	if in.Metrics == nil {
+		return nil
+	}
+	l := *in.Metrics
+	l.Address = orDefault(l.Address, DefaultMetricsAddress)
+	l.ClusterAddress = orDefault(l.ClusterAddress, DefaultMetricsClusterAddress)
+	l.UnauthenticatedMetricsAccess = true
+	if l.TLS.Mode != TLSFiles {
+		return invalidf("metrics listener: TLS mode %q: want %s, certificates the operator issues", l.TLS.Mode, TLSFiles)
+	}
+	taken := []string{orDefault(in.Listener.Address, DefaultAddress), orDefault(in.Listener.ClusterAddress, DefaultClusterAddress)}
+	if in.Internal != nil {
+		taken = append(taken, orDefault(in.Internal.Address, DefaultInternalAddress),
+			orDefault(in.Internal.ClusterAddress, DefaultInternalClusterAddress))
+	}
+	if contains(taken, l.Address) || contains(taken, l.ClusterAddress) {
+		return invalidf("metrics listener: addresses %q and %q must differ from the other listeners' %v", l.Address, l.ClusterAddress, taken)
+	}
+	return renderListener(body, l)
+}
+
 func renderTLSFiles(lb *hclwrite.Body, t TLS) error {
 	if t.CertFile == "" || t.KeyFile == "" {
 		return invalidf("listener: TLS mode %s needs a certificate file and a key file", TLSFiles)

@@ -84,6 +84,18 @@ func TestRenderRejectsInvalidInput(t *testing.T) {
 		"an internal listener sharing the cluster address is refused, as OpenBao would fail to bind it": {
 			testInput(acme, func(in *Input) { in.Internal.ClusterAddress = DefaultClusterAddress }), "must differ",
 		},
+		"a metrics listener by ACME is refused": {
+			testInput(acme, metrics, func(in *Input) { in.Metrics.TLS = in.Listener.TLS }), "metrics listener",
+		},
+		"a metrics listener on the API address is refused": {
+			testInput(metrics, func(in *Input) { in.Metrics.Address = DefaultAddress }), "must differ",
+		},
+		"a metrics listener on the internal listener's address is refused": {
+			testInput(acme, metrics, func(in *Input) { in.Metrics.Address = DefaultInternalAddress }), "must differ",
+		},
+		"a metrics listener sharing the internal cluster address is refused, as OpenBao would fail to bind it": {
+			testInput(acme, metrics, func(in *Input) { in.Metrics.ClusterAddress = DefaultInternalClusterAddress }), "must differ",
+		},
 		"TLS 1.1 is refused": {
 			testInput(func(in *Input) { in.Listener.TLS.MinVersion = "tls11" }), "tls11",
 		},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -162,7 +163,9 @@ func TestNetworkPolicy(t *testing.T) {
 		}
 	})
 	initialized := func(c *v1alpha1.OpenBaoCluster) { c.Status.Initialized = true }
-	apiPorts := map[string][]int{sample: {8200}, "overrides": {8200}, "tls_acme": {8200, 8202}}
+	// overrides has its ServiceMonitor on, hence the metrics port 8204,
+	// which answers sys/init like the API port.
+	apiPorts := map[string][]int{sample: {8200}, "overrides": {8200, 8204}, "tls_acme": {8200, 8202}}
 	for _, name := range []string{sample, "overrides", "tls_acme"} {
 		t.Run("until initialized only the operator reaches the API ports: "+name, func(t *testing.T) {
 			var np networkingv1.NetworkPolicy
@@ -202,6 +205,37 @@ func TestNetworkPolicy(t *testing.T) {
 			t.Errorf("third peer %+v, want the operator namespace", from[2])
 		}
 		checkClusterPortIsPrivate(t, &np, "tuned")
+	})
+	t.Run("without scrapers the metrics port admits whom port 8200 admits", func(t *testing.T) {
+		var np networkingv1.NetworkPolicy
+		typed(t, renderWith(t, r, fixture(t, "overrides", initialized), testOperator), "NetworkPolicy", &np)
+		if api, metrics := ruleFor(t, &np, 8200).From, ruleFor(t, &np, 8204).From; !reflect.DeepEqual(api, metrics) {
+			t.Errorf("port 8204 from %+v, want port 8200's %+v", metrics, api)
+		}
+	})
+	t.Run("scrapers alone reach the metrics port", func(t *testing.T) {
+		scrapers := func(c *v1alpha1.OpenBaoCluster) {
+			c.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"serviceMonitor":{"enabled":true,` +
+				`"scrapers":[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]}}`)}
+		}
+		var np networkingv1.NetworkPolicy
+		typed(t, renderWith(t, r, fixture(t, "overrides", initialized, scrapers), testOperator), "NetworkPolicy", &np)
+		from := ruleFor(t, &np, 8204).From
+		want := map[string]string{"kubernetes.io/metadata.name": "monitoring"}
+		if len(from) != 1 || from[0].NamespaceSelector == nil || !equalLabels(from[0].NamespaceSelector.MatchLabels, want) || from[0].PodSelector != nil {
+			t.Errorf("port 8204 from %+v, want the monitoring namespace only", from)
+		}
+	})
+	t.Run("without a ServiceMonitor there is no metrics port", func(t *testing.T) {
+		var np networkingv1.NetworkPolicy
+		typed(t, renderWith(t, r, fixture(t, sample, initialized), testOperator), "NetworkPolicy", &np)
+		for _, rule := range np.Spec.Ingress {
+			for _, p := range rule.Ports {
+				if p.Port != nil && p.Port.IntValue() == 8204 {
+					t.Errorf("port 8204 is open without a ServiceMonitor: %+v", rule)
+				}
+			}
+		}
 	})
 }
 

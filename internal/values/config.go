@@ -86,6 +86,7 @@ func configInput(c *v1alpha1.OpenBaoCluster, initialized bool) (baoconfig.Input,
 	return baoconfig.Input{
 		Listener:            listenerInput(c),
 		Internal:            internalListenerInput(c),
+		Metrics:             metricsListenerInput(c),
 		Raft:                raftInput(c, initialized),
 		Seal:                sealInput(c),
 		ServiceRegistration: true,
@@ -129,6 +130,40 @@ func internalListenerInput(c *v1alpha1.OpenBaoCluster) *baoconfig.Listener {
 		// The ServiceMonitor scrapes this listener with ACME.
 		UnauthenticatedMetricsAccess: c.Spec.Configuration.Listener.UnauthenticatedMetricsAccess,
 	}
+}
+
+// metricsListenerInput is, while the cluster's ServiceMonitor is on, the
+// listener on v1alpha1.MetricsListenerPort that Prometheus scrapes without a
+// token, with the certificate the API (or, with ACME, the internal)
+// listener serves to in-cluster names. Why a listener rather than a token or
+// unauthenticatedMetricsAccess: see baoconfig.Input.Metrics and the README.
+func metricsListenerInput(c *v1alpha1.OpenBaoCluster) *baoconfig.Listener {
+	if !MetricsListener(c) {
+		return nil
+	}
+	return &baoconfig.Listener{
+		Address: fmt.Sprintf(":%d", v1alpha1.MetricsListenerPort),
+		TLS: baoconfig.TLS{Mode: baoconfig.TLSFiles, CertFile: TLSCertFile, KeyFile: TLSKeyFile,
+			MinVersion: c.Spec.Configuration.Listener.TLSMinVersion},
+	}
+}
+
+// MetricsListener says whether the cluster's spec.values turn its
+// ServiceMonitor on, which config.hcl and the chart's metrics port follow.
+// A spec.values that does not decode turns nothing on; Compute reports it.
+func MetricsListener(c *v1alpha1.OpenBaoCluster) bool {
+	if c.Spec.Values == nil || len(c.Spec.Values.Raw) == 0 {
+		return false
+	}
+	var vals struct {
+		ServiceMonitor struct {
+			Enabled bool `json:"enabled"`
+		} `json:"serviceMonitor"`
+	}
+	if err := json.Unmarshal(c.Spec.Values.Raw, &vals); err != nil {
+		return false
+	}
+	return vals.ServiceMonitor.Enabled
 }
 
 func raftInput(c *v1alpha1.OpenBaoCluster, initialized bool) baoconfig.Raft {

@@ -87,6 +87,7 @@ func clusterValues(c *v1alpha1.OpenBaoCluster, initialized bool) map[string]any 
 	return map[string]any{
 		"name": c.Name, "generation": strconv.FormatInt(c.Generation, 10), "names": childNames(c), "podNames": stringList(c.PodNames()), "initialized": initialized,
 		"selectorLabels": stringMap(c.PodSelectorLabels()), "clientServiceDNSName": c.ClientServiceDNSName(),
+		"metricsListener": MetricsListener(c),
 	}
 }
 

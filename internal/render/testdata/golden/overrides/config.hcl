@@ -13,6 +13,17 @@ listener "tcp" {
   }
 }
 
+listener "tcp" {
+  address         = ":8204"
+  cluster_address = "127.0.0.1:8205"
+  tls_min_version = "tls13"
+  tls_cert_file   = "/etc/bao/tls/tls.crt"
+  tls_key_file    = "/etc/bao/tls/tls.key"
+  telemetry {
+    unauthenticated_metrics_access = true
+  }
+}
+
 storage "raft" {
   path                         = "/bao/data"
   performance_multiplier       = 1
