@@ -249,4 +249,3 @@ func portOf(t *testing.T, addr string) int {
 	}
 	return port
 }
-
