@@ -3,10 +3,14 @@ package openbao_test
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +23,7 @@ import (
 	"github.com/openbao/operator/internal/values"
 	"github.com/openbao/operator/test/baotest"
 	"github.com/openbao/operator/test/fixtures"
+	"github.com/openbao/operator/test/testbin"
 )
 
 // scrape is how the rendered ServiceMonitor's endpoint reaches a server.
@@ -135,8 +140,9 @@ func servicePortTarget(t *testing.T, objs []*unstructured.Unstructured, name str
 // starts the real server on the config.hcl the operator renders with
 // monitoring on, scrapes it as the rendered ServiceMonitor says (port,
 // scheme, path, params, CA and server name) and without a credential, and
-// parses the answer as Prometheus text. The API port still refuses the
-// same request without a token.
+// parses the answer as Prometheus text holding every OpenBao series the
+// Grafana dashboard reads. The API port still refuses the same request
+// without a token.
 func TestTheServiceMonitorScrapesOpenBaoWithoutATokenWhileTheAPIPortAsksForOne(t *testing.T) {
 	t.Parallel()
 	hcl, ep, containerPort, caSecret := monitoredCluster(t)
@@ -165,10 +171,27 @@ func TestTheServiceMonitorScrapesOpenBaoWithoutATokenWhileTheAPIPortAsksForOne(t
 			"BAO_CLUSTER_ADDR=https://127.0.0.1:{{cluster_port}}", "BAO_RAFT_NODE_ID={{node_id}}"},
 	})
 	t.Cleanup(func() { dumpLog(t, bao) })
-	if status, body := call(t, bao, http.MethodPut, "/v1/sys/init", "{}"); status != http.StatusOK {
+	status, body := call(t, bao, http.MethodPut, "/v1/sys/init", "{}")
+	if status != http.StatusOK {
 		t.Fatalf("init: %d %s", status, body)
 	}
 	waitForHealth(t, bao, http.StatusOK)
+	// One request with a token, so that the request series exist as they
+	// do on any server in use.
+	var init struct {
+		RootToken string `json:"root_token"`
+	}
+	if err := json.Unmarshal([]byte(body), &init); err != nil || init.RootToken == "" {
+		t.Fatalf("init answer without a root token: %v", err)
+	}
+	req, err := http.NewRequest(http.MethodGet, bao.Addr+"/v1/sys/mounts", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Vault-Token", init.RootToken)
+	if resp, err := bao.Client.Do(req); err != nil || resp.Body.Close() != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET sys/mounts with the root token: %v %v", resp, err)
+	}
 
 	loopback := map[int64]int{8200: portOf(t, bao.Addr), 8204: bao.Ports["metrics_port"]}
 	port, ok := loopback[containerPort]
@@ -177,7 +200,7 @@ func TestTheServiceMonitorScrapesOpenBaoWithoutATokenWhileTheAPIPortAsksForOne(t
 	}
 	client := scrapeClient(t, files["ca.crt"], ep.serverName)
 	target := fmt.Sprintf("%s://127.0.0.1:%d%s?%s", ep.scheme, port, ep.path, ep.query.Encode())
-	status, body := waitForScrape(t, client, target)
+	status, body = waitForScrape(t, client, target, dashboardSeries(t))
 	if status != http.StatusOK {
 		t.Fatalf("the ServiceMonitor's scrape of %s: %d %s", target, status, body)
 	}
@@ -186,8 +209,10 @@ func TestTheServiceMonitorScrapesOpenBaoWithoutATokenWhileTheAPIPortAsksForOne(t
 	if err != nil {
 		t.Fatalf("the scrape is no Prometheus text: %v\n%s", err, body)
 	}
-	if _, ok := families["vault_core_unsealed"]; !ok {
-		t.Errorf("the scrape lacks OpenBao's own series (vault_core_unsealed); got %d families", len(families))
+	for _, name := range append(dashboardSeries(t), "vault_core_unsealed") {
+		if _, ok := families[name]; !ok {
+			t.Errorf("the scrape lacks %s, which the Grafana dashboard or this test reads; got %d families", name, len(families))
+		}
 	}
 
 	api := fmt.Sprintf("https://127.0.0.1:%d%s?%s", loopback[8200], ep.path, ep.query.Encode())
@@ -209,18 +234,50 @@ func scrapeClient(t *testing.T, caPEM []byte, serverName string) *http.Client {
 	}}
 }
 
-// waitForScrape retries while the server's metrics sink is still empty
-// after unseal (OpenBao answers 200 with no families for a moment).
-func waitForScrape(t *testing.T, client *http.Client, target string) (int, string) {
+// waitForScrape retries until every named family is in the answer:
+// OpenBao's sink fills over its first seconds, and its gauges arrive on
+// their own periods.
+func waitForScrape(t *testing.T, client *http.Client, target string, families []string) (int, string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		status, body := get(t, client, target)
-		if (status == http.StatusOK && strings.Contains(body, "vault_core_unsealed")) || time.Now().After(deadline) {
+		complete := status == http.StatusOK
+		for _, f := range append(families, "vault_core_unsealed") {
+			complete = complete && strings.Contains(body, "# TYPE "+f+" ")
+		}
+		if complete || time.Now().After(deadline) {
 			return status, body
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(time.Second)
 	}
+}
+
+// dashboardSeries are the OpenBao metric families the Grafana dashboard
+// queries; a summary's _count and _sum series belong to its family.
+func dashboardSeries(t *testing.T) []string {
+	t.Helper()
+	root, err := testbin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "config", "grafana", "openbao-operator-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range regexp.MustCompile(`\bvault_[a-zA-Z0-9_]+`).FindAllString(string(raw), -1) {
+		name := strings.TrimSuffix(strings.TrimSuffix(m, "_count"), "_sum")
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("the dashboard queries none of OpenBao's series")
+	}
+	return out
 }
 
 func get(t *testing.T, client *http.Client, target string) (int, string) {
