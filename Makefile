@@ -44,7 +44,7 @@ generate: ## Generate deepcopy code, CRDs and RBAC from the API markers (and the
 # they drift.
 OPERATOR_CHART := helm-charts/openbao-operator
 .PHONY: chart-sync
-chart-sync: ## Copy the CRDs, the roles, the webhooks and the admission policies from config/ into the install chart.
+chart-sync: ## Copy the CRDs, the roles, the webhooks, the admission policies and the Grafana dashboard from config/ into the install chart.
 	rm -f $(OPERATOR_CHART)/crds/*.yaml
 	cp config/crd/bases/*.yaml $(OPERATOR_CHART)/crds/
 	cp config/rbac/role.yaml $(OPERATOR_CHART)/files/manager-role.yaml
@@ -52,6 +52,7 @@ chart-sync: ## Copy the CRDs, the roles, the webhooks and the admission policies
 	cp config/webhook/manifests.yaml $(OPERATOR_CHART)/files/webhook.yaml
 	cp config/admission/replicas-warning.yaml config/admission/disruption-budget.yaml config/admission/managed-objects.yaml $(OPERATOR_CHART)/files/admission/
 	cp config/tenancy/roles/*_role.yaml config/tenancy/tenant-bindings-policy.yaml $(OPERATOR_CHART)/files/tenancy/
+	cp config/grafana/openbao-operator-dashboard.json $(OPERATOR_CHART)/files/grafana/
 
 .PHONY: lint
 lint: ## Check formatting (gofmt) and run go vet.

@@ -49,6 +49,7 @@ var operatorChartCases = map[string]map[string]any{
 		"commonLabels":          map[string]any{"team": "platform"},
 		"extraArgs":             []any{"--zap-log-level=debug"},
 		"maxConcurrentRollouts": 3,
+		"grafanaDashboard":      map[string]any{"enabled": true, "namespace": "monitoring", "annotations": map[string]any{"grafana_folder": "OpenBao"}},
 	},
 	"platform-policy": {
 		"imagePolicy": map[string]any{"allowedRepositories": []any{"ghcr.io/openbao"},
@@ -197,16 +198,17 @@ func TestOperatorChartLint(t *testing.T) {
 // generate` refreshes them; a copy that drifted fails here.
 func TestOperatorChartMatchesConfig(t *testing.T) {
 	copies := map[string]string{
-		"files/manager-role.yaml":                   "../config/rbac/role.yaml",
-		"files/openbao_editor_role.yaml":            "../config/rbac/openbao_editor_role.yaml",
-		"files/openbao_viewer_role.yaml":            "../config/rbac/openbao_viewer_role.yaml",
-		"files/webhook.yaml":                        "../config/webhook/manifests.yaml",
-		"files/admission/replicas-warning.yaml":     "../config/admission/replicas-warning.yaml",
-		"files/admission/disruption-budget.yaml":    "../config/admission/disruption-budget.yaml",
-		"files/tenancy/tenant_role.yaml":            "../config/tenancy/roles/tenant_role.yaml",
-		"files/tenancy/controller_role.yaml":        "../config/tenancy/roles/controller_role.yaml",
-		"files/tenancy/provisioner_role.yaml":       "../config/tenancy/roles/provisioner_role.yaml",
-		"files/tenancy/tenant-bindings-policy.yaml": "../config/tenancy/tenant-bindings-policy.yaml",
+		"files/manager-role.yaml":                       "../config/rbac/role.yaml",
+		"files/openbao_editor_role.yaml":                "../config/rbac/openbao_editor_role.yaml",
+		"files/openbao_viewer_role.yaml":                "../config/rbac/openbao_viewer_role.yaml",
+		"files/webhook.yaml":                            "../config/webhook/manifests.yaml",
+		"files/admission/replicas-warning.yaml":         "../config/admission/replicas-warning.yaml",
+		"files/admission/disruption-budget.yaml":        "../config/admission/disruption-budget.yaml",
+		"files/tenancy/tenant_role.yaml":                "../config/tenancy/roles/tenant_role.yaml",
+		"files/tenancy/controller_role.yaml":            "../config/tenancy/roles/controller_role.yaml",
+		"files/tenancy/provisioner_role.yaml":           "../config/tenancy/roles/provisioner_role.yaml",
+		"files/tenancy/tenant-bindings-policy.yaml":     "../config/tenancy/tenant-bindings-policy.yaml",
+		"files/grafana/openbao-operator-dashboard.json": "../config/grafana/openbao-operator-dashboard.json",
 	}
 	bases, err := filepath.Glob("../config/crd/bases/*.yaml")
 	if err != nil || len(bases) == 0 {
@@ -287,4 +289,40 @@ func TestTheLockNamesTheOperatorInTheReleaseNamespace(t *testing.T) {
 		strings.Contains(out, "system:serviceaccount:openbao-operator-system:") {
 		t.Fatal("the managed-objects lock does not name the operator's ServiceAccount in the release namespace")
 	}
+}
+
+// TestTheDashboardConfigMapCarriesTheDashboardForTheGrafanaSidecar: the
+// ConfigMap holds config/grafana's dashboard byte for byte, labelled for
+// the sidecar.
+func TestTheDashboardConfigMapCarriesTheDashboardForTheGrafanaSidecar(t *testing.T) {
+	want, err := os.ReadFile("../config/grafana/openbao-operator-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered := renderOperatorChart(t, loadOperatorChart(t), map[string]any{"grafanaDashboard": map[string]any{"enabled": true}})
+	for _, doc := range bytes.Split(rendered, []byte("\n---\n")) {
+		var cm struct {
+			Kind     string
+			Metadata struct {
+				Name      string
+				Namespace string
+				Labels    map[string]string
+			}
+			Data map[string]string
+		}
+		if err := yaml.Unmarshal(doc, &cm); err != nil {
+			t.Fatal(err)
+		}
+		if cm.Kind != "ConfigMap" || cm.Metadata.Name != "openbao-operator-dashboard" {
+			continue
+		}
+		if cm.Metadata.Labels["grafana_dashboard"] != "1" || cm.Metadata.Namespace != namespace {
+			t.Errorf("labels %v in %s, want grafana_dashboard=1 in %s", cm.Metadata.Labels, cm.Metadata.Namespace, namespace)
+		}
+		if got := cm.Data["openbao-operator-dashboard.json"]; got != strings.TrimRight(string(want), "\n") {
+			t.Errorf("the ConfigMap's dashboard differs from config/grafana's (%d bytes, want %d)", len(got), len(want))
+		}
+		return
+	}
+	t.Fatal("no dashboard ConfigMap with grafanaDashboard.enabled")
 }
