@@ -175,3 +175,33 @@ func TestTheOperatorDownAlertNeedsTheMetricsService(t *testing.T) {
 		t.Errorf("a PrometheusRule rendered without the metrics Service: %v", spec)
 	}
 }
+
+// TestTheKustomizeRuleIsTheChartsRule: config/prometheus, which scrapes the
+// operator for kustomize installations, carries the same OpenBaoOperatorDown.
+func TestTheKustomizeRuleIsTheChartsRule(t *testing.T) {
+	root, err := testbin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "config", "prometheus", "rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kustomized struct {
+		Spec map[string]any `json:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &kustomized); err != nil {
+		t.Fatal(err)
+	}
+	want, err := yaml.Marshal(operatorRules(t, monitoringOn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := yaml.Marshal(kustomized.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("config/prometheus/rules.yaml differs from the install chart's rule:\n%s\nwant:\n%s", got, want)
+	}
+}
