@@ -74,6 +74,15 @@ type BackupSpec struct {
 	// +optional
 	HistoryLimit *int32 `json:"historyLimit,omitempty"`
 
+	// ServiceAccount is what the operator sets on the ServiceAccounts of the
+	// backup and restore Jobs (<cluster>-backup-serviceaccount and
+	// <cluster>-restore-serviceaccount): annotations for a cloud workload
+	// identity, which the executor uses for the store when the target
+	// names no credentialsSecretRef. The same keys as the servers'
+	// spec.serviceAccount.annotations are allowed.
+	// +optional
+	ServiceAccount ServiceAccountSpec `json:"serviceAccount,omitempty"`
+
 	// Verify runs a restore drill after each successful backup.
 	// +optional
 	Verify *BackupVerify `json:"verify,omitempty"`

@@ -108,6 +108,12 @@ type OpenBaoClusterSpec struct {
 	// +optional
 	Service ServiceSpec `json:"service,omitempty"`
 
+	// ServiceAccount is what the operator sets on the servers'
+	// ServiceAccount (named as the cluster): annotations for a
+	// cloud workload identity.
+	// +optional
+	ServiceAccount ServiceAccountSpec `json:"serviceAccount,omitempty"`
+
 	// Ingress exposes the client Service through an Ingress.
 	// +optional
 	Ingress *IngressSpec `json:"ingress,omitempty"`
@@ -461,6 +467,23 @@ type ServiceSpec struct {
 	// +optional
 	Type corev1.ServiceType `json:"type,omitempty"`
 	// Annotations of the client Service.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ServiceAccountSpec is what the operator sets on a ServiceAccount it
+// creates for a cluster's pods.
+type ServiceAccountSpec struct {
+	// Annotations of the ServiceAccount, for a cloud workload identity: the
+	// keys eks.amazonaws.com/role-arn (IRSA), iam.gke.io/gcp-service-account
+	// (GKE Workload Identity) and azure.workload.identity/client-id (Azure
+	// Workload Identity, which also labels the pods
+	// azure.workload.identity/use=true) and their companions are always
+	// allowed: the cloud's trust policy, which names this namespace and
+	// ServiceAccount, decides what they grant. Any other key must start
+	// with a prefix of the platform's --allowed-annotation-prefixes, or
+	// the author must be allowed to create ServiceAccounts in the namespace.
+	// +kubebuilder:validation:MaxProperties=16
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 }

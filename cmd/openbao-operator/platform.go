@@ -37,7 +37,8 @@ func (p *platformFlags) bind(fs *flag.FlagSet) {
 	list(&p.fields.NodeSelectorKeys, "allowed-node-selector-keys",
 		"comma-separated node label keys a cluster's spec.nodeSelector and node affinity may select by"+fmt.Sprintf(without, "Pods"))
 	list(&p.fields.AnnotationPrefixes, "allowed-annotation-prefixes",
-		"comma-separated prefixes of the keys of spec.service.annotations and spec.ingress.annotations"+fmt.Sprintf(without, "Services or Ingresses"))
+		"comma-separated prefixes of the keys of spec.service.annotations, spec.ingress.annotations and the serviceAccount annotations "+
+			"(whose workload identity keys are always allowed)"+fmt.Sprintf(without, "Services, Ingresses or ServiceAccounts"))
 	list(&p.fields.IngressClasses, "allowed-ingress-classes",
 		"comma-separated ingress classes spec.ingress.className may name"+fmt.Sprintf(without, "Ingresses"))
 	str := func(dst *string, name, usage string) {

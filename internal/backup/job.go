@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"maps"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/delegated"
 	"github.com/openbao/operator/internal/identity"
 )
 
@@ -166,11 +168,22 @@ func ExecutorJob(in ExecutorJobInput) *batchv1.Job {
 					ContainerName: ptr.To(ExecutorName), Operator: batchv1.PodFailurePolicyOnExitCodesOpNotIn, Values: []int32{0}}},
 			}},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels(c, labels)},
 				Spec:       podSpec(in, volumes, mounts),
 			},
 		},
 	}
+}
+
+// podLabels are the Job's labels and those the workload identity of
+// spec.backup.serviceAccount needs on the pod (Azure's webhook acts only
+// on pods labelled azure.workload.identity/use=true).
+func podLabels(c *v1alpha1.OpenBaoCluster, labels map[string]string) map[string]string {
+	out := maps.Clone(labels)
+	if c.Spec.Backup != nil {
+		maps.Copy(out, delegated.PodLabels(c.Spec.Backup.ServiceAccount.Annotations))
+	}
+	return out
 }
 
 func podSpec(in ExecutorJobInput, volumes []corev1.Volume, mounts []corev1.VolumeMount) corev1.PodSpec {

@@ -173,3 +173,23 @@ func TestTheExecutorIsGivenTheRetentionOnlyWhenItAppliesIt(t *testing.T) {
 }
 
 func int32Ptr(v int32) *int32 { return &v }
+
+// TestAnAzureWorkloadIdentityLabelsTheExecutorPodOnly: Azure's webhook
+// mutates only pods labelled azure.workload.identity/use=true; the Job's
+// own labels stay those the operator selects on.
+func TestAnAzureWorkloadIdentityLabelsTheExecutorPodOnly(t *testing.T) {
+	c := backupCluster(func(c *v1alpha1.OpenBaoCluster) {
+		c.Spec.Backup.ServiceAccount.Annotations = map[string]string{"azure.workload.identity/client-id": "id"}
+	})
+	b := &v1alpha1.OpenBaoBackup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}, Spec: v1alpha1.OpenBaoBackupSpec{ClusterName: c.Name}}
+	job := backup.JobFor(backup.JobInput{Cluster: c, Backup: b, Name: "j", OperatorImage: "op:1"})
+	if got := job.Spec.Template.Labels["azure.workload.identity/use"]; got != "true" {
+		t.Errorf("pod label %q, want true", got)
+	}
+	if _, ok := job.Labels["azure.workload.identity/use"]; ok {
+		t.Errorf("the Job itself is labelled: %v", job.Labels)
+	}
+	if got := backup.JobFor(backup.JobInput{Cluster: backupCluster(), Backup: b, Name: "j"}).Spec.Template.Labels; len(got) != len(job.Labels) {
+		t.Errorf("without a workload identity the pod has labels %v", got)
+	}
+}

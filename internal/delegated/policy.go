@@ -2,7 +2,9 @@
 // objects it creates with its own rights (issue 34, item 8): the servers'
 // scheduling (priorityClassName, tolerations, nodeSelector, node
 // affinity) lands in Pods, spec.service.annotations in the client
-// Service, spec.ingress's class and annotations in an Ingress. A tenant
+// Service, spec.ingress's class and annotations in an Ingress, the
+// serviceAccount annotations in the ServiceAccounts of the servers and of
+// the backup and restore Jobs. A tenant
 // who may edit OpenBaoClusters but not create Pods, Services or Ingresses
 // would otherwise get, through the operator, a priority class, a dedicated
 // node or a load balancer it could not ask for itself.
@@ -40,7 +42,47 @@ var (
 	Pods      = Kind{Resource: "pods"}
 	Services  = Kind{Resource: "services"}
 	Ingresses = Kind{Group: "networking.k8s.io", Resource: "ingresses"}
+	// ServiceAccounts: spec.serviceAccount.annotations and
+	// spec.backup.serviceAccount.annotations.
+	ServiceAccounts = Kind{Resource: "serviceaccounts"}
 )
+
+// WorkloadIdentityKeys are the ServiceAccount annotations of the clouds'
+// workload identities, allowed without the platform's list: each names a
+// cloud identity whose own trust policy (an IAM role's trust, a Google
+// service account's workloadIdentityUser binding, an Azure federated
+// credential) names the namespace and ServiceAccount it admits, so the
+// annotation grants a tenant only what the cloud grants that
+// ServiceAccount already. The operator's own identity is never handed to
+// a pod: the executor uses the pod's (objectstore.Config.AmbientIdentity).
+var WorkloadIdentityKeys = []string{
+	"azure.workload.identity/client-id",
+	"azure.workload.identity/service-account-token-expiration",
+	"azure.workload.identity/tenant-id",
+	"eks.amazonaws.com/audience",
+	"eks.amazonaws.com/role-arn",
+	"eks.amazonaws.com/sts-regional-endpoints",
+	"eks.amazonaws.com/token-expiration",
+	"iam.gke.io/gcp-service-account",
+}
+
+// AzureClientIDKey is the annotation whose ServiceAccount's pods Azure
+// Workload Identity's webhook mutates only when they carry
+// AzureUseLabel=true.
+const (
+	AzureClientIDKey = "azure.workload.identity/client-id"
+	AzureUseLabel    = "azure.workload.identity/use"
+)
+
+// PodLabels are the labels the pods of a ServiceAccount with annotations
+// a need for its workload identity: Azure's webhook acts only on pods
+// labelled so.
+func PodLabels(a map[string]string) map[string]string {
+	if _, ok := a[AzureClientIDKey]; ok {
+		return map[string]string{AzureUseLabel: "true"}
+	}
+	return map[string]string{}
+}
 
 func (k Kind) String() string {
 	if k.Group == "" {
@@ -128,7 +170,27 @@ func (p Policy) Outside(c *v1alpha1.OpenBaoCluster) []Finding {
 			out = append(out, Finding{spec.Child("service", "annotations").Key(k), Services, k, p.AnnotationPrefixes, "--allowed-annotation-prefixes"})
 		}
 	}
-	return append(out, p.ingress(s.Ingress)...)
+	out = append(out, p.ingress(s.Ingress)...)
+	out = append(out, p.serviceAccount(spec.Child("serviceAccount", "annotations"), s.ServiceAccount.Annotations)...)
+	if s.Backup != nil {
+		out = append(out, p.serviceAccount(spec.Child("backup", "serviceAccount", "annotations"), s.Backup.ServiceAccount.Annotations)...)
+	}
+	return out
+}
+
+// serviceAccount: the annotations of a ServiceAccount the operator
+// creates. A key other than a workload identity's could steer another
+// system that reads ServiceAccounts (a mutating webhook, a secret
+// mounter), so it is the platform's or the author's to allow.
+func (p Policy) serviceAccount(path *field.Path, a map[string]string) []Finding {
+	var out []Finding
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		if !slices.Contains(WorkloadIdentityKeys, k) && !hasPrefix(p.AnnotationPrefixes, k) {
+			allowed := append(slices.Clone(WorkloadIdentityKeys), p.AnnotationPrefixes...)
+			out = append(out, Finding{path.Key(k), ServiceAccounts, k, allowed, "--allowed-annotation-prefixes, nor a workload identity key,"})
+		}
+	}
+	return out
 }
 
 // nodeAffinity: the label keys node affinity selects nodes by.

@@ -65,6 +65,15 @@ func TestEachDelegatedFieldPassesOnlyWithinTheAllowList(t *testing.T) {
 			s.Ingress = &v1alpha1.IngressSpec{Enabled: true, Host: "bao.example", ClassName: ptr("public"),
 				Annotations: map[string]string{"nginx.ingress.kubernetes.io/ssl-passthrough": "true", "cert-manager.io/cluster-issuer": "x"}}
 		}, []string{"spec.ingress.className ingresses.networking.k8s.io", "spec.ingress.annotations[cert-manager.io/cluster-issuer] ingresses.networking.k8s.io"}},
+		"workload identity keys pass on both ServiceAccounts without the allow-list": {func(s *v1alpha1.OpenBaoClusterSpec) {
+			s.ServiceAccount.Annotations = map[string]string{"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/r", "azure.workload.identity/client-id": "id"}
+			s.Backup = &v1alpha1.BackupSpec{ServiceAccount: v1alpha1.ServiceAccountSpec{Annotations: map[string]string{"iam.gke.io/gcp-service-account": "b@p.iam.gserviceaccount.com"}}}
+		}, nil},
+		"another ServiceAccount annotation lands in ServiceAccounts unless a prefix allows it": {func(s *v1alpha1.OpenBaoClusterSpec) {
+			s.ServiceAccount.Annotations = map[string]string{"kubernetes.io/enforce-mountable-secrets": "true", "nginx.ingress.kubernetes.io/x": "y"}
+			s.Backup = &v1alpha1.BackupSpec{ServiceAccount: v1alpha1.ServiceAccountSpec{Annotations: map[string]string{"eks.amazonaws.com/role-arn-x": "r"}}}
+		}, []string{"spec.serviceAccount.annotations[kubernetes.io/enforce-mountable-secrets] serviceaccounts",
+			"spec.backup.serviceAccount.annotations[eks.amazonaws.com/role-arn-x] serviceaccounts"}},
 		"a disabled Ingress creates nothing and is not checked": {func(s *v1alpha1.OpenBaoClusterSpec) {
 			s.Ingress = &v1alpha1.IngressSpec{ClassName: ptr("public"), Annotations: map[string]string{"a": "b"}}
 		}, nil},
@@ -150,4 +159,29 @@ func FuzzNothingOutsideTheAllowListPasses(f *testing.F) {
 			t.Errorf("annotation %q under %q: reported %v", annotation, p.AnnotationPrefixes, annReported)
 		}
 	})
+}
+
+func TestAServiceAccountRefusalNamesTheFieldAndTheWorkloadIdentityKeys(t *testing.T) {
+	f := platform.Outside(cluster(func(s *v1alpha1.OpenBaoClusterSpec) {
+		s.ServiceAccount.Annotations = map[string]string{"example.com/steer": "x"}
+	}))
+	if len(f) != 1 {
+		t.Fatalf("findings %v", f)
+	}
+	msg := f[0].Error("tenant@a").Error()
+	for _, want := range []string{"spec.serviceAccount.annotations[example.com/steer]", "--allowed-annotation-prefixes",
+		"eks.amazonaws.com/role-arn", "iam.gke.io/gcp-service-account", "azure.workload.identity/client-id", "tenant@a may not create serviceaccounts"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("%q does not name %q", msg, want)
+		}
+	}
+}
+
+func TestOnlyAnAzureClientIDLabelsThePods(t *testing.T) {
+	if got := delegated.PodLabels(map[string]string{delegated.AzureClientIDKey: "id"}); got[delegated.AzureUseLabel] != "true" {
+		t.Errorf("Azure client-id: %v", got)
+	}
+	if got := delegated.PodLabels(map[string]string{"eks.amazonaws.com/role-arn": "r"}); len(got) != 0 {
+		t.Errorf("IRSA: %v", got)
+	}
 }

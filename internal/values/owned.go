@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/delegated"
 )
 
 func ownedValues(in Input, op Operator, cfg Config) (map[string]any, error) {
@@ -33,6 +34,7 @@ func ownedValues(in Input, op Operator, cfg Config) (map[string]any, error) {
 		"storage":                              storageValues(c),
 		"scheduling":                           scheduling,
 		"service":                              serviceValues(c),
+		"serviceAccount":                       serviceAccountValues(c),
 		"ingress":                              ingressValues(c),
 		"gateway":                              gatewayValues(c),
 		"networkPolicy":                        network,
@@ -261,5 +263,20 @@ func toValue(v any) (any, error) {
 // cluster bootstrapped from a backup needs for its restore even without
 // spec.backup.
 func backupValues(c *v1alpha1.OpenBaoCluster) map[string]any {
-	return map[string]any{"enabled": c.Spec.Backup != nil, "jobs": c.Spec.Backup != nil || c.FromBackup() != nil}
+	annotations := map[string]any{}
+	if c.Spec.Backup != nil {
+		annotations = stringMap(c.Spec.Backup.ServiceAccount.Annotations)
+	}
+	return map[string]any{
+		"enabled": c.Spec.Backup != nil, "jobs": c.Spec.Backup != nil || c.FromBackup() != nil,
+		"serviceAccount": map[string]any{"annotations": annotations},
+	}
+}
+
+// serviceAccountValues: the servers' ServiceAccount annotations
+// (delegated.Outside checked them) and the pod labels their workload
+// identity needs.
+func serviceAccountValues(c *v1alpha1.OpenBaoCluster) map[string]any {
+	a := c.Spec.ServiceAccount.Annotations
+	return map[string]any{"annotations": stringMap(a), "podLabels": stringMap(delegated.PodLabels(a))}
 }

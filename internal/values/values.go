@@ -23,7 +23,7 @@ import (
 var ownedKeys = []string{
 	"backup", "cluster", "config", "gateway", "image", "ingress", "networkPolicy", "operator",
 	"partition", "persistentVolumeClaimRetentionPolicy", "replicas", "scheduling",
-	"seal", "service", "storage", "tls", "wrapper",
+	"seal", "service", "serviceAccount", "storage", "tls", "wrapper",
 }
 
 // operatorWideKeys may be set in watches.yaml only: they are site policy
