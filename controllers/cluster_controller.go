@@ -129,6 +129,7 @@ func (r *OpenBaoClusterReconciler) steps() []step {
 		{"membership", r.reconcileMembership},
 		{"rollout", r.reconcileRollout},
 		{"self-init", r.reconcileSelfInitSecret},
+		{"volumes", r.reconcileVolumes},
 		{"children", r.reconcileChildren},
 		{"cert-hash", r.annotateCertHash},
 		{"autopilot", r.reconcileAutopilot},

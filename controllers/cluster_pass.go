@@ -47,6 +47,9 @@ type pass struct {
 	// issuer is the service-account issuer, read for a self-init cluster
 	// that has not started.
 	issuer *identity.Issuer
+	// claimTemplateSize is the storage request of the live StatefulSet's
+	// volume claim template, which the chart keeps (the volumes step).
+	claimTemplateSize string
 	// rootTokenSecret is <cluster>-root-token as the first step that needs
 	// it read it in this pass (rootTokenRead): nil when it does not exist.
 	rootTokenSecret *corev1.Secret
@@ -141,5 +144,6 @@ func (p *pass) input() values.Input {
 		in = in.WithReplicas(*p.replicas, p.status.Upgrade)
 	}
 	in.Issuer = p.issuer
+	in.ClaimTemplateSize = p.claimTemplateSize
 	return in
 }

@@ -85,7 +85,11 @@ func (v clusterValidator) validate(ctx context.Context, old, c *v1alpha1.OpenBao
 	if err != nil {
 		return nil, err
 	}
-	return nil, invalid("OpenBaoCluster", c.Name, append(append(errs, refused...), delegatedErrs...))
+	grow, err := v.rules.storageSize(ctx, old, c)
+	if err != nil {
+		return nil, err
+	}
+	return nil, invalid("OpenBaoCluster", c.Name, append(append(append(errs, refused...), delegatedErrs...), grow...))
 }
 
 func (clusterValidator) ValidateDelete(context.Context, *v1alpha1.OpenBaoCluster) (admission.Warnings, error) {

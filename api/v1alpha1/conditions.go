@@ -210,3 +210,26 @@ const (
 	ReasonBackupsDisabled = "BackupsDisabled"
 	ReasonInvalidSchedule = "InvalidSchedule"
 )
+
+// Conditions of the volumes step.
+const (
+	// ConditionVolumesGrown (volumes step) is True when every server's
+	// claim requests and holds spec.storage.size, False while one grows,
+	// waits for its pod to restart, or may not grow; unset while the size
+	// is the one the StatefulSet was created with.
+	ConditionVolumesGrown = "VolumesGrown"
+)
+
+// Reasons of VolumesGrown.
+const (
+	ReasonVolumesGrown = "Grown"
+	// ReasonVolumesGrowing: the claims ask for the size; the volume
+	// plugin has not reported it yet.
+	ReasonVolumesGrowing = "Growing"
+	// ReasonFileSystemResizePending: a volume grew and its file system
+	// grows when its server's pod restarts.
+	ReasonFileSystemResizePending = "FileSystemResizePending"
+	// ReasonVolumeGrowthRefused: a claim would shrink, or its class does
+	// not allow expansion (volumes.Refusal).
+	ReasonVolumeGrowthRefused = "GrowthRefused"
+)

@@ -58,10 +58,11 @@ type OpenBaoClusterSpec struct {
 	// +optional
 	TLS TLSSpec `json:"tls,omitempty"`
 
-	// Storage is the Raft data volume of each server. It cannot change after
-	// creation, because a StatefulSet's volume claim templates cannot.
+	// Storage is the Raft data volume of each server. Its size may grow
+	// when the StorageClass allows volume expansion (the operator patches
+	// each server's claim); it may not shrink, and the class cannot change.
 	// +kubebuilder:default={}
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storage is immutable: a StatefulSet's volume claim templates cannot change after creation"
+	// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="storage.storageClassName is immutable: the servers' volumes keep their class"
 	// +optional
 	Storage StorageSpec `json:"storage,omitempty"`
 

@@ -152,11 +152,12 @@ func TestAdmitRunsTransitionRulesAgainstTheOldObject(t *testing.T) {
 		spec     string
 		wantText string // "" when admitted
 	}{
-		"an unchanged storage is admitted":    {spec: "  storage: {size: 1Gi}\n"},
-		"a changed storage size is rejected":  {spec: "  storage: {size: 2Gi}\n", wantText: "storage is immutable"},
-		"a changed unseal type is rejected":   {spec: "  storage: {size: 1Gi}\n  unseal: {type: transit}\n", wantText: "unseal.type is immutable"},
-		"a changed replica count is admitted": {spec: "  storage: {size: 1Gi}\n  replicas: 5\n"},
-		"a scale-down below 3 is rejected":    {spec: "  storage: {size: 1Gi}\n  replicas: 1\n", wantText: "replicas cannot go below 3"},
+		"an unchanged storage is admitted":              {spec: "  storage: {size: 1Gi}\n"},
+		"a changed storage size is left to the webhook": {spec: "  storage: {size: 2Gi}\n"},
+		"a changed storage class is rejected":           {spec: "  storage: {size: 1Gi, storageClassName: other}\n", wantText: "storage.storageClassName is immutable"},
+		"a changed unseal type is rejected":             {spec: "  storage: {size: 1Gi}\n  unseal: {type: transit}\n", wantText: "unseal.type is immutable"},
+		"a changed replica count is admitted":           {spec: "  storage: {size: 1Gi}\n  replicas: 5\n"},
+		"a scale-down below 3 is rejected":              {spec: "  storage: {size: 1Gi}\n  replicas: 1\n", wantText: "replicas cannot go below 3"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

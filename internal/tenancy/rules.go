@@ -53,6 +53,8 @@ var clusterLevel = map[string][]string{
 	"authentication.k8s.io":        {"tokenreviews"},
 	"authorization.k8s.io":         {"subjectaccessreviews"},
 	"admissionregistration.k8s.io": {"validatingwebhookconfigurations"},
+	// Whether a class allows volume expansion (spec.storage.size grows).
+	"storage.k8s.io": {"storageclasses"},
 }
 
 // IsClusterLevel says whether a resource of group is granted cluster-wide.

@@ -81,7 +81,7 @@ func TestSplitKeepsEveryRightOnceAndNoWorkloadClusterWide(t *testing.T) {
 		}
 	}
 	for g := range inCluster {
-		if g.url == "" && g.group != v1alpha1.GroupVersion.Group && !slices.Contains([]string{"tokenreviews", "subjectaccessreviews", "validatingwebhookconfigurations"}, g.resource) {
+		if g.url == "" && g.group != v1alpha1.GroupVersion.Group && !slices.Contains([]string{"tokenreviews", "subjectaccessreviews", "validatingwebhookconfigurations", "storageclasses"}, g.resource) {
 			t.Errorf("cluster-wide right on a namespaced kind: %+v", g)
 		}
 	}

@@ -27,6 +27,11 @@ type Input struct {
 	// Issuer, when set, adds the operator's identity to the self-init
 	// requests.
 	Issuer *identity.Issuer
+	// ClaimTemplateSize, when set, is the size the live StatefulSet's
+	// volume claim template asks for, which cannot change: the chart
+	// renders it, and the storage step grows the claims to the spec's
+	// (internal/volumes).
+	ClaimTemplateSize string
 }
 
 // Image is an image reference: repository and tag, and the digest

@@ -31,7 +31,7 @@ func ownedValues(in Input, op Operator, cfg Config) (map[string]any, error) {
 		},
 		"tls":                                  tlsValues(c),
 		"seal":                                 sealValues(c),
-		"storage":                              storageValues(c),
+		"storage":                              storageValues(c, in.ClaimTemplateSize),
 		"scheduling":                           scheduling,
 		"service":                              serviceValues(c),
 		"serviceAccount":                       serviceAccountValues(c),
@@ -151,10 +151,13 @@ func sealValues(c *v1alpha1.OpenBaoCluster) map[string]any {
 	return map[string]any{"type": string(sealType(c)), "credentialsSecret": creds}
 }
 
-func storageValues(c *v1alpha1.OpenBaoCluster) map[string]any {
+func storageValues(c *v1alpha1.OpenBaoCluster, templateSize string) map[string]any {
 	size := "10Gi"
 	if !c.Spec.Storage.Size.IsZero() {
 		size = c.Spec.Storage.Size.String()
+	}
+	if templateSize != "" {
+		size = templateSize
 	}
 	class := ""
 	if c.Spec.Storage.StorageClassName != nil {

@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
@@ -135,8 +135,8 @@ spec: {version: 2.4.0, storage: {size: 1Gi}}
 		name, field, phrase string
 		change              func(*v1alpha1.OpenBaoCluster)
 	}{
-		{"storage size", "spec.storage", "storage is immutable", func(c *v1alpha1.OpenBaoCluster) {
-			c.Spec.Storage.Size = resource.MustParse("2Gi")
+		{"storage class", "spec.storage", "storage.storageClassName is immutable", func(c *v1alpha1.OpenBaoCluster) {
+			c.Spec.Storage.StorageClassName = ptr.To("other")
 		}},
 		{"seal type", "spec.unseal", "unseal.type is immutable", func(c *v1alpha1.OpenBaoCluster) {
 			c.Spec.Unseal = v1alpha1.UnsealSpec{Type: v1alpha1.UnsealTransit}
