@@ -176,3 +176,41 @@ func expectVolumesGrown(t *testing.T, c client.Client, cluster *v1alpha1.OpenBao
 		t.Fatalf("VolumesGrown %+v, want %s %s saying %q (Degraded: %+v)", cond, status, reason, says, findDegraded(latest))
 	}
 }
+
+// TestWithoutTheWebhookTheControllerGrowsNothingTheRuleRefuses: a size
+// stored with no webhook to ask (the operator runs without it) that the
+// class does not let grow patches no claim, and VolumesGrown says why in
+// the words of volumes.Refusal, the webhook's rule.
+func TestWithoutTheWebhookTheControllerGrowsNothingTheRuleRefuses(t *testing.T) {
+	ctx := context.Background()
+	ns := "volumes-nowebhook"
+	createNamespace(t, ns)
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "no-expansion"}, Provisioner: "example.com/none"}
+	if err := k8s.Create(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(t, ns, "metadata: {name: bao}\nspec: {version: 2.4.0, storage: {size: 1Gi, storageClassName: no-expansion}}")
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	r, err := newReconciler(k8s, k8s, events.NewFakeRecorder(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reconcile := reconcileFunc(t, ctx, r, c)
+	for range 3 {
+		reconcile()
+	}
+	claim := "data-" + c.StatefulSetName() + "-0"
+	createBoundClaim(t, k8s, ns, claim, c.PodSelectorLabels(), "no-expansion", "1Gi")
+	latest := latestCluster(t, c)
+	latest.Spec.Storage.Size = resource.MustParse("2Gi")
+	if err := k8s.Update(ctx, latest); err != nil {
+		t.Fatal(err)
+	}
+	reconcile()
+	if got := claimRequest(t, k8s, ns, claim); got != "1Gi" {
+		t.Errorf("claim %s requests %s, want the 1Gi its class cannot grow", claim, got)
+	}
+	expectVolumesGrown(t, k8s, c, metav1.ConditionFalse, v1alpha1.ReasonVolumeGrowthRefused, `"no-expansion" has no allowVolumeExpansion: true`)
+}
