@@ -222,14 +222,14 @@ const (
 
 // Reasons of VolumesGrown.
 const (
-	ReasonVolumesGrown = "Grown"
+	ReasonVolumesGrown = "VolumesGrown"
 	// ReasonVolumesGrowing: the claims ask for the size; the volume
 	// plugin has not reported it yet.
-	ReasonVolumesGrowing = "Growing"
+	ReasonVolumesGrowing = "VolumesGrowing"
 	// ReasonFileSystemResizePending: a volume grew and its file system
 	// grows when its server's pod restarts.
 	ReasonFileSystemResizePending = "FileSystemResizePending"
 	// ReasonVolumeGrowthRefused: a claim would shrink, or its class does
 	// not allow expansion (volumes.Refusal).
-	ReasonVolumeGrowthRefused = "GrowthRefused"
+	ReasonVolumeGrowthRefused = "VolumeGrowthRefused"
 )
