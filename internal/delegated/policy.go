@@ -187,7 +187,7 @@ func (p Policy) serviceAccount(path *field.Path, a map[string]string) []Finding 
 	for _, k := range slices.Sorted(maps.Keys(a)) {
 		if !slices.Contains(WorkloadIdentityKeys, k) && !hasPrefix(p.AnnotationPrefixes, k) {
 			allowed := append(slices.Clone(WorkloadIdentityKeys), p.AnnotationPrefixes...)
-			out = append(out, Finding{path.Key(k), ServiceAccounts, k, allowed, "--allowed-annotation-prefixes, nor a workload identity key,"})
+			out = append(out, Finding{path.Key(k), ServiceAccounts, k, allowed, "--allowed-annotation-prefixes nor a workload identity key"})
 		}
 	}
 	return out
