@@ -3,6 +3,7 @@ package release
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -149,4 +150,17 @@ func compressedSize(img v1.Image) (int64, error) {
 		total += size
 	}
 	return total, nil
+}
+
+// IndexPlatforms lists the os/arch of each image an index names, sorted:
+// what a release's index serves, for whoever checks one.
+func IndexPlatforms(idx *v1.IndexManifest) []string {
+	var out []string
+	for _, m := range idx.Manifests {
+		if m.Platform != nil {
+			out = append(out, m.Platform.OS+"/"+m.Platform.Architecture)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,7 @@ func TestReleaseInstallsByDigestAndUpgradesWithoutRestartingOpenBao(t *testing.T
 	if n.OpenBao != openbao.repo+"@"+openbao.digest {
 		t.Errorf("the release pins OpenBao as %s, want %s@%s", n.OpenBao, openbao.repo, openbao.digest)
 	}
+	checkPlatforms(t, n)
 	checkSignatures(ctx, t, n)
 	checkSBOM(t, n)
 	installFromOCI(ctx, t, cl, n)
@@ -93,6 +95,32 @@ func TestReleaseInstallsByDigestAndUpgradesWithoutRestartingOpenBao(t *testing.T
 	for _, c := range changes {
 		t.Error(c)
 	}
+}
+
+// checkPlatforms: the operator and wrapper images are indexes of every
+// platform the release was asked for (both, as shipped, unless
+// RELEASE_PLATFORMS says otherwise).
+func checkPlatforms(t *testing.T, res release.Result) {
+	t.Helper()
+	want := slices.Sorted(slices.Values(platforms()))
+	for _, ref := range []string{res.Operator, res.Wrapper} {
+		d, err := name.NewDigest(ref, name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, err := remote.Index(d)
+		if err != nil {
+			t.Fatalf("read index %s: %v", ref, err)
+		}
+		m, err := idx.IndexManifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := release.IndexPlatforms(m); !slices.Equal(got, want) {
+			t.Errorf("%s serves %v, want %v", ref, got, want)
+		}
+	}
+	logf("the operator and wrapper images are indexes of %v", want)
 }
 
 // image is an image pushed to the registry: repository, tag and digest.
