@@ -110,7 +110,7 @@ test-e2e: ## e2e tier: a real single-node Kubernetes with the operator installed
 	@# The tier tears its node down itself; the extra `down` cleans up after a
 	@# run that was killed (for example by the test timeout).
 	@# -v shows the node's timings (up, Ready, images, teardown) in CI logs.
-	$(GO_TEST) ./test/images/... ./test/localnode/...
+	$(GO_TEST) ./test/localnode/...
 	@# Tests that call t.Parallel wait on the node, not on the 2 cores:
 	@# -parallel 8 (the default is GOMAXPROCS): Go starts them in no set
 	@# order, and with 8 slots the longest (backup) rarely waits for one,

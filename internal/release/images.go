@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/openbao/operator/internal/images"
 	"github.com/openbao/operator/internal/wrapper"
-	"github.com/openbao/operator/test/images"
 )
 
 // platformImage is one platform's manifest of a multi-arch image, and the

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/openbao/operator/test/images"
+	"github.com/openbao/operator/internal/images"
 )
 
 // Names in the shipped bundle and catalog that a release replaces.

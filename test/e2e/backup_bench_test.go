@@ -25,7 +25,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
-	"github.com/openbao/operator/test/images"
+	"github.com/openbao/operator/internal/images"
 	"github.com/openbao/operator/test/localnode"
 	"github.com/openbao/operator/test/miniotest"
 )

@@ -17,7 +17,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openbao/operator/test/images"
+	"github.com/openbao/operator/internal/images"
 )
 
 // pluginStatusAndReport runs the kubectl-openbao binary as a user would,

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openbao/operator/test/images"
+	"github.com/openbao/operator/internal/images"
 	"github.com/openbao/operator/test/localnode"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openbao/operator/test/images"
+	"github.com/openbao/operator/internal/images"
 )
 
 // Image roles.
@@ -66,7 +66,7 @@ func imageSpec(c Config, role, binDir string) (images.Spec, error) {
 		return images.Wrapper(bin), images.GoBuild(c.RepoRoot, "./cmd/bao-wrapper", bin)
 	case ImagePause:
 		bin := filepath.Join(binDir, "pause")
-		return images.Pause(bin), images.GoBuild(c.RepoRoot, "./test/images/pause", bin)
+		return images.Pause(bin), images.GoBuild(c.RepoRoot, "./internal/images/pause", bin)
 	case ImageOpenBao:
 		return images.OpenBao(resolved(c.bin("bao"))), nil
 	case ImageOpenBaoNext:

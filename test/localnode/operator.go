@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openbao/operator/test/images"
+	"github.com/openbao/operator/internal/images"
 )
 
 // Names of the operator's installation (the install chart, as config/default).

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openbao/operator/test/images"
+	"github.com/openbao/operator/internal/images"
 )
 
 // Timings are how long each phase of Up took; they are printed, never

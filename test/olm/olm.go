@@ -33,8 +33,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/openbao/operator/internal/images"
 	"github.com/openbao/operator/internal/wrapper"
-	"github.com/openbao/operator/test/images"
 	"github.com/openbao/operator/test/localnode"
 )
 

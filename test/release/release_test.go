@@ -126,7 +126,7 @@ func checkPlatforms(t *testing.T, res release.Result) {
 // image is an image pushed to the registry: repository, tag and digest.
 type image struct{ repo, tag, digest string }
 
-// pushOpenBao pushes the OpenBao image the other tiers build (test/images,
+// pushOpenBao pushes the OpenBao image the other tiers build (internal/images,
 // from bin/bao) to the registry, under the tag that names its version.
 func pushOpenBao(t *testing.T) image {
 	t.Helper()

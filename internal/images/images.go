@@ -1,6 +1,8 @@
 // Package images builds single-layer container images from local files
-// (static binaries, a few directories) into docker-archive tarballs that
-// containerd imports directly, so tests need no registry.
+// (static binaries, a few directories): the release (internal/release)
+// pushes them, one per platform, as image indexes; the test tiers write
+// them into docker-archive tarballs that containerd imports directly.
+// Its specs name what each image holds.
 //
 // An image's tag is a hash of everything that decides its bytes, and the
 // tarball is cached under that tag: rebuilding after a code change costs one
