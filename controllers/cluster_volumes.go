@@ -35,13 +35,13 @@ const defaultClassAnnotation = "storageclass.kubernetes.io/is-default-class"
 // VolumesGrown; the operator does not restart the server for it.
 func (r *OpenBaoClusterReconciler) reconcileVolumes(ctx context.Context, p *pass) error {
 	c := p.cluster
-	sts := &appsv1.StatefulSet{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.StatefulSetName()}, sts)
-	if apierrors.IsNotFound(err) || (err == nil && !apply.Ours(c.UID, sts)) {
+	sts, err := r.statefulSet(ctx, c)
+	if err != nil {
+		return err
+	}
+	if sts == nil || !apply.Ours(c.UID, sts) {
 		meta.RemoveStatusCondition(&p.status.Conditions, v1alpha1.ConditionVolumesGrown)
 		return nil // nothing to grow yet; a foreign StatefulSet is the apply step's to report
-	} else if err != nil {
-		return fmt.Errorf("read StatefulSet %s: %w", c.StatefulSetName(), err)
 	}
 	template, ok := claimTemplateSize(sts)
 	want := volumes.SpecSize(c)
