@@ -62,9 +62,7 @@ lint: ## Check formatting (gofmt) and run go vet.
 
 .PHONY: test
 test: ## Run every test tier: unit, envtest, OpenBao, e2e, release, OLM.
-	@# Cold, both tool sets mostly wait on the module proxy: built side by
-	@# side they take about as long as the larger alone.
-	@$(MAKE) --no-print-directory -j3 tools olm-tools release-tools
+	@$(MAKE) --no-print-directory -j2 tools release-tools
 	@$(MAKE) --no-print-directory test-unit test-monitoring
 	@# envtest and OpenBao share nothing (each its own apiserver, bao
 	@# processes and free ports) and mostly wait: together they take about
@@ -72,7 +70,9 @@ test: ## Run every test tier: unit, envtest, OpenBao, e2e, release, OLM.
 	@# The release tier's linux/arm64 compile (minutes cold, nothing warm)
 	@# fills some of that wait.
 	@$(MAKE) --no-print-directory -j3 -Otarget test-envtest test-openbao release-prebuild
-	@$(MAKE) --no-print-directory test-e2e
+	@# The e2e tier mostly waits on its node (kubelet, pods, Raft): OLM's
+	@# tools, minutes of a cold build and nothing warm, build beside it.
+	@$(MAKE) --no-print-directory -j2 -Otarget test-e2e olm-tools
 	@$(MAKE) --no-print-directory test-release
 	@$(MAKE) --no-print-directory test-olm
 

@@ -1,5 +1,6 @@
 // Package monitoring_test checks the chart's PrometheusRule and the
-// Grafana dashboard with promtool, built by `make tools` (test/tools/promtool).
+// Grafana dashboard with promtool, which `make tools` unpacks from Debian's
+// prometheus package (test/tools/build.sh, deb_recipes).
 package monitoring_test
 
 import (
