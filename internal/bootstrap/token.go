@@ -26,7 +26,7 @@ func TokenCondition(reason, message string, secretExists, revoked bool, secretNa
 	if revoked {
 		return ReasonRootTokenRevoked, fmt.Sprintf("the cluster is initialized; its root token was revoked and Secret %s "+
 			"deleted (spec.rootToken.policy Revoke): the operator works with its own identity. To make a root token in an "+
-			"emergency, run bao operator generate-root with the PGP-encrypted recovery keys of Secret %s (README, Break glass)",
+			"emergency, run bao operator generate-root with the PGP-encrypted recovery keys of Secret %s (docs/configure.md, The root token)",
 			secretName, recoveryKeysSecret)
 	}
 	return ReasonRootTokenSecretMissing, fmt.Sprintf("the cluster is initialized, but Secret %s, which held its root token, "+

@@ -62,7 +62,7 @@ func OutdatedMessage(c *v1alpha1.OpenBaoCluster, rev int32) string {
 		how = "`" + CanaryMountCommand() + "`, " + how
 	}
 	return fmt.Sprintf("the operator's identity in OpenBao is at revision %d of %d and the operator holds no root token "+
-		"to update it; it lacks %s. %s. Add it with a token allowed to, as README.md (Restore) shows: %s for "+
+		"to update it; it lacks %s. %s. Add it with a token allowed to, as docs/operate.md (Restore) shows: %s for "+
 		"ServiceAccounts %s, %s, %s, %s; then annotate the cluster %s=%d",
 		rev, Revision, strings.Join(Missing(rev), ", and "), effect, how, c.UpgradeServiceAccountName(),
 		c.BackupServiceAccountName(), c.RestoreServiceAccountName(), c.DrillServiceAccountName(),

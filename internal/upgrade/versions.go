@@ -85,7 +85,7 @@ var cloudSeals = map[v1alpha1.UnsealType]bool{
 
 // Incompatible says why the operator knows the target release cannot run
 // the cluster as specified; "" when it knows of no reason. The table is
-// README's "OpenBao versions"; only 2.4.0 is tested here.
+// docs/operate.md, "OpenBao versions"; only 2.4.0 is tested here.
 func Incompatible(to string, seal v1alpha1.UnsealType) string {
 	t := core(to)
 	if t == "" {

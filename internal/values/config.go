@@ -136,7 +136,7 @@ func internalListenerInput(c *v1alpha1.OpenBaoCluster) *baoconfig.Listener {
 // listener on v1alpha1.MetricsListenerPort that Prometheus scrapes without a
 // token, with the certificate the API (or, with ACME, the internal)
 // listener serves to in-cluster names. Why a listener rather than a token or
-// unauthenticatedMetricsAccess: see baoconfig.Input.Metrics and the README.
+// unauthenticatedMetricsAccess: see baoconfig.Input.Metrics and docs/operate.md.
 func metricsListenerInput(c *v1alpha1.OpenBaoCluster) *baoconfig.Listener {
 	if !MetricsListener(c) {
 		return nil

@@ -25,7 +25,7 @@ import (
 // TestExternalTLSClusterWaitsForItsSecretsThenForms creates a cluster with
 // tls.mode External before its Secrets exist: it must say so in TLSReady
 // and wait. Then the Secrets arrive, made here by a CA of the test's own
-// with only the names the README asks for (each pod under the headless
+// with only the names docs/configure.md asks for (each pod under the headless
 // Service and the client Service, in their .svc form), and the cluster
 // must form three voters that serve exactly that certificate.
 func TestExternalTLSClusterWaitsForItsSecretsThenForms(t *testing.T) {

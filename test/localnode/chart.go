@@ -21,7 +21,7 @@ import (
 )
 
 // The install chart and the release the harness installs it as, as the
-// README's `helm install` does.
+// `helm install` of docs/install.md does.
 const (
 	OperatorChartDir = "helm-charts/openbao-operator"
 	OperatorRelease  = "openbao-operator"

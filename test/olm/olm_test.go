@@ -161,7 +161,7 @@ func upgrade(ctx context.Context, t *testing.T, cl client.Client, oi olm.Operato
 	}
 }
 
-// uninstall runs the README's uninstall block as written. The operator
+// uninstall runs docs/install.md's uninstall block as written. The operator
 // goes, and so does every copy OLM made of its CSV; its CRDs, the cluster
 // and its pods stay.
 func uninstall(ctx context.Context, t *testing.T, cl client.Client) {
@@ -171,7 +171,7 @@ func uninstall(ctx context.Context, t *testing.T, cl client.Client) {
 		t.Fatal(err)
 	}
 	logf("CSV %s is in %d namespaces (its own and OLM's copies)", olm.NextCSV, len(copies))
-	block, err := readmeBlock("To uninstall,")
+	block, err := installDocBlock("To uninstall,")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,9 +179,9 @@ func uninstall(ctx context.Context, t *testing.T, cl client.Client) {
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", block)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+node.Kubeconfig(), "PATH="+node.BinDir+":"+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
-	logf("$ README uninstall block\n%s", out)
+	logf("$ docs/install.md uninstall block\n%s", out)
 	if err != nil {
-		t.Fatalf("the README's uninstall block: %v", err)
+		t.Fatalf("docs/install.md's uninstall block: %v", err)
 	}
 	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: localnode.OperatorNamespace, Name: localnode.OperatorDeployment}}
 	if err := waitGone(ctx, cl, deployment); err != nil {
@@ -202,21 +202,21 @@ func uninstall(ctx context.Context, t *testing.T, cl client.Client) {
 	}
 }
 
-// readmeBlock is the first shell block of README.md after the paragraph
+// installDocBlock is the first shell block of docs/install.md after the paragraph
 // that starts with lead.
-func readmeBlock(lead string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(node.RepoRoot, "README.md"))
+func installDocBlock(lead string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(node.RepoRoot, "docs", "install.md"))
 	if err != nil {
 		return "", err
 	}
 	_, after, found := strings.Cut(string(data), "\n"+lead)
 	if !found {
-		return "", fmt.Errorf("README.md has no paragraph starting %q", lead)
+		return "", fmt.Errorf("docs/install.md has no paragraph starting %q", lead)
 	}
 	_, after, found = strings.Cut(after, "```sh\n")
 	block, _, closed := strings.Cut(after, "```")
 	if !found || !closed {
-		return "", fmt.Errorf("README.md has no shell block after %q", lead)
+		return "", fmt.Errorf("docs/install.md has no shell block after %q", lead)
 	}
 	return block, nil
 }

@@ -1,8 +1,8 @@
-// Package reasons_test checks the condition reasons the operator sets
+// Package docs_test checks the condition reasons the operator sets
 // against themselves and against docs/troubleshooting.md: every Reason*
 // constant in api/, internal/ and controllers/ says its own value, and the
 // troubleshooting reference lists every value and no other.
-package reasons_test
+package docs_test
 
 import (
 	"go/ast"
@@ -18,8 +18,8 @@ import (
 	"testing"
 )
 
-// root is the repository, two levels up from this package.
-const root = "../.."
+// root is the repository, one level up from docs/.
+const root = ".."
 
 // reason is one Reason* constant as written.
 type reason struct {
