@@ -1,5 +1,5 @@
-// Package logkeys gives the operator's log lines the keys the design names
-// (architecture section 5.2: namespace, name, controller, reconcile_id):
+// Package logkeys gives the operator's log lines the keys docs/audit-log.md
+// lists (namespace, name, controller, reconcile_id):
 // controller-runtime adds the first three to every reconcile's logger and
 // the fourth as reconcileID, which this package renames on every line.
 package logkeys
