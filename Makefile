@@ -63,13 +63,13 @@ lint: ## Check formatting (gofmt) and run go vet.
 .PHONY: test
 test: ## Run every test tier: unit, envtest, OpenBao, e2e, release, OLM.
 	@$(MAKE) --no-print-directory -j2 tools release-tools
-	@$(MAKE) --no-print-directory test-unit test-monitoring
 	@# envtest and OpenBao share nothing (each its own apiserver, bao
 	@# processes and free ports) and mostly wait: together they take about
-	@# as long as the slower alone. -Otarget keeps each tier's output whole.
-	@# The release tier's linux/arm64 compile (minutes cold, nothing warm)
-	@# fills some of that wait.
-	@$(MAKE) --no-print-directory -j3 -Otarget test-envtest test-openbao release-prebuild
+	@# as long as the slower alone. The unit and monitoring tiers (a minute
+	@# warm, minutes cold) and the release tier's linux/arm64 compile
+	@# (minutes cold, nothing warm) fill that wait. -Otarget keeps each
+	@# tier's output whole.
+	@$(MAKE) --no-print-directory -j5 -Otarget test-unit test-monitoring test-envtest test-openbao release-prebuild
 	@# The e2e tier mostly waits on its node (kubelet, pods, Raft): OLM's
 	@# tools, minutes of a cold build and nothing warm, build beside it.
 	@$(MAKE) --no-print-directory -j2 -Otarget test-e2e olm-tools
