@@ -30,13 +30,21 @@ type cli struct {
 	kube              *genericclioptions.ConfigFlags
 	version           string
 	operatorNamespace string
+	// isTerminal says whether stdin is a terminal a person answers on;
+	// clients, when set, replaces connect's clients (tests).
+	isTerminal func(io.Reader) bool
+	clients    func() (*Commands, error)
 }
 
 // NewRootCommand builds `kubectl openbao` on kubectl's own libraries:
 // cobra, and cli-runtime's connection flags. Every command acts with the
 // caller's kubeconfig and rights. version is the plugin's release.
 func NewRootCommand(streams genericiooptions.IOStreams, version string) *cobra.Command {
-	c := &cli{streams: streams, kube: genericclioptions.NewConfigFlags(true), version: version}
+	return newRoot(&cli{streams: streams, kube: genericclioptions.NewConfigFlags(true), version: version, isTerminal: isTerminal})
+}
+
+func newRoot(c *cli) *cobra.Command {
+	streams := c.streams
 	root := &cobra.Command{
 		Use:   "kubectl-openbao",
 		Short: "Operate OpenBao clusters run by the OpenBao operator",
@@ -51,15 +59,19 @@ func NewRootCommand(streams genericiooptions.IOStreams, version string) *cobra.C
 	root.SetErr(streams.ErrOut)
 	c.kube.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVar(&c.operatorNamespace, "operator-namespace", "openbao-operator-system",
-		"namespace of the operator (report: its logs; version: its Deployment)")
+		"namespace of the operator (report and logs --operator: its logs; version: its Deployment)")
 	root.AddCommand(c.statusCommand(), c.setPausedCommand(true), c.setPausedCommand(false), c.stepDownCommand(),
-		c.backupCommand(), c.resumeUpgradeCommand(), c.reportCommand(), c.checkCommand(), c.versionCommand())
+		c.backupCommand(), c.restoreCommand(), c.resumeUpgradeCommand(), c.logsCommand(), c.baoEnvCommand(),
+		c.reportCommand(), c.checkCommand(), c.versionCommand())
 	return root
 }
 
 // connect builds the clients from the caller's kubeconfig and flags, as
 // kubectl does.
 func (c *cli) connect() (*Commands, error) {
+	if c.clients != nil {
+		return c.clients()
+	}
 	cfg, err := c.kube.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("load the kubeconfig: %w", err)
@@ -79,7 +91,7 @@ func (c *cli) connect() (*Commands, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to the API server: %w", err)
 	}
-	return &Commands{Client: cl, Kube: kube, Namespace: namespace, Now: time.Now}, nil
+	return &Commands{Client: cl, Kube: kube, Namespace: namespace, Now: time.Now, Forwarder: spdyForwarder{config: cfg, kube: kube}}, nil
 }
 
 // addOutputFlag gives a read command -o json|yaml.

@@ -25,6 +25,10 @@ type Commands struct {
 	Kube      kubernetes.Interface
 	Namespace string
 	Now       func() time.Time
+	// PodLogs opens a pod's log for logs; nil reads it through Kube.
+	PodLogs LogSource
+	// Forwarder forwards a local port to a pod's, for bao-env.
+	Forwarder Forwarder
 }
 
 func (c *Commands) cluster(ctx context.Context, name string) (*v1alpha1.OpenBaoCluster, error) {
