@@ -67,7 +67,9 @@ func TestClusterFormsServesTLSAndRotatesWithoutRestart(t *testing.T) {
 		}
 	}
 	logf("reissued certificate served by all %d servers without a restart", replicas)
-	pluginStatusAndReport(ctx, t, cl, ns)
+	bin := pluginStatusAndReport(ctx, t, cl, ns)
+	pluginLogs(t, bin, ns)
+	pluginBaoEnv(t, bin, ns)
 	assertNoLeaks(ctx, t, cl, ns, nil)
 }
 

@@ -2,11 +2,16 @@ package e2e_test
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"io"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +22,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/images"
 )
 
@@ -24,13 +30,11 @@ import (
 // with the node's kubeconfig, against a formed 3-server cluster: status
 // must name the active server and three Raft voters with the
 // certificate's expiry; the support bundle report writes must carry the
-// operator's logs and no value of any Secret of the namespace.
-func pluginStatusAndReport(ctx context.Context, t *testing.T, cl client.Client, ns string) {
+// operator's logs and no value of any Secret of the namespace. It
+// returns the binary, for the commands that follow.
+func pluginStatusAndReport(ctx context.Context, t *testing.T, cl client.Client, ns string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kubectl-openbao")
-	if err := images.GoBuild(node.RepoRoot, "./cmd/kubectl-openbao", bin); err != nil {
-		t.Fatal(err)
-	}
+	bin := buildPlugin(t)
 	var status string
 	waitFor(ctx, t, 2*time.Minute, "kubectl openbao status to show the leader and 3 voters", func() (bool, string) {
 		status = runPlugin(t, bin, "status", "bao", "-n", ns)
@@ -64,6 +68,16 @@ func pluginStatusAndReport(ctx context.Context, t *testing.T, cl client.Client, 
 		}
 	}
 	logf("kubectl openbao report: %d files, %d operator logs, no Secret value", len(files), operatorLogs)
+	return bin
+}
+
+func buildPlugin(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kubectl-openbao")
+	if err := images.GoBuild(node.RepoRoot, "./cmd/kubectl-openbao", bin); err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }
 
 // serverRoles counts the roles in status's server table (SERVER ROLE
@@ -116,4 +130,126 @@ func untar(t *testing.T, path string) map[string][]byte {
 			t.Fatal(err)
 		}
 	}
+}
+
+// pluginLogs: `logs --operator` prints each server's lines under its pod's
+// name, and of the operator's log only lines about this cluster, while
+// other tests' clusters run beside it.
+func pluginLogs(t *testing.T, bin, ns string) {
+	t.Helper()
+	cmd := exec.Command(bin, "logs", "bao", "-n", ns, "--tail", "20", "--operator", "--kubeconfig", node.Kubeconfig())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl-openbao logs: %v\n%s", err, stderr.String())
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("logs wrote notes for an administrator: %s", stderr.String())
+	}
+	servers, operator := map[string]int{}, 0
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		prefix, rest, _ := strings.Cut(line, "] ")
+		switch {
+		case strings.HasPrefix(prefix, "[operator/"):
+			operator++
+			var keys struct{ Namespace, Name string }
+			if err := json.Unmarshal([]byte(rest), &keys); err != nil || keys.Namespace != ns || keys.Name != "bao" {
+				t.Errorf("an operator line not about %s/bao: %s", ns, line)
+			}
+		case strings.HasPrefix(prefix, "[bao-"):
+			servers[strings.TrimPrefix(prefix, "[")]++
+		default:
+			t.Errorf("a line without a pod prefix: %q", line)
+		}
+	}
+	if len(servers) != replicas || operator == 0 {
+		t.Errorf("logs: lines per server %v, %d operator lines:\n%.2000s", servers, operator, stdout.String())
+	}
+	logf("kubectl openbao logs --operator: lines per server %v, %d operator lines about %s/bao", servers, operator, ns)
+}
+
+// pluginBaoEnv runs `bao-env` in the background as a user would, then
+// uses its BAO_ADDR and BAO_CACERT (and BAO_TLS_SERVER_NAME when printed)
+// to GET sys/health through the port-forward: 200 means the active,
+// unsealed server answered and the certificate verified. Ctrl-C (SIGINT)
+// stops it cleanly.
+func pluginBaoEnv(t *testing.T, bin, ns string) {
+	t.Helper()
+	cmd := exec.Command(bin, "bao-env", "bao", "-n", ns, "--kubeconfig", node.Kubeconfig())
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+	// One pipe for stdout and stderr keeps their order: the exports come
+	// before the note that it forwards until Ctrl-C.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	defer func() { _ = cmd.Process.Kill() }()
+	env, lines := map[string]string{}, []string{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() && !strings.Contains(sc.Text(), "Ctrl-C") {
+		lines = append(lines, sc.Text())
+		if k, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "export "), "="); ok && strings.HasPrefix(sc.Text(), "export ") {
+			env[k] = v
+		}
+	}
+	if env["BAO_ADDR"] == "" || env["BAO_CACERT"] == "" {
+		t.Fatalf("bao-env printed no BAO_ADDR and BAO_CACERT:\n%s", strings.Join(lines, "\n"))
+	}
+	go func() { _, _ = io.Copy(io.Discard, r) }()
+	pemBytes, err := os.ReadFile(env["BAO_CACERT"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemBytes) || bytes.Contains(pemBytes, []byte("PRIVATE KEY")) {
+		t.Fatalf("BAO_CACERT %s: not only certificates:\n%s", env["BAO_CACERT"], pemBytes)
+	}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: env["BAO_TLS_SERVER_NAME"], MinVersion: tls.VersionTLS12}}}
+	resp, err := hc.Get(env["BAO_ADDR"] + "/v1/sys/health")
+	if err != nil {
+		t.Fatalf("GET sys/health with bao-env's exports %v: %v", env, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET sys/health through bao-env: %s %s (200 is the active, unsealed server)", resp.Status, body)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("bao-env after Ctrl-C: %v", err)
+	}
+	logf("kubectl openbao bao-env: %v; sys/health %s", env, resp.Status)
+}
+
+// pluginRestoreBackup creates the OpenBaoRestore name of backup b with
+// `kubectl openbao restore --backup --yes` (stdin is no terminal): it
+// must say which snapshot it restores and create a restore of b's key,
+// checked against b's digest, and not forced.
+func pluginRestoreBackup(ctx context.Context, t *testing.T, cl client.Client, bin, ns string, b *v1alpha1.OpenBaoBackup, name string) *v1alpha1.OpenBaoRestore {
+	t.Helper()
+	out := runPlugin(t, bin, "restore", "bao", "-n", ns, "--backup", b.Name, "--name", name, "--yes")
+	for _, want := range []string{b.Status.Key, "LOST", "kubectl get openbaorestore -n " + ns + " " + name + " -w"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl openbao restore --backup %s does not say %q:\n%s", b.Name, want, out)
+		}
+	}
+	rs := &v1alpha1.OpenBaoRestore{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, rs); err != nil {
+		t.Fatal(err)
+	}
+	if rs.Spec.ClusterName != "bao" || rs.Spec.Source != (v1alpha1.RestoreSource{Key: b.Status.Key}) ||
+		rs.Spec.ExpectedSHA256 != b.Status.SHA256 || rs.Spec.Force {
+		t.Fatalf("kubectl openbao restore --backup %s created %+v", b.Name, rs.Spec)
+	}
+	logf("kubectl openbao restore --backup %s created %s", b.Name, name)
+	return rs
 }

@@ -28,13 +28,15 @@ import (
 // three-server cluster backs up to MinIO with the operator's JWT identity;
 // more is written; an OpenBaoRestore of the latest snapshot (with its
 // digest) runs as a Job, and every key written before the snapshot is
-// back, and none written after, read through each server.
+// back, and none written after, read through each server. The second
+// restore is created by `kubectl openbao restore --backup`.
 func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
 	installOperator(t)
 	cl := backupClient(t)
 	ctx := context.Background()
 	start := time.Now()
 	m := startBridgeMinIO(t)
+	plugin := buildPlugin(t) // now, so that it does not delay the restores below
 	ns := createNamespace(ctx, t, cl, "e2e-restore")
 	if err := cl.Create(ctx, clusterObject(t, ns, "bao", nil)); err != nil {
 		t.Fatal(err)
@@ -84,11 +86,7 @@ func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
 	// streams the snapshot: the next operator must finish it.
 	activeBaoAPI(ctx, t, cl, ns, root).call(t, http.MethodPost, "kv/after", map[string]any{"value": "three"})
 	restoreStart = time.Now()
-	rs2 := &v1alpha1.OpenBaoRestore{ObjectMeta: metav1.ObjectMeta{Name: "r2", Namespace: ns}, Spec: v1alpha1.OpenBaoRestoreSpec{
-		ClusterName: "bao", Source: v1alpha1.RestoreSource{Key: b.Status.Key}, ExpectedSHA256: b.Status.SHA256}}
-	if err := cl.Create(ctx, rs2); err != nil {
-		t.Fatal(err)
-	}
+	rs2 := pluginRestoreBackup(ctx, t, cl, plugin, ns, b, "r2")
 	waitEvery(ctx, t, 100*time.Millisecond, 5*time.Minute, "restore r2 streaming", func() (bool, string) {
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(rs2), rs2); err != nil {
 			return false, err.Error()
