@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -154,5 +158,34 @@ func TestLogsFollowPrintsEveryStreamWholeLines(t *testing.T) {
 		if !strings.HasPrefix(l, "[bao-") && !strings.HasPrefix(l, "[operator/openbao-operator-abc] {") {
 			t.Errorf("line %q", l)
 		}
+	}
+}
+
+// TestLogsCommandReadsTheOperatorWhereTheFlagSays: the command passes
+// --operator-namespace, --since, --tail and -f through.
+func TestLogsCommandReadsTheOperatorWhereTheFlagSays(t *testing.T) {
+	cmds, kube, _ := logsFixture()
+	if err := kube.Tracker().Add(labelledPod("ops", "op-0", OperatorSelector)); err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	var mu sync.Mutex // -f reads every log at once
+	cmds.PodLogs = func(_ context.Context, ns, pod string, opts *corev1.PodLogOptions) (io.ReadCloser, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, fmt.Sprintf("%s/%s since=%d follow=%v", ns, pod, *opts.SinceSeconds, opts.Follow))
+		return io.NopCloser(strings.NewReader("")), nil
+	}
+	var out, errOut bytes.Buffer
+	root := newRoot(&cli{streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+		kube: genericclioptions.NewConfigFlags(true), isTerminal: func(io.Reader) bool { return false },
+		clients: func() (*Commands, error) { return cmds, nil }})
+	root.SetArgs([]string{"logs", "bao", "--operator", "--operator-namespace", "ops", "--since", "2m", "-f"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(asked)
+	if want := "ops/op-0 since=120 follow=true,prod/bao-0 since=120 follow=true,prod/bao-1 since=120 follow=true"; strings.Join(asked, ",") != want {
+		t.Errorf("logs read %v, want %s", asked, want)
 	}
 }
