@@ -265,7 +265,7 @@ func (c *cli) logsCommand() *cobra.Command {
 		"are the cluster's, prefixed by [operator/pod]; a user who may not read the operator's pods gets a note instead."
 	f := cmd.Flags()
 	f.DurationVar(&o.Since, "since", 0, "only lines newer than this duration (5m, 1h); default all")
-	f.Int64Var(&o.Tail, "tail", -1, "the newest lines of each log; for the operator, of its lines about the cluster (not with --follow); default all")
+	f.Int64Var(&o.Tail, "tail", -1, "the newest lines of each log, -1 for all; for the operator, of its lines about the cluster (not with --follow)")
 	f.BoolVarP(&o.Follow, "follow", "f", false, "keep printing new lines until Ctrl-C")
 	f.BoolVar(&o.Operator, "operator", false, "also the operator's lines about this cluster")
 	return cmd
