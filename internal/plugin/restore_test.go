@@ -196,3 +196,25 @@ func FuzzPlanRestore(f *testing.F) {
 		}
 	})
 }
+
+// FuzzConfirm: a destructive command goes ahead only with --yes, or on a
+// terminal whose first line is y or yes; never off a terminal without
+// --yes, whatever stdin holds.
+func FuzzConfirm(f *testing.F) {
+	f.Add(false, true, "y\n")
+	f.Add(false, false, "yes\n")
+	f.Add(false, true, " Yes \nno\n")
+	f.Add(false, true, "\ny\n")
+	f.Fuzz(func(t *testing.T, yes, terminal bool, stdin string) {
+		err := Confirm(yes, terminal, strings.NewReader(stdin), io.Discard)
+		first, _, _ := strings.Cut(stdin, "\n")
+		answer := strings.ToLower(strings.TrimSpace(first))
+		allowed := yes || (terminal && (answer == "y" || answer == "yes"))
+		if (err == nil) != allowed {
+			t.Fatalf("Confirm(yes=%v, terminal=%v, %q) = %v", yes, terminal, stdin, err)
+		}
+		if err != nil && !errors.Is(err, ErrNotConfirmed) {
+			t.Fatalf("refusal %v is not ErrNotConfirmed", err)
+		}
+	})
+}
