@@ -64,6 +64,9 @@ func TestMisusedFlagsAreRefusedBeforeConnecting(t *testing.T) {
 		{[]string{"check", "-o", "table"}, `-o "table": want json or yaml`},
 		{[]string{"status", "bao", "-A"}, "-A lists every cluster: give no CLUSTER"},
 		{[]string{"resume-upgrade"}, "accepts 1 arg(s), received 0"},
+		{[]string{"restore", "bao", "--yes"}, "at least one of the flags in the group [latest backup] is required"},
+		{[]string{"restore", "bao", "--latest", "--backup", "b"}, "[backup latest] were all set"},
+		{[]string{"logs", "bao", "--since", "soon"}, `invalid argument "soon" for "--since"`},
 	} {
 		_, _, run := testRoot()
 		if err := run(tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
