@@ -47,6 +47,29 @@ type BaoEnvOptions struct {
 	LocalPort int
 	// CacheDir holds the certificate file; empty: the user's cache dir.
 	CacheDir string
+	// Format is -o: the export lines (OutputTable), or BaoEnvView as
+	// JSON or YAML.
+	Format string
+}
+
+// BaoEnvView is `bao-env -o json|yaml`: the variables and where they lead.
+type BaoEnvView struct {
+	BaoAddr          string `json:"BAO_ADDR"`
+	BaoCACert        string `json:"BAO_CACERT"`
+	BaoTLSServerName string `json:"BAO_TLS_SERVER_NAME,omitempty"`
+	// Pod is the server forwarded to; Pinned says BAO_CACERT holds its own
+	// certificate, not a CA's.
+	Pod    string `json:"pod"`
+	Pinned bool   `json:"pinned"`
+}
+
+// writeExports prints the view as shell export lines.
+func writeExports(w io.Writer, v BaoEnvView) error {
+	_, err := fmt.Fprintf(w, "export BAO_ADDR=%s\nexport BAO_CACERT=%s\n", v.BaoAddr, shellQuote(v.BaoCACert))
+	if err == nil && v.BaoTLSServerName != "" {
+		_, err = fmt.Fprintf(w, "export BAO_TLS_SERVER_NAME=%s\n", shellQuote(v.BaoTLSServerName))
+	}
+	return err
 }
 
 // ActiveServer picks the pod bao-env forwards to: the one OpenBao's
@@ -165,9 +188,10 @@ func (c *Commands) BaoEnv(ctx context.Context, name string, o BaoEnvOptions, out
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "export BAO_ADDR=https://127.0.0.1:%d\nexport BAO_CACERT=%s\n", port, shellQuote(file))
-	if sn := TLSServerName(presented[0], cluster); sn != "" {
-		fmt.Fprintf(out, "export BAO_TLS_SERVER_NAME=%s\n", shellQuote(sn))
+	v := BaoEnvView{BaoAddr: fmt.Sprintf("https://127.0.0.1:%d", port), BaoCACert: file,
+		BaoTLSServerName: TLSServerName(presented[0], cluster), Pod: pod, Pinned: pinned}
+	if err := Print(out, o.Format, v, func(w io.Writer) error { return writeExports(w, v) }); err != nil {
+		return err
 	}
 	if pinned {
 		fmt.Fprintf(notes, "%s holds the certificate %s presented (it sent no CA certificate): run bao-env again once it is reissued\n", file, pod)
@@ -290,5 +314,7 @@ func (c *cli) baoEnvCommand() *cobra.Command {
 		"and forwards until Ctrl-C. It reads no Secret: the certificate is the one the server presents (its CA's when " +
 		"it sends it, else its own), because the CA Secret also holds the CA's private key."
 	cmd.Flags().IntVar(&o.LocalPort, "port", 0, "local port (default: a free one)")
+	addOutputFlag(cmd, &o.Format)
+	cmd.PreRunE = func(*cobra.Command, []string) error { return CheckOutputFormat(o.Format) }
 	return cmd
 }

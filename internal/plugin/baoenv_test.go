@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"errors"
 	"io"
 	"math/big"
@@ -130,6 +131,32 @@ func healthThrough(t *testing.T, env map[string]string) error {
 	return nil
 }
 
+// baoEnvFixture is a cluster prod/bao whose active server bao-1 serves
+// cert, beside its CA Secret holding a private key; read records every
+// object the controller-runtime client was asked for.
+func baoEnvFixture(t *testing.T, cert tls.Certificate) (*Commands, *kubefake.Clientset, *fakeForwarder, *[]string) {
+	t.Helper()
+	cluster := &v1alpha1.OpenBaoCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "bao"}}
+	caSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: cluster.TLSCASecretName()},
+		Data: map[string][]byte{"ca.crt": []byte("public"), "tls.key": []byte("the CA's private key")}}
+	read := &[]string{}
+	cl := fake.NewClientBuilder().WithScheme(testScheme()).WithObjects(cluster, caSecret).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			*read = append(*read, typeName(c, obj)+" "+key.Name)
+			return c.Get(ctx, key, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			*read = append(*read, typeName(c, list))
+			return c.List(ctx, list, opts...)
+		},
+	}).Build()
+	standby, active := labelledPod("prod", "bao-0", cluster.PodSelectorLabels()), labelledPod("prod", "bao-1", cluster.PodSelectorLabels())
+	standby.Labels[podstate.LabelActive], active.Labels[podstate.LabelActive] = "false", "true"
+	kube := kubefake.NewClientset(standby, active, caSecret.DeepCopy())
+	fw := newFakeForwarder(t, cert)
+	return &Commands{Client: cl, Kube: kube, Namespace: "prod", Now: time.Now, Forwarder: fw}, kube, fw, read
+}
+
 // TestBaoEnvReadsNoSecretAndPrintsWorkingExports: bao-env forwards to the
 // active server's port 8200, reads no Secret (the CA Secret holds the CA's
 // private key; the fakes record every request), and prints exports with
@@ -143,25 +170,7 @@ func TestBaoEnvReadsNoSecretAndPrintsWorkingExports(t *testing.T) {
 		{"it does not", "bao.prod.svc", []string{"bao.prod.svc", "bao-0.bao-internal.prod.svc"}},
 	} {
 		cert, _ := testServerCert(t, tc.sans...)
-		cluster := &v1alpha1.OpenBaoCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "bao"}}
-		caSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: cluster.TLSCASecretName()},
-			Data: map[string][]byte{"ca.crt": []byte("public"), "tls.key": []byte("the CA's private key")}}
-		var read []string
-		cl := fake.NewClientBuilder().WithScheme(testScheme()).WithObjects(cluster, caSecret).WithInterceptorFuncs(interceptor.Funcs{
-			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-				read = append(read, typeName(c, obj)+" "+key.Name)
-				return c.Get(ctx, key, obj, opts...)
-			},
-			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-				read = append(read, typeName(c, list))
-				return c.List(ctx, list, opts...)
-			},
-		}).Build()
-		standby, active := labelledPod("prod", "bao-0", cluster.PodSelectorLabels()), labelledPod("prod", "bao-1", cluster.PodSelectorLabels())
-		standby.Labels[podstate.LabelActive], active.Labels[podstate.LabelActive] = "false", "true"
-		kube := kubefake.NewClientset(standby, active, caSecret.DeepCopy())
-		fw := newFakeForwarder(t, cert)
-		cmds := &Commands{Client: cl, Kube: kube, Namespace: "prod", Now: time.Now, Forwarder: fw}
+		cmds, kube, fw, read := baoEnvFixture(t, cert)
 		var out, notes bytes.Buffer
 		err := cmds.BaoEnv(context.Background(), "bao", BaoEnvOptions{CacheDir: t.TempDir()}, &out, &notes)
 		if !errors.Is(err, ErrForwardEnded) {
@@ -172,7 +181,7 @@ func TestBaoEnvReadsNoSecretAndPrintsWorkingExports(t *testing.T) {
 				t.Errorf("%s: bao-env asked the API for secrets: %v", tc.name, a)
 			}
 		}
-		for _, r := range read {
+		for _, r := range *read {
 			if strings.Contains(r, "Secret") {
 				t.Errorf("%s: bao-env read %s", tc.name, r)
 			}
@@ -190,6 +199,29 @@ func TestBaoEnvReadsNoSecretAndPrintsWorkingExports(t *testing.T) {
 		if !strings.Contains(notes.String(), "Ctrl-C") {
 			t.Errorf("%s: stderr does not say how to stop: %q", tc.name, notes.String())
 		}
+	}
+}
+
+// TestBaoEnvAsJSONHoldsTheSameVariables: -o json gives a script the
+// variables, and which pod they lead to.
+func TestBaoEnvAsJSONHoldsTheSameVariables(t *testing.T) {
+	cert, _ := testServerCert(t, "bao.prod.svc")
+	cmds, _, fw, _ := baoEnvFixture(t, cert)
+	var out, notes bytes.Buffer
+	err := cmds.BaoEnv(context.Background(), "bao", BaoEnvOptions{CacheDir: t.TempDir(), Format: OutputJSON}, &out, &notes)
+	if !errors.Is(err, ErrForwardEnded) {
+		t.Fatal(err)
+	}
+	var v BaoEnvView
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatalf("%v in %q", err, out.String())
+	}
+	if v.BaoAddr != "https://"+fw.server.Listener.Addr().String() || v.Pod != "bao-1" || !v.Pinned || v.BaoTLSServerName != "bao.prod.svc" {
+		t.Errorf("view %+v", v)
+	}
+	env := map[string]string{"BAO_ADDR": v.BaoAddr, "BAO_CACERT": v.BaoCACert, "BAO_TLS_SERVER_NAME": v.BaoTLSServerName}
+	if err := healthThrough(t, env); err != nil {
+		t.Errorf("GET sys/health with the JSON's variables: %v", err)
 	}
 }
 

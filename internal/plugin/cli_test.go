@@ -67,6 +67,7 @@ func TestMisusedFlagsAreRefusedBeforeConnecting(t *testing.T) {
 		{[]string{"restore", "bao", "--yes"}, "at least one of the flags in the group [latest backup] is required"},
 		{[]string{"restore", "bao", "--latest", "--backup", "b"}, "[backup latest] were all set"},
 		{[]string{"logs", "bao", "--since", "soon"}, `invalid argument "soon" for "--since"`},
+		{[]string{"bao-env", "bao", "-o", "env"}, `-o "env": want json or yaml`},
 	} {
 		_, _, run := testRoot()
 		if err := run(tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
