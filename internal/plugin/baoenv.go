@@ -204,7 +204,10 @@ func (c *Commands) BaoEnv(ctx context.Context, name string, o BaoEnvOptions, out
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("%w (to %s/%s): %v", ErrForwardEnded, c.Namespace, pod, err)
+		if err == nil {
+			return fmt.Errorf("%w (to %s/%s)", ErrForwardEnded, c.Namespace, pod)
+		}
+		return fmt.Errorf("%w (to %s/%s): %w", ErrForwardEnded, c.Namespace, pod, err)
 	}
 }
 
