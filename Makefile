@@ -11,6 +11,7 @@ export GOTOOLCHAIN := local
 
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
+CRD_REF_DOCS := $(BIN)/crd-ref-docs
 GO_TEST := go test -count=1
 # Unit tests are every package outside test/, whose subdirectories hold the slower tiers.
 UNIT_PACKAGES = $$(go list ./... | grep -v '/test/')
@@ -30,13 +31,16 @@ tools: ## Build the pinned tool binaries and install Azurite from npm (cached ou
 	@bash test/tools/build.sh
 
 .PHONY: generate
-generate: ## Generate deepcopy code, CRDs and RBAC from the API markers (and the tenancy install's roles from them).
-	@bash test/tools/build.sh controller-gen
+generate: ## Generate deepcopy code, CRDs and RBAC from the API markers (and the tenancy install's roles from them), and docs/api.md.
+	@bash test/tools/build.sh controller-gen crd-ref-docs
 	$(CONTROLLER_GEN) object paths="./api/..."
 	$(CONTROLLER_GEN) crd rbac:roleName=openbao-operator-manager paths="./..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	go run ./internal/crdgen/cmd/crdgen config/crd/bases/openbao.org_openbaoclusters.yaml
 	go run ./internal/tenancy/cmd/rbacgen config/rbac/role.yaml config/tenancy/roles
+	@# The same command as docs/api_test.go's, which fails when docs/api.md is stale.
+	$(CRD_REF_DOCS) --config hack/api-docs/config.yaml --templates-dir hack/api-docs/templates \
+		--source-path ./api --renderer markdown --output-path docs/api.md --log-level ERROR
 	@$(MAKE) --no-print-directory chart-sync
 
 # The install chart keeps copies of config/ (helm installs crds/ as they are;
@@ -62,7 +66,7 @@ lint: ## Check formatting (gofmt) and run go vet.
 
 .PHONY: test
 test: ## Run every test tier: unit, envtest, OpenBao, e2e, release, OLM.
-	@$(MAKE) --no-print-directory -j2 tools release-tools
+	@$(MAKE) --no-print-directory -j2 tools release-tools docs-tools
 	@# envtest and OpenBao share nothing (each its own apiserver, bao
 	@# processes and free ports) and mostly wait: together they take about
 	@# as long as the slower alone. The unit and monitoring tiers (a minute
@@ -117,6 +121,13 @@ test-e2e: ## e2e tier: a real single-node Kubernetes with the operator installed
 	@# while not every cluster forms at once.
 	@rc=0; $(GO_TEST) -v -parallel 8 -timeout 20m ./test/e2e/... || rc=$$?; \
 	go run $(LOCALNODE) down -owner e2e; exit $$rc
+
+# docs/api.md's generator: `make generate` builds it, and the unit tier's
+# docs/api_test.go runs it to find a stale docs/api.md; `make tools` leaves
+# it out (a demo or a benchmark has no use for it).
+.PHONY: docs-tools
+docs-tools: ## Build crd-ref-docs from its pinned module (cached like the other tools).
+	@bash test/tools/build.sh crd-ref-docs
 
 # The release's SBOM tool: `make test` builds it with the other tools; a
 # release builds it on demand.

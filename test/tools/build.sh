@@ -46,6 +46,9 @@ recipes() {
 	echo "pebble|pebble|github.com/letsencrypt/pebble/v2/cmd/pebble|v2.10.1|-s -w|"
 	echo "controller-gen|controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|v0.23.0|-s -w|"
 	echo "kustomize|kustomize|sigs.k8s.io/kustomize/kustomize/v5|v5.8.2|-s -w|"
+	# docs/api.md's generator: `make generate` and `make docs-tools` name it,
+	# and docs/api_test.go runs it.
+	echo "crd-ref-docs|crd-ref-docs|github.com/elastic/crd-ref-docs|v0.2.0|-s -w|"
 	# The release's SBOM generator (`make release`): reads the module list
 	# the Go linker stamps into a binary.
 	echo "cyclonedx-gomod|cyclonedx-gomod|github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod|v1.10.0|-s -w|"
@@ -173,7 +176,7 @@ install_deb_one() {
 }
 
 # Tools built only when named.
-on_demand=" cyclonedx-gomod operator-sdk opm grpc_health_probe olm-operator olm-catalog-operator olm-package-server olm-copy-content olm-cpb "
+on_demand=" cyclonedx-gomod crd-ref-docs operator-sdk opm grpc_health_probe olm-operator olm-catalog-operator olm-package-server olm-copy-content olm-cpb "
 
 # cache_key prints a short hash of everything that decides the binary's bytes.
 cache_key() {
