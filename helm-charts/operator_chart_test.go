@@ -40,14 +40,23 @@ var operatorChartCases = map[string]map[string]any{
 		"image":            map[string]any{"digest": "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
 		"wrapper":          map[string]any{"image": map[string]any{"digest": "sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"}},
 		"imagePullSecrets": []any{map[string]any{"name": "registry"}},
-		"replicas":         2,
+		"replicaCount":     2,
 		"proxy":            map[string]any{"httpProxy": "http://proxy:3128", "httpsProxy": "http://proxy:3128", "noProxy": ".svc,10.0.0.0/8"},
 		"metrics":          map[string]any{"secure": true},
 		"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"},
 			"endpoint": map[string]any{"scheme": "https"}},
-		"nodeSelector":          map[string]any{"kubernetes.io/os": "linux"},
-		"commonLabels":          map[string]any{"team": "platform"},
-		"extraArgs":             []any{"--zap-log-level=debug"},
+		"nodeSelector":      map[string]any{"kubernetes.io/os": "linux"},
+		"commonLabels":      map[string]any{"team": "platform"},
+		"extraArgs":         []any{"--zap-encoder=console"},
+		"logLevel":          "debug",
+		"extraEnv":          []any{map[string]any{"name": "GOMEMLIMIT", "value": "200MiB"}},
+		"podLabels":         map[string]any{"cost-center": "platform", "app.kubernetes.io/name": "not-the-chart's"},
+		"podAnnotations":    map[string]any{"example.com/owner": "platform"},
+		"priorityClassName": "system-cluster-critical",
+		"tolerations":       []any{map[string]any{"key": "dedicated", "operator": "Equal", "value": "platform", "effect": "NoSchedule"}},
+		"topologySpreadConstraints": []any{map[string]any{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
+			"labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "openbao-operator", "control-plane": "controller-manager"}}}},
+		"serviceAccount":        map[string]any{"annotations": map[string]any{"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/openbao-operator"}},
 		"maxConcurrentRollouts": 3,
 		"grafanaDashboard":      map[string]any{"enabled": true, "namespace": "monitoring", "annotations": map[string]any{"grafana_folder": "OpenBao"}},
 	},
@@ -63,8 +72,21 @@ var operatorChartCases = map[string]map[string]any{
 			"issuer": "https://token.actions.githubusercontent.com", "subjectRegExp": "^https://github.com/corp/",
 			"trustedRootConfigMap": "sigstore-root"}}},
 	},
-	"tenancy":          {"tenancy": map[string]any{"enabled": true}},
-	"watch-namespaces": {"watchNamespaces": []any{"team-a", "team-b"}},
+	"tenancy": {"tenancy": map[string]any{"enabled": true}, "podLabels": map[string]any{"cost-center": "platform"},
+		"priorityClassName": "openbao-operator", "securityContext": map[string]any{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+			"capabilities": map[string]any{"drop": []any{"ALL"}}, "runAsUser": 65532}},
+	"air-gapped-mirror": {
+		"global":  map[string]any{"imageRegistry": "mirror.corp.example:5000/openbao-mirror"},
+		"image":   map[string]any{"digest": "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
+		"wrapper": map[string]any{"image": map[string]any{"repository": "openbao/bao-wrapper"}},
+		"tenancy": map[string]any{"enabled": true},
+	},
+	"scrape-with-own-token": {
+		"serviceMonitor": map[string]any{"enabled": true, "alerts": map[string]any{"enabled": false},
+			"endpoint": map[string]any{"authorization": map[string]any{"credentials": map[string]any{"name": "prometheus-token", "key": "token"}}}},
+	},
+	"service-account-not-created": {"serviceAccount": map[string]any{"create": false}},
+	"watch-namespaces":            {"watchNamespaces": []any{"team-a", "team-b"}},
 	"webhook-cert-from-secret": {
 		"webhook": map[string]any{"certManaged": false, "certSecret": "openbao-operator-webhook-tls"},
 	},
@@ -94,17 +116,7 @@ func renderOperatorChart(t *testing.T, c *chart.Chart, values map[string]any) []
 
 func renderOperatorChartIn(t *testing.T, c *chart.Chart, values map[string]any, namespace string) []byte {
 	t.Helper()
-	caps := chartutil.DefaultCapabilities.Copy()
-	caps.KubeVersion = kubeVersion
-	vals, err := chartutil.ToRenderValues(c, values,
-		chartutil.ReleaseOptions{Name: "openbao-operator", Namespace: namespace, IsInstall: true}, caps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := engine.Engine{Strict: true}.Render(c, vals)
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := renderFilesOf(t, c, values, namespace)
 	names := make([]string, 0, len(files))
 	for name := range files {
 		names = append(names, name)
@@ -121,6 +133,28 @@ func renderOperatorChartIn(t *testing.T, c *chart.Chart, values map[string]any, 
 		}
 	}
 	return out.Bytes()
+}
+
+// renderFiles renders every template of the chart, NOTES.txt too, by name.
+func renderFiles(t *testing.T, values map[string]any, namespace string) map[string]string {
+	t.Helper()
+	return renderFilesOf(t, loadOperatorChart(t), values, namespace)
+}
+
+func renderFilesOf(t *testing.T, c *chart.Chart, values map[string]any, namespace string) map[string]string {
+	t.Helper()
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = kubeVersion
+	vals, err := chartutil.ToRenderValues(c, values,
+		chartutil.ReleaseOptions{Name: "openbao-operator", Namespace: namespace, IsInstall: true}, caps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := engine.Engine{Strict: true}.Render(c, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
 
 // documents splits rendered YAML and re-marshals each object, which fails

@@ -16,22 +16,70 @@ app.kubernetes.io/name: openbao-operator
 control-plane: controller-manager
 {{- end }}
 
+{{/*
+An image's repository with global.imageRegistry in place of its registry
+host, for a mirror: the first path element is the host when it has a dot or
+a colon or is localhost (as the container runtimes read it); a repository
+without one (Docker Hub's) gets the mirror in front.
+*/}}
+{{- define "openbao-operator.repository" -}}
+{{- $registry := trimSuffix "/" .root.Values.global.imageRegistry -}}
+{{- if $registry -}}
+{{- $parts := splitList "/" .repository -}}
+{{- $first := first $parts -}}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
+{{- $parts = rest $parts -}}
+{{- end -}}
+{{- printf "%s/%s" $registry (join "/" $parts) -}}
+{{- else -}}
+{{- .repository -}}
+{{- end -}}
+{{- end }}
+
 {{/* The manager's image: the digest wins over the tag. */}}
 {{- define "openbao-operator.image" -}}
+{{- $repository := include "openbao-operator.repository" (dict "root" . "repository" .Values.image.repository) -}}
 {{- if .Values.image.digest -}}
-{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{ $repository }}@{{ .Values.image.digest }}
 {{- else -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{ $repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 {{- end }}
 
 {{/* The bao-wrapper image OpenBao pods run as PID 1: the digest wins over the tag. */}}
 {{- define "openbao-operator.wrapperImage" -}}
+{{- $repository := include "openbao-operator.repository" (dict "root" . "repository" .Values.wrapper.image.repository) -}}
 {{- if .Values.wrapper.image.digest -}}
-{{ .Values.wrapper.image.repository }}@{{ .Values.wrapper.image.digest }}
+{{ $repository }}@{{ .Values.wrapper.image.digest }}
 {{- else -}}
-{{ .Values.wrapper.image.repository }}:{{ required "wrapper.image.tag or wrapper.image.digest is required" .Values.wrapper.image.tag }}
+{{ $repository }}:{{ required "wrapper.image.tag or wrapper.image.digest is required" .Values.wrapper.image.tag }}
 {{- end -}}
+{{- end }}
+
+{{/*
+The pod-level settings the manager and the provisioner share: labels
+(podLabels under the chart's own, which select the pods and so win),
+annotations, and the pod spec's scheduling and security fields. Called with
+the root and the component's own labels.
+*/}}
+{{- define "openbao-operator.podLabels" -}}
+{{- toYaml (merge (fromYaml .labels) (deepCopy .root.Values.podLabels)) }}
+{{- end }}
+
+{{- define "openbao-operator.podSpecCommon" -}}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}
 
 {{/*
