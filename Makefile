@@ -57,6 +57,17 @@ chart-sync: ## Copy the CRDs, the roles, the webhooks, the admission policies an
 	cp config/admission/replicas-warning.yaml config/admission/disruption-budget.yaml config/admission/managed-objects.yaml $(OPERATOR_CHART)/files/admission/
 	cp config/tenancy/roles/*_role.yaml config/tenancy/tenant-bindings-policy.yaml $(OPERATOR_CHART)/files/tenancy/
 	cp config/grafana/openbao-operator-dashboard.json $(OPERATOR_CHART)/files/grafana/
+	@$(MAKE) --no-print-directory chart-readme
+
+# helm-docs prints nothing (and exits 0) for a chart it cannot read, so the
+# README is replaced only by a non-empty render.
+.PHONY: chart-readme
+chart-readme: ## Write the install chart's README.md from values.yaml's comments with helm-docs (built from its pinned module on first use).
+	@bash test/tools/build.sh helm-docs
+	$(BIN)/helm-docs --chart-search-root=$(OPERATOR_CHART) --template-files=README.md.gotmpl --log-level=warning \
+		--dry-run > $(OPERATOR_CHART)/README.md.tmp
+	@test -s $(OPERATOR_CHART)/README.md.tmp || { rm -f $(OPERATOR_CHART)/README.md.tmp; echo "helm-docs rendered nothing"; exit 1; }
+	mv $(OPERATOR_CHART)/README.md.tmp $(OPERATOR_CHART)/README.md
 
 .PHONY: lint
 lint: ## Check formatting (gofmt) and run go vet.
@@ -122,12 +133,14 @@ test-e2e: ## e2e tier: a real single-node Kubernetes with the operator installed
 	@rc=0; $(GO_TEST) -v -parallel 8 -timeout 20m ./test/e2e/... || rc=$$?; \
 	go run $(LOCALNODE) down -owner e2e; exit $$rc
 
-# docs/api.md's generator: `make generate` builds it, and the unit tier's
-# docs/api_test.go runs it to find a stale docs/api.md; `make tools` leaves
-# it out (a demo or a benchmark has no use for it).
+# The docs' generators: crd-ref-docs writes docs/api.md and helm-docs the
+# install chart's README.md. `make generate` builds them, and the unit
+# tier runs them to find a stale file (docs/api_test.go,
+# helm-charts/operator_chart_readme_test.go); `make tools` leaves them out
+# (a demo or a benchmark has no use for them).
 .PHONY: docs-tools
-docs-tools: ## Build crd-ref-docs from its pinned module (cached like the other tools).
-	@bash test/tools/build.sh crd-ref-docs
+docs-tools: ## Build crd-ref-docs and helm-docs (the install chart's README) from their pinned modules (cached like the other tools).
+	@bash test/tools/build.sh crd-ref-docs helm-docs
 
 # The release's SBOM tool: `make test` builds it with the other tools; a
 # release builds it on demand.

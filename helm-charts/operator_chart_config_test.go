@@ -171,3 +171,28 @@ func sortedKeys(m map[string]map[string]any) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// TestTheChartScrapesAsConfigPrometheusDoes: serviceMonitor.enabled renders
+// what config/prometheus installs for kustomize (its Service, the
+// scraper's ServiceAccount, token Secret and ClusterRoleBinding, the
+// ServiceMonitor and its rule): one way to scrape the secure metrics.
+func TestTheChartScrapesAsConfigPrometheusDoes(t *testing.T) {
+	c := loadOperatorChart(t)
+	fromChart := chartObjects(t, c, renderOperatorChart(t, c, map[string]any{"serviceMonitor": map[string]any{"enabled": true}}))
+	fromConfig := kustomizeObjects(t, "../config/prometheus")
+	if len(fromConfig) == 0 {
+		t.Fatal("config/prometheus renders nothing")
+	}
+	for key, want := range fromConfig {
+		got, ok := fromChart[key]
+		if !ok {
+			t.Errorf("the chart does not render %s", key)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			g, _ := yaml.Marshal(got)
+			w, _ := yaml.Marshal(want)
+			t.Errorf("%s differs.\nchart:\n%s\nconfig/prometheus:\n%s", key, g, w)
+		}
+	}
+}

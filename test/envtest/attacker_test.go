@@ -204,6 +204,13 @@ func equalRule(a, b rbacv1.PolicyRule) bool {
 // controller, as the suite's admin; stop ends it.
 func startRoleAggregation(t *testing.T, cfg *rest.Config) (stop func()) {
 	t.Helper()
+	return startKubeControllers(t, cfg, "--controllers=clusterrole-aggregation-controller")
+}
+
+// startKubeControllers runs the real kube-controller-manager with args
+// (which name its controllers) as the suite's admin; stop ends it.
+func startKubeControllers(t *testing.T, cfg *rest.Config, args ...string) (stop func()) {
+	t.Helper()
 	bin, err := testbin.Path("kube-controller-manager")
 	if err != nil {
 		t.Fatal(err)
@@ -222,8 +229,8 @@ func startRoleAggregation(t *testing.T, cfg *rest.Config) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--controllers=clusterrole-aggregation-controller",
-		"--leader-elect=false", "--use-service-account-credentials=false", "--secure-port=0")
+	cmd := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig,
+		"--leader-elect=false", "--use-service-account-credentials=false", "--secure-port=0"}, args...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// Killed with the test binary, should it die first.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

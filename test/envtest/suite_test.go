@@ -48,6 +48,9 @@ var (
 	// metricsURL is the manager's Prometheus endpoint, served as the
 	// operator serves it.
 	metricsURL string
+	// apiServerCertDir holds the API server's certificates and its
+	// service-account signing key (sa-signer.key).
+	apiServerCertDir string
 )
 
 func TestMain(m *testing.M) {
@@ -73,6 +76,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "start envtest from %s: %v\n", binDir, err)
 		return 1
 	}
+	apiServerCertDir = env.ControlPlane.APIServer.CertDir
 	defer func() {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "stop envtest: %v\n", err)

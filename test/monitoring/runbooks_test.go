@@ -45,7 +45,10 @@ func operatorRules(t *testing.T, values map[string]any) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, text := range files {
+	for name, text := range files {
+		if filepath.Ext(name) != ".yaml" {
+			continue // NOTES.txt
+		}
 		for _, doc := range strings.Split(text, "\n---") {
 			var obj struct {
 				Kind string         `json:"kind"`
@@ -167,12 +170,26 @@ func TestTheOperatorDownAlertFiresAfterItsHoldAndResolves(t *testing.T) {
 }
 
 // TestTheOperatorDownAlertNeedsTheMetricsService: without the Service the
-// ServiceMonitor has no target, and the alert would fire for good.
+// ServiceMonitor has no target, and the alert would fire for good, so the
+// chart refuses a ServiceMonitor without it.
 func TestTheOperatorDownAlertNeedsTheMetricsService(t *testing.T) {
-	spec := operatorRules(t, map[string]any{"serviceMonitor": map[string]any{"enabled": true},
-		"metrics": map[string]any{"service": map[string]any{"enabled": false}}})
-	if spec != nil {
-		t.Errorf("a PrometheusRule rendered without the metrics Service: %v", spec)
+	root, err := testbin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := loader.LoadDir(filepath.Join(root, "helm-charts", "openbao-operator"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := chartutil.ToRenderValues(c, map[string]any{"serviceMonitor": map[string]any{"enabled": true},
+		"metrics": map[string]any{"service": map[string]any{"enabled": false}}},
+		chartutil.ReleaseOptions{Name: "openbao-operator", Namespace: operatorNamespace, IsInstall: true}, chartutil.DefaultCapabilities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = engine.Engine{Strict: true}.Render(c, vals)
+	if err == nil || !strings.Contains(err.Error(), "metrics.service.enabled") {
+		t.Errorf("serviceMonitor.enabled without metrics.service: %v, want a refusal naming metrics.service.enabled", err)
 	}
 }
 

@@ -52,6 +52,9 @@ recipes() {
 	# The release's SBOM generator (`make release`): reads the module list
 	# the Go linker stamps into a binary.
 	echo "cyclonedx-gomod|cyclonedx-gomod|github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod|v1.10.0|-s -w|"
+	# The install chart's README.md from the comments of its values.yaml
+	# (`make chart-readme`; helm-charts checks it is current).
+	echo "helm-docs|helm-docs|github.com/norwoodj/helm-docs/cmd/helm-docs|v1.14.2|-s -w -X main.version=v1.14.2|"
 	# The version stamps are the release Makefile's: `generate bundle` writes
 	# Version into the bundle's builder annotation. containers_image_openpgp:
 	# containers/image's pure-Go signature backend instead of gpgme (cgo).
@@ -176,7 +179,7 @@ install_deb_one() {
 }
 
 # Tools built only when named.
-on_demand=" cyclonedx-gomod crd-ref-docs operator-sdk opm grpc_health_probe olm-operator olm-catalog-operator olm-package-server olm-copy-content olm-cpb "
+on_demand=" cyclonedx-gomod crd-ref-docs helm-docs operator-sdk opm grpc_health_probe olm-operator olm-catalog-operator olm-package-server olm-copy-content olm-cpb "
 
 # cache_key prints a short hash of everything that decides the binary's bytes.
 cache_key() {
