@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/values"
 )
 
 // installed is what the chart renders for values, decoded: the built-in
@@ -221,25 +222,27 @@ func TestASecondManagerGetsADisruptionBudgetAndNeedsLeaderElection(t *testing.T)
 }
 
 // TestTheRegistryMirrorRewritesEveryImageTheChartNames: with
-// global.imageRegistry every image of every Deployment and the wrapper
-// image the manager hands OpenBao pods come from the mirror, with their
-// path, tag and digest kept.
+// global.imageRegistry every image of every Deployment, the wrapper image
+// the manager hands OpenBao pods and the OpenBao servers' default image
+// come from the mirror, with their path, tag and digest kept.
 func TestTheRegistryMirrorRewritesEveryImageTheChartNames(t *testing.T) {
 	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	cases := map[string]struct {
-		registry, repository, wrapper string
-		wantOperator, wantWrapper     string
+		registry, repository, wrapper          string
+		wantOperator, wantWrapper, wantOpenBao string
 	}{
 		"a host is replaced, the digest kept": {"mirror.corp.example", "ghcr.io/openbao/openbao-operator", "ghcr.io/openbao/bao-wrapper",
-			"mirror.corp.example/openbao/openbao-operator@" + digest, "mirror.corp.example/openbao/bao-wrapper:1.0.0"},
+			"mirror.corp.example/openbao/openbao-operator@" + digest, "mirror.corp.example/openbao/bao-wrapper:1.0.0",
+			"mirror.corp.example/openbao/openbao:2.4.0"},
 		"a host with a port and a path prefix": {"mirror.corp.example:5000/ghcr/", "ghcr.io/openbao/openbao-operator", "localhost:5000/bao-wrapper",
-			"mirror.corp.example:5000/ghcr/openbao/openbao-operator@" + digest, "mirror.corp.example:5000/ghcr/bao-wrapper:1.0.0"},
+			"mirror.corp.example:5000/ghcr/openbao/openbao-operator@" + digest, "mirror.corp.example:5000/ghcr/bao-wrapper:1.0.0",
+			"mirror.corp.example:5000/ghcr/openbao/openbao:2.4.0"},
 		"localhost is a host": {"registry.local", "localhost/openbao-operator", "localhost/bao-wrapper",
-			"registry.local/openbao-operator@" + digest, "registry.local/bao-wrapper:1.0.0"},
+			"registry.local/openbao-operator@" + digest, "registry.local/bao-wrapper:1.0.0", "registry.local/openbao/openbao:2.4.0"},
 		"a Docker Hub name gets the mirror in front": {"registry.local", "openbao/openbao-operator", "bao-wrapper",
-			"registry.local/openbao/openbao-operator@" + digest, "registry.local/bao-wrapper:1.0.0"},
+			"registry.local/openbao/openbao-operator@" + digest, "registry.local/bao-wrapper:1.0.0", "registry.local/openbao/openbao:2.4.0"},
 		"no mirror leaves the images alone": {"", "ghcr.io/openbao/openbao-operator", "ghcr.io/openbao/bao-wrapper",
-			"ghcr.io/openbao/openbao-operator@" + digest, "ghcr.io/openbao/bao-wrapper:1.0.0"},
+			"ghcr.io/openbao/openbao-operator@" + digest, "ghcr.io/openbao/bao-wrapper:1.0.0", "quay.io/openbao/openbao:2.4.0"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -260,10 +263,21 @@ func TestTheRegistryMirrorRewritesEveryImageTheChartNames(t *testing.T) {
 					}
 				}
 			}
+			mirror := ""
 			for _, e := range container(t, in.manager(t), "manager").Env {
 				if e.Name == "WRAPPER_IMAGE" && e.Value != tc.wantWrapper {
 					t.Errorf("WRAPPER_IMAGE is %s, want %s", e.Value, tc.wantWrapper)
 				}
+				if e.Name == "OPENBAO_IMAGE_REGISTRY" {
+					mirror = e.Value
+				}
+			}
+			// The servers' image: the manager hands OPENBAO_IMAGE_REGISTRY to
+			// the cluster chart as imageRegistry (watches.yaml).
+			cluster := &v1alpha1.OpenBaoCluster{Spec: v1alpha1.OpenBaoClusterSpec{Version: "2.4.0"}}
+			got := values.PulledImage(cluster, values.Operator{OverrideValues: map[string]any{"imageRegistry": mirror}})
+			if got != tc.wantOpenBao {
+				t.Errorf("the servers pull %s, want %s", got, tc.wantOpenBao)
 			}
 		})
 	}
