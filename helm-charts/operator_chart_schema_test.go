@@ -51,7 +51,7 @@ func TestTheSchemaRefusesWhatNoTemplateReads(t *testing.T) {
 		"a switch given as a string": {map[string]any{"webhook": map[string]any{"enabled": "yes"}},
 			[]string{"/webhook/enabled", "got string, want boolean"}},
 		"a log level the manager does not know": {map[string]any{"logLevel": "verbose"},
-			[]string{"/logLevel"}},
+			[]string{"/logLevel", "value must be one of 'debug', 'info', 'error', 'panic'"}},
 		"an environment variable without a name": {map[string]any{"extraEnv": []any{map[string]any{"value": "x"}}},
 			[]string{"/extraEnv/0", "missing property 'name'"}},
 		"a pull policy Kubernetes does not know": {map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}},
