@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -144,7 +143,7 @@ spec: {version: 2.4.0, storage: {size: 1Gi}}
 		{"bootstrap added", "spec", "bootstrap is set when a cluster is created", func(c *v1alpha1.OpenBaoCluster) {
 			c.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.BackupBootstrap{Latest: true,
 				Target:             v1alpha1.BackupTarget{Endpoint: "https://s3.example.com", Bucket: "backups"},
-				UnsealKeySecretRef: &corev1.LocalObjectReference{Name: "k"}}}
+				UnsealKeySecretRef: &v1alpha1.SecretKeyRef{Name: "k"}}}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
