@@ -11,7 +11,6 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/identity"
-	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/restore"
 )
 
@@ -112,16 +111,9 @@ func (r *OpenBaoClusterReconciler) voidRootToken(ctx context.Context, p *pass) e
 func (r *OpenBaoClusterReconciler) bindRestoredIdentity(ctx context.Context, p *pass) error {
 	c := p.cluster
 	ref := c.FromBackup().TokenSecretRef
-	key := ref.Key
-	if key == "" {
-		key = "token"
-	}
-	s, err := r.readSecret(ctx, r.APIReader, c.Namespace, ref.Name)
+	token, err := r.userToken(ctx, c, "spec.bootstrap.fromBackup.tokenSecretRef", ref)
 	if err != nil {
 		return err
-	}
-	if s == nil || len(s.Data[key]) == 0 {
-		return fmt.Errorf("spec.bootstrap.fromBackup.tokenSecretRef: Secret %s has no key %s", ref.Name, key)
 	}
 	if r.Issuer == nil {
 		return fmt.Errorf("this operator cannot read the service-account issuer")
@@ -130,7 +122,7 @@ func (r *OpenBaoClusterReconciler) bindRestoredIdentity(ctx context.Context, p *
 	if err != nil {
 		return err
 	}
-	bao, err := r.activeClient(c, p.tls, openbao.NewToken(string(s.Data[key])))
+	bao, err := r.activeClient(c, p.tls, token)
 	if err != nil {
 		return err
 	}

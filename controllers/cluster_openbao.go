@@ -211,7 +211,7 @@ func (r *OpenBaoClusterReconciler) podClient(p *pass, ordinal int, token openbao
 func (r *OpenBaoClusterReconciler) upgradeToken(ctx context.Context, p *pass) (openbao.Token, error) {
 	c := p.cluster
 	if ref := c.Spec.Upgrade.TokenSecretRef; ref != nil && c.DrillSource() == "" {
-		return r.userToken(ctx, c, ref.Name)
+		return r.userToken(ctx, c, "spec.upgrade.tokenSecretRef", ref)
 	}
 	if c.Spec.Upgrade.JWTAuthRole == "" && !p.status.IdentityConfigured {
 		return openbao.Token{}, errNoUpgradeAuth
@@ -291,14 +291,11 @@ func (r *OpenBaoClusterReconciler) upgradeLogin(ctx context.Context, c *v1alpha1
 			return identity.Login{}, "", fmt.Errorf("read the source cluster %s: %w", owner.Name, err)
 		}
 	}
-	mount, role := c.Spec.Upgrade.JWTAuthPath, c.Spec.Upgrade.JWTAuthRole
+	mount := c.Spec.Upgrade.JWTAuthPath
 	if mount == "" {
 		mount = identity.Mount
 	}
-	if role == "" {
-		role = identity.UpgradeRole
-	}
-	return identity.LoginFor(owner, identity.UpgradeRole, role), mount, nil
+	return identity.LoginFor(owner, identity.UpgradeRole, c.Spec.Upgrade.LoginRole()), mount, nil
 }
 
 // serviceAccountTokenLifetime is the shortest TokenRequest allows.
@@ -318,14 +315,17 @@ func (r *OpenBaoClusterReconciler) serviceAccountToken(ctx context.Context, name
 	return openbao.NewToken(req.Status.Token), nil
 }
 
-// userToken reads the token a user stored for the operator.
-func (r *OpenBaoClusterReconciler) userToken(ctx context.Context, c *v1alpha1.OpenBaoCluster, name string) (openbao.Token, error) {
-	s, err := r.readSecret(ctx, r.APIReader, c.Namespace, name)
+// userToken reads the OpenBao token of a user's tokenSecretRef (field
+// names it in errors): the key the reference names, "token" by default.
+// Only the Secret's and the key's names ever reach an error.
+func (r *OpenBaoClusterReconciler) userToken(ctx context.Context, c *v1alpha1.OpenBaoCluster, field string, ref *v1alpha1.SecretKeyRef) (openbao.Token, error) {
+	key := ref.KeyOr(v1alpha1.DefaultTokenKey)
+	s, err := r.readSecret(ctx, r.APIReader, c.Namespace, ref.Name)
 	if err != nil {
 		return openbao.Token{}, err
 	}
-	if s == nil || len(s.Data["token"]) == 0 {
-		return openbao.Token{}, fmt.Errorf("spec.upgrade.tokenSecretRef: Secret %s has no key token", name)
+	if s == nil || len(s.Data[key]) == 0 {
+		return openbao.Token{}, fmt.Errorf("%s: Secret %s has no key %s", field, ref.Name, key)
 	}
-	return openbao.NewToken(string(s.Data["token"])), nil
+	return openbao.NewToken(string(s.Data[key])), nil
 }

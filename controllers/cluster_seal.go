@@ -76,7 +76,8 @@ func (r *OpenBaoClusterReconciler) createStaticKey(ctx context.Context, c *v1alp
 // no server starts.
 func (r *OpenBaoClusterReconciler) copySourceKey(ctx context.Context, p *pass) error {
 	c := p.cluster
-	name := c.FromBackup().UnsealKeySecretRef.Name
+	ref := c.FromBackup().UnsealKeySecretRef
+	name, key := ref.Name, ref.KeyOr(v1alpha1.DefaultUnsealKeyKey)
 	source, err := r.readSecret(ctx, r.APIReader, c.Namespace, name)
 	if err != nil {
 		return err
@@ -86,11 +87,11 @@ func (r *OpenBaoClusterReconciler) copySourceKey(ctx context.Context, p *pass) e
 		return r.sealKeyProblem(p, v1alpha1.ReasonSourceKeyMissing, fmt.Sprintf(
 			"Secret %s named by spec.bootstrap.fromBackup.unsealKeySecretRef does not exist; no server starts until it does", name))
 	}
-	if err := sealkey.Validate(source.Data[sealkey.DataKey]); err != nil {
+	if err := sealkey.Validate(source.Data[key]); err != nil {
 		return r.sealKeyProblem(p, v1alpha1.ReasonSourceKeyInvalid, fmt.Sprintf(
-			"Secret %s named by spec.bootstrap.fromBackup.unsealKeySecretRef, key %s: %v", name, sealkey.DataKey, err))
+			"Secret %s named by spec.bootstrap.fromBackup.unsealKeySecretRef, key %s: %v", name, key, err))
 	}
-	if err := r.storeStaticKey(ctx, c, source.Data[sealkey.DataKey]); err != nil {
+	if err := r.storeStaticKey(ctx, c, source.Data[key]); err != nil {
 		return err
 	}
 	p.record("Normal", "StaticKeyCopied", "CreateSealKey", fmt.Sprintf(

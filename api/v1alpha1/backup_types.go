@@ -8,12 +8,12 @@ import (
 // BackupSpec takes Raft snapshots of the cluster and streams them to an
 // S3-compatible object store: on a schedule, and on demand through
 // OpenBaoBackup resources. Each backup runs as a Job whose executor
-// authenticates to OpenBao with jwtAuthRole or tokenSecretRef (never the
-// root token), takes the snapshot from the active server, checks it while
+// authenticates to OpenBao with jwtAuthRole (by default the role "backup"
+// the operator creates) or tokenSecretRef (never the root token), takes the snapshot from the active server, checks it while
 // it streams and verifies the stored object.
 // The schedule's rules are added by crdgen from internal/backup, so that the
 // API server and the operator's parser give the same reasons.
-// +kubebuilder:validation:XValidation:rule="has(self.jwtAuthRole) != has(self.tokenSecretRef)",message="set exactly one of backup.jwtAuthRole and backup.tokenSecretRef: the backup executor authenticates with one of them, never with the root token"
+// +kubebuilder:validation:XValidation:rule="!(has(self.jwtAuthRole) && has(self.tokenSecretRef))",message="set backup.jwtAuthRole or backup.tokenSecretRef, not both: the backup executor logs in with one of them (by default the role backup), never with the root token"
 type BackupSpec struct {
 	// Schedule is a cron expression in UTC: five fields (minute hour
 	// day-of-month month day-of-week) or one of @yearly, @annually,
@@ -33,8 +33,8 @@ type BackupSpec struct {
 	// audience is openbao-operator:<namespace>/<cluster>:backup for the
 	// role "backup" of an identity at revision 3 or later
 	// (status.identityRevision), else openbao-operator:<namespace>/<cluster>.
-	// The operator creates the role "backup" when it initializes the
-	// cluster.
+	// Default (with no tokenSecretRef): the role "backup" that the
+	// operator creates when it initializes the cluster.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9_.-]*$`
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
@@ -157,14 +157,17 @@ type BackupTarget struct {
 	// depend on the provider:
 	//   - S3: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and
 	//     AWS_SESSION_TOKEN if needed).
-	//   - GCS: service-account.json, a service account's JSON key.
+	//   - GCS: credentials.json, a service account's JSON key (the same
+	//     key as unseal.credentialsSecretRef's for gcpckms).
 	//   - Azure (required): accountName, and either accountKey (shared
 	//     key) or sasToken (a SAS token, without the leading "?").
 	// +optional
 	CredentialsSecretRef *corev1.LocalObjectReference `json:"credentialsSecretRef,omitempty"`
 }
 
-// SecretKeyRef names one key of a Secret in the cluster's namespace.
+// SecretKeyRef names one key of a Secret in the cluster's namespace. Every
+// field of the API that names a Secret for one value is one (a Secret
+// whose several keys are documented is a LocalObjectReference).
 type SecretKeyRef struct {
 	// Name of the Secret.
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
@@ -175,6 +178,50 @@ type SecretKeyRef struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Key string `json:"key,omitempty"`
+}
+
+// KeyOr is the key named, or def (the field's documented default) when
+// none is.
+func (r *SecretKeyRef) KeyOr(def string) string {
+	if r == nil || r.Key == "" {
+		return def
+	}
+	return r.Key
+}
+
+// Default keys of SecretKeyRef fields.
+const (
+	// DefaultTokenKey is the key of every tokenSecretRef.
+	DefaultTokenKey = "token"
+	// DefaultCAKey is the key of every caSecretRef.
+	DefaultCAKey = "ca.crt"
+	// DefaultUnsealKeyKey is the key of bootstrap.fromBackup.unsealKeySecretRef,
+	// as of the operator's own <cluster>-unseal-key.
+	DefaultUnsealKeyKey = "key"
+	// GCPCredentialsKey is the key of a Google service account's JSON key
+	// file in a credentialsSecretRef: the GCS backup target's and the
+	// gcpckms seal's.
+	GCPCredentialsKey = "credentials.json"
+)
+
+// The roles the operator creates in its JWT auth method for its own tasks:
+// spec.upgrade.jwtAuthRole and spec.backup.jwtAuthRole default to them.
+const (
+	UpgradeJWTRole = "upgrade"
+	BackupJWTRole  = "backup"
+)
+
+// LoginRole is the JWT auth role the backup executor logs in with: none
+// when tokenSecretRef names a token, else jwtAuthRole, by default
+// BackupJWTRole. Every reader of spec.backup's identity asks it.
+func (b *BackupSpec) LoginRole() string {
+	switch {
+	case b.TokenSecretRef != nil:
+		return ""
+	case b.JWTAuthRole != "":
+		return b.JWTAuthRole
+	}
+	return BackupJWTRole
 }
 
 // BackupRetention bounds the snapshots kept under the cluster's prefix.

@@ -1,7 +1,6 @@
 package v1alpha1
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -53,25 +52,26 @@ type BackupBootstrap struct {
 	ExpectedSHA256 string `json:"expectedSHA256,omitempty"`
 
 	// UnsealKeySecretRef names a Secret of your own that holds the source
-	// cluster's static seal key (key "key": a copy of the source's
-	// <cluster>-unseal-key, which only someone who may read it can make;
-	// a Secret the operator manages, named *-unseal-key, *-root-token,
-	// *-tls-ca, *-tls-server or *-self-init or carrying its managed-by
-	// label, is refused). The operator copies it into this cluster's
+	// cluster's static seal key (key "key" unless set; a copy of the
+	// source's <cluster>-unseal-key, which only someone who may read it
+	// can make; a Secret the operator manages, named *-unseal-key,
+	// *-root-token, *-tls-ca, *-tls-server or *-self-init or carrying its
+	// managed-by label, is refused). The operator copies it into this cluster's
 	// <cluster>-unseal-key before the first server starts, so the
 	// snapshot's data can be unsealed. Required with unseal.type static;
 	// an external KMS seal is its own material (the same spec.unseal as
 	// the source's).
 	// +optional
-	UnsealKeySecretRef *corev1.LocalObjectReference `json:"unsealKeySecretRef,omitempty"`
+	UnsealKeySecretRef *SecretKeyRef `json:"unsealKeySecretRef,omitempty"`
 
-	// TokenSecretRef names a Secret of your own (key "token") with a token
-	// of the source cluster that may write auth/openbao-operator (a copy of
-	// its root token works; the operator's <source>-root-token itself is
-	// refused, as every operator-managed Secret is). The snapshot's operator identity
-	// is bound to the source; the operator uses this token once, right
-	// after the restore, to bind it to this cluster. Needed when
-	// sourceCluster is another cluster, unless keepSourceIdentity.
+	// TokenSecretRef names a Secret of your own (key "token" unless set)
+	// with a token of the source cluster that may write
+	// auth/openbao-operator (a copy of its root token works; the operator's
+	// <source>-root-token itself is refused, as every operator-managed
+	// Secret is). The snapshot's operator identity is bound to the source;
+	// the operator uses this token once, right after the restore, to bind
+	// it to this cluster. Needed when sourceCluster is another cluster,
+	// unless keepSourceIdentity.
 	// +optional
 	TokenSecretRef *SecretKeyRef `json:"tokenSecretRef,omitempty"`
 

@@ -303,7 +303,8 @@ const (
 type UnsealSpec struct {
 	// Type is static (a 32-byte key the operator generates and keeps in the
 	// Secret <cluster>-unseal-key) or an external KMS: awskms, gcpckms,
-	// azurekeyvault, transit.
+	// azurekeyvault, transit. OpenBao's own name for the seal, as written
+	// in config.hcl (seal "<type>"), so lower case.
 	// +kubebuilder:default=static
 	// +kubebuilder:validation:Enum=static;awskms;gcpckms;azurekeyvault;transit
 	// +optional
@@ -320,7 +321,8 @@ type UnsealSpec struct {
 	// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN (awskms); AZURE_TENANT_ID,
 	// AZURE_CLIENT_ID, AZURE_CLIENT_SECRET (azurekeyvault); BAO_TOKEN
 	// (transit). For gcpckms its key credentials.json is the key file
-	// (GOOGLE_APPLICATION_CREDENTIALS). Without it, the pod's cloud identity
+	// (GOOGLE_APPLICATION_CREDENTIALS), the same key as the GCS backup
+	// target's. Without it, the pod's cloud identity
 	// applies.
 	// +optional
 	CredentialsSecretRef *corev1.LocalObjectReference `json:"credentialsSecretRef,omitempty"`
@@ -345,7 +347,8 @@ type SelfInitRequest struct {
 	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_-]*$`
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
-	// Operation is the request's operation.
+	// Operation is the request's operation: OpenBao's own name for it, as
+	// written in config.hcl (initialize request operation), so lower case.
 	// +kubebuilder:validation:Enum=create;read;update;patch;delete;list
 	Operation string `json:"operation"`
 	// Path is the API path, without /v1/, for example sys/auth/kubernetes.
@@ -435,7 +438,8 @@ type AutopilotConfiguration struct {
 
 // ListenerConfiguration tunes the TCP listener.
 type ListenerConfiguration struct {
-	// TLSMinVersion is the lowest TLS version accepted.
+	// TLSMinVersion is the lowest TLS version accepted: OpenBao's own name
+	// for it, as written in config.hcl (listener tls_min_version).
 	// +kubebuilder:default=tls12
 	// +kubebuilder:validation:Enum=tls12;tls13
 	// +optional
@@ -448,12 +452,14 @@ type ListenerConfiguration struct {
 
 // LoggingConfiguration sets OpenBao's log output.
 type LoggingConfiguration struct {
-	// Level of the server log.
+	// Level of the server log: OpenBao's own name for it, as written in
+	// config.hcl (log_level).
 	// +kubebuilder:default=info
 	// +kubebuilder:validation:Enum=trace;debug;info;warn;error
 	// +optional
 	Level string `json:"level,omitempty"`
-	// Format of the server log.
+	// Format of the server log: OpenBao's own name for it, as written in
+	// config.hcl (log_format).
 	// +kubebuilder:default=standard
 	// +kubebuilder:validation:Enum=standard;json
 	// +optional

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -32,11 +31,11 @@ type UpgradeSpec struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._/-]+$`
 	// +optional
 	JWTAuthPath string `json:"jwtAuthPath,omitempty"`
-	// TokenSecretRef names a Secret in the cluster's namespace whose key
-	// "token" holds an OpenBao token with the upgrade policy; it replaces
-	// the JWT login. Never the root token.
+	// TokenSecretRef names a Secret in the cluster's namespace holding an
+	// OpenBao token with the upgrade policy (key "token" unless set); it
+	// replaces the JWT login. Never the root token.
 	// +optional
-	TokenSecretRef *corev1.LocalObjectReference `json:"tokenSecretRef,omitempty"`
+	TokenSecretRef *SecretKeyRef `json:"tokenSecretRef,omitempty"`
 
 	// PreUpgradeSnapshot takes a backup (spec.backup) before the first pod
 	// is rolled, and rolls nothing until it succeeded.
@@ -82,6 +81,19 @@ type UpgradeSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	ResumeRequest string `json:"resumeRequest,omitempty"`
+}
+
+// LoginRole is the JWT auth role the operator logs in with for rollouts:
+// none when tokenSecretRef names a token, else jwtAuthRole, by default
+// UpgradeJWTRole.
+func (u *UpgradeSpec) LoginRole() string {
+	switch {
+	case u.TokenSecretRef != nil:
+		return ""
+	case u.JWTAuthRole != "":
+		return u.JWTAuthRole
+	}
+	return UpgradeJWTRole
 }
 
 // RolloutCause is what made a rollout due.

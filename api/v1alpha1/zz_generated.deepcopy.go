@@ -77,7 +77,7 @@ func (in *BackupBootstrap) DeepCopyInto(out *BackupBootstrap) {
 	in.Target.DeepCopyInto(&out.Target)
 	if in.UnsealKeySecretRef != nil {
 		in, out := &in.UnsealKeySecretRef, &out.UnsealKeySecretRef
-		*out = new(corev1.LocalObjectReference)
+		*out = new(SecretKeyRef)
 		**out = **in
 	}
 	if in.TokenSecretRef != nil {
@@ -1513,7 +1513,7 @@ func (in *UpgradeSpec) DeepCopyInto(out *UpgradeSpec) {
 	*out = *in
 	if in.TokenSecretRef != nil {
 		in, out := &in.TokenSecretRef, &out.TokenSecretRef
-		*out = new(corev1.LocalObjectReference)
+		*out = new(SecretKeyRef)
 		**out = **in
 	}
 	if in.StepDownTimeout != nil {

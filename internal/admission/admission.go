@@ -226,7 +226,7 @@ func ValidateBackup(b *v1alpha1.OpenBaoBackup, c *v1alpha1.OpenBaoCluster) field
 	}
 	if check := backup.Configured(c); !check.OK {
 		return field.ErrorList{field.Invalid(path, b.Spec.ClusterName,
-			check.Message+": want a cluster whose spec.backup has a target and jwtAuthRole or tokenSecretRef")}
+			check.Message+": want a cluster whose spec.backup has a target")}
 	}
 	return nil
 }
@@ -250,7 +250,7 @@ func ValidateRestore(r *v1alpha1.OpenBaoRestore, c *v1alpha1.OpenBaoCluster) fie
 			check.Message+": want source.key or source.latest: true")}
 	}
 	return field.ErrorList{field.Invalid(path, r.Spec.ClusterName,
-		check.Message+": want a cluster whose spec.backup has a target and jwtAuthRole or tokenSecretRef")}
+		check.Message+": want a cluster whose spec.backup has a target")}
 }
 
 func notFound(path *field.Path, name, namespace string) *field.Error {

@@ -90,7 +90,8 @@ func DrillCopyKey(cp, source *v1alpha1.OpenBaoCluster) *Ref {
 		return nil
 	case cp.Name != source.DrillCopyName() || cp.Labels[v1alpha1.LabelDrillOf] != source.Name,
 		!metav1.IsControlledBy(cp, source), fb.SourceCluster != source.Name,
-		fb.UnsealKeySecretRef.Name != source.UnsealKeySecretName():
+		fb.UnsealKeySecretRef.Name != source.UnsealKeySecretName(),
+		fb.UnsealKeySecretRef.KeyOr(v1alpha1.DefaultUnsealKeyKey) != v1alpha1.DefaultUnsealKeyKey:
 		return nil
 	case cp.Spec.Image != source.Spec.Image || cp.Spec.Version != source.Spec.Version || cp.Spec.Backup != nil,
 		!apiequality.Semantic.DeepEqual(cp.Spec.Unseal, source.Spec.Unseal),

@@ -39,7 +39,7 @@ func fromBackup(source, key string) func(*v1alpha1.OpenBaoCluster) {
 	return func(c *v1alpha1.OpenBaoCluster) {
 		c.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.BackupBootstrap{
 			Target: v1alpha1.BackupTarget{Endpoint: "https://s3.example", Bucket: "b"}, Latest: true,
-			SourceCluster: source, KeepSourceIdentity: true, UnsealKeySecretRef: &corev1.LocalObjectReference{Name: key}}}
+			SourceCluster: source, KeepSourceIdentity: true, UnsealKeySecretRef: &v1alpha1.SecretKeyRef{Name: key}}}
 	}
 }
 
@@ -64,7 +64,7 @@ func TestManagedSecretsAreNeverCredentials(t *testing.T) {
 			}), field: "spec.ingress.tlsSecretName", why: "ends in -tls-server"},
 		"an upgrade token naming a cluster's self-init Secret is refused": {
 			c: tenantCluster(func(c *v1alpha1.OpenBaoCluster) {
-				c.Spec.Upgrade.TokenSecretRef = &corev1.LocalObjectReference{Name: "prod-self-init"}
+				c.Spec.Upgrade.TokenSecretRef = &v1alpha1.SecretKeyRef{Name: "prod-self-init"}
 			}), field: "spec.upgrade.tokenSecretRef", why: "ends in -self-init"},
 		"a backup CA naming a cluster's CA Secret is refused": {
 			c: tenantCluster(func(c *v1alpha1.OpenBaoCluster) {
@@ -141,6 +141,9 @@ func TestOnlyTheOperatorsOwnDrillCopyMayNameTheSourcesSealKey(t *testing.T) {
 		"a copy without the drill label is not":                       {change: func(cp, _ *v1alpha1.OpenBaoCluster) { delete(cp.Labels, v1alpha1.LabelDrillOf) }},
 		"a cluster of another name is not":                            {change: func(cp, _ *v1alpha1.OpenBaoCluster) { cp.Name = "prod-copy" }},
 		"a copy whose source is gone is not":                          {change: func(_, source *v1alpha1.OpenBaoCluster) { *source = v1alpha1.OpenBaoCluster{} }},
+		"a copy naming another key of the source's seal key Secret is not": {change: func(cp, _ *v1alpha1.OpenBaoCluster) {
+			cp.Spec.Bootstrap.FromBackup.UnsealKeySecretRef.Key = "other"
+		}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -163,7 +166,7 @@ func TestOnlyTheOperatorsOwnDrillCopyMayNameTheSourcesSealKey(t *testing.T) {
 
 func TestTheExemptionCoversTheSealKeyOnly(t *testing.T) {
 	cp, source := drillCopy()
-	cp.Spec.Upgrade.TokenSecretRef = &corev1.LocalObjectReference{Name: "prod-root-token"}
+	cp.Spec.Upgrade.TokenSecretRef = &v1alpha1.SecretKeyRef{Name: "prod-root-token"}
 	errs := admission.ManagedSecretRefs(admission.ClusterReferences(cp).Objects,
 		admission.ManagedObserved{Exempt: admission.DrillCopyKey(cp, source)})
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "spec.upgrade.tokenSecretRef") {
@@ -221,7 +224,7 @@ func TestAuthorsAreAskedToGetWhatTheyNameAndUpdateTheClustersTheyUse(t *testing.
 func TestAnUpdateChecksOnlyWhatItNamesAnew(t *testing.T) {
 	old := tenantCluster(backupCredentials("mine-s3"))
 	changed := tenantCluster(backupCredentials("mine-s3"), func(c *v1alpha1.OpenBaoCluster) {
-		c.Spec.Upgrade.TokenSecretRef = &corev1.LocalObjectReference{Name: "up"}
+		c.Spec.Upgrade.TokenSecretRef = &v1alpha1.SecretKeyRef{Name: "up"}
 	})
 	fresh := admission.ClusterReferences(changed).NewSince(admission.ClusterReferences(old))
 	if len(fresh.Objects) != 1 || fresh.Objects[0].Name != "up" || len(fresh.Clusters) != 0 {

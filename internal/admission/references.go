@@ -57,7 +57,7 @@ func ClusterReferences(c *v1alpha1.OpenBaoCluster) References {
 	if fb := c.FromBackup(); fb != nil {
 		p := specPath.Child("bootstrap", "fromBackup")
 		refs.target(p.Child("target"), &fb.Target)
-		refs.local(p.Child("unsealKeySecretRef"), KindSecret, fb.UnsealKeySecretRef)
+		refs.secretKey(p.Child("unsealKeySecretRef"), fb.UnsealKeySecretRef)
 		refs.secretKey(p.Child("tokenSecretRef"), fb.TokenSecretRef)
 		if fb.SourceCluster != "" && fb.SourceCluster != c.Name {
 			refs.Clusters = append(refs.Clusters, NamedCluster{p.Child("sourceCluster"), fb.SourceCluster})
@@ -67,7 +67,7 @@ func ClusterReferences(c *v1alpha1.OpenBaoCluster) References {
 		refs.secretKey(specPath.Child("tls", "acme", "caSecretRef"), a.CASecretRef)
 	}
 	refs.local(specPath.Child("unseal", "credentialsSecretRef"), KindSecret, s.Unseal.CredentialsSecretRef)
-	refs.local(specPath.Child("upgrade", "tokenSecretRef"), KindSecret, s.Upgrade.TokenSecretRef)
+	refs.secretKey(specPath.Child("upgrade", "tokenSecretRef"), s.Upgrade.TokenSecretRef)
 	if rk := c.RecoveryKeysOf(); rk != nil {
 		refs.add(specPath.Child("rootToken", "recoveryKeys", "pgpKeysConfigMapRef"), KindConfigMap, rk.PGPKeysConfigMapRef.Name)
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -215,7 +214,7 @@ func DrillCopyFor(c *v1alpha1.OpenBaoCluster, b *v1alpha1.OpenBaoBackup) *v1alph
 		KeepSourceIdentity: true,
 	}
 	if c.Spec.Unseal.Type == v1alpha1.UnsealStatic || c.Spec.Unseal.Type == "" {
-		fb.UnsealKeySecretRef = &corev1.LocalObjectReference{Name: c.UnsealKeySecretName()}
+		fb.UnsealKeySecretRef = &v1alpha1.SecretKeyRef{Name: c.UnsealKeySecretName()}
 	}
 	spec := *c.Spec.DeepCopy()
 	spec.Replicas = 1                                           // one server proves the snapshot

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -201,7 +200,7 @@ func TestADrillCopyInheritsEveryProtectionOfItsSource(t *testing.T) {
 	}
 	src := backupCluster(func(c *v1alpha1.OpenBaoCluster) {})
 	cp := backup.DrillCopyFor(src, succeeded("b2", ""))
-	src.Spec.Upgrade.TokenSecretRef = &corev1.LocalObjectReference{Name: "prod-upgrade-token"}
+	src.Spec.Upgrade.TokenSecretRef = &v1alpha1.SecretKeyRef{Name: "prod-upgrade-token"}
 	src.Spec.Upgrade.JWTAuthRole = "ops"
 	cp = backup.DrillCopyFor(src, succeeded("b2", ""))
 	if cp.Spec.Upgrade.TokenSecretRef != nil || cp.Spec.Upgrade.JWTAuthRole != "" {

@@ -31,8 +31,6 @@ const (
 	ExecutorName      = "executor"
 	jwtLifetime       = 600 // seconds: the token is read once, at the start
 	executorMargin    = 30 * time.Second
-	defaultTokenKey   = "token"
-	defaultCAKey      = "ca.crt"
 	jobBackoffLimit   = 2
 	executorMemLimit  = "128Mi"
 )
@@ -44,8 +42,9 @@ const (
 	AccessKeyIDKey     = "AWS_ACCESS_KEY_ID"
 	SecretAccessKeyKey = "AWS_SECRET_ACCESS_KEY"
 	SessionTokenKey    = "AWS_SESSION_TOKEN"
-	// GCS: a service account's JSON key.
-	GCSServiceAccountKey = "service-account.json"
+	// GCS: a service account's JSON key, under the same key as the gcpckms
+	// seal's credentials.
+	GCSCredentialsKey = v1alpha1.GCPCredentialsKey
 	// Azure: the storage account, with its shared key or a SAS token.
 	AzureAccountNameKey = "accountName"
 	AzureAccountKeyKey  = "accountKey"
@@ -67,17 +66,10 @@ type JobInput struct {
 }
 
 // TokenKey is the key of tokenSecretRef's Secret.
-func TokenKey(ref *v1alpha1.SecretKeyRef) string { return keyOr(ref, defaultTokenKey) }
+func TokenKey(ref *v1alpha1.SecretKeyRef) string { return ref.KeyOr(v1alpha1.DefaultTokenKey) }
 
 // CAKey is the key of caSecretRef's Secret.
-func CAKey(ref *v1alpha1.SecretKeyRef) string { return keyOr(ref, defaultCAKey) }
-
-func keyOr(ref *v1alpha1.SecretKeyRef, def string) string {
-	if ref == nil || ref.Key == "" {
-		return def
-	}
-	return ref.Key
-}
+func CAKey(ref *v1alpha1.SecretKeyRef) string { return ref.KeyOr(v1alpha1.DefaultCAKey) }
 
 // Timeout is the Job's deadline: spec.backup.timeout, or DefaultTimeout.
 func Timeout(spec *v1alpha1.BackupSpec) time.Duration {
@@ -112,7 +104,7 @@ func JobFor(in JobInput) *batchv1.Job {
 		cfg.Retention = policy
 	}
 	return ExecutorJob(ExecutorJobInput{
-		Cluster: in.Cluster, Login: identity.LoginFor(in.Cluster, identity.BackupRole, in.Cluster.Spec.Backup.JWTAuthRole),
+		Cluster: in.Cluster, Login: identity.LoginFor(in.Cluster, identity.BackupRole, in.Cluster.Spec.Backup.LoginRole()),
 		Name: in.Name, Owner: in.Backup.ControllerReference(),
 		Labels: JobLabels(in.Cluster, in.Backup), Args: cfg.Args(),
 		OperatorImage: in.OperatorImage, Env: in.Env,
@@ -244,7 +236,7 @@ func ExecutorConfigFor(c *v1alpha1.OpenBaoCluster, backup string) ExecutorConfig
 	if spec.TokenSecretRef != nil {
 		cfg.Auth, cfg.TokenFile = AuthToken, TokenFile
 	} else {
-		cfg.Auth, cfg.JWTMount, cfg.JWTRole, cfg.JWTFile = AuthJWT, OperatorAuthMount, spec.JWTAuthRole, JWTFile
+		cfg.Auth, cfg.JWTMount, cfg.JWTRole, cfg.JWTFile = AuthJWT, OperatorAuthMount, spec.LoginRole(), JWTFile
 	}
 	if spec.Target.CASecretRef != nil {
 		cfg.StoreCAFile = storeCADir + "/" + caFileName

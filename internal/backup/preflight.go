@@ -12,7 +12,6 @@ const (
 	ReasonBackupNotConfigured = "BackupNotConfigured"
 	ReasonClusterPaused       = "ClusterPaused"
 	ReasonClusterNotRunning   = "ClusterNotRunning"
-	ReasonAuthNotConfigured   = "AuthNotConfigured"
 	ReasonIdentityPending     = "IdentityPending"
 	// The operation in the way (package day2 decides).
 	ReasonUpgradeInProgress = day2.ReasonUpgradeInProgress
@@ -59,22 +58,19 @@ func Preflight(o PreflightInput) Check {
 		return Check{Wait: true, Reason: o.Lock.Reason, Message: o.Lock.Message}
 	case !o.Status.Phase.Serving() && !(o.PreUpgrade && o.Status.Phase == v1alpha1.PhaseUpgrading):
 		return refuse(ReasonClusterNotRunning, "the cluster is %s, not Running", phaseOr(o.Status.Phase))
-	case b.JWTAuthRole != "" && !o.Status.IdentityConfigured:
-		return refuse(ReasonIdentityPending, "spec.backup.jwtAuthRole needs the operator's OpenBao identity, which is set up once the cluster is initialized (status.identityConfigured)")
+	case b.LoginRole() != "" && !o.Status.IdentityConfigured:
+		return refuse(ReasonIdentityPending, "the backup logs in as JWT role %s (spec.backup.jwtAuthRole), which needs the operator's OpenBao identity, set up once the cluster is initialized (status.identityConfigured)", b.LoginRole())
 	}
 	return Check{OK: true}
 }
 
 // Configured says whether the cluster can be backed up at all: spec.backup
-// set, with an identity. Waiting never changes its answer, so the admission
-// webhook refuses an OpenBaoBackup of a cluster it fails.
+// set (its identity always is: a token, or a JWT role that defaults to the
+// operator's). Waiting never changes its answer, so the admission webhook
+// refuses an OpenBaoBackup of a cluster it fails.
 func Configured(c *v1alpha1.OpenBaoCluster) Check {
-	b := c.Spec.Backup
-	switch {
-	case b == nil:
+	if c.Spec.Backup == nil {
 		return refuse(ReasonBackupNotConfigured, "spec.backup of OpenBaoCluster %s is not set", c.Name)
-	case b.JWTAuthRole == "" && b.TokenSecretRef == nil:
-		return refuse(ReasonAuthNotConfigured, "spec.backup names neither jwtAuthRole nor tokenSecretRef")
 	}
 	return Check{OK: true}
 }

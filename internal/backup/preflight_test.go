@@ -22,7 +22,8 @@ func TestPreflight(t *testing.T) {
 	}{
 		{"a Running cluster with backups configured", backupCluster(), running, day2.Verdict{}, ""},
 		{"no spec.backup", backupCluster(func(c *v1alpha1.OpenBaoCluster) { c.Spec.Backup = nil }), running, day2.Verdict{}, backup.ReasonBackupNotConfigured},
-		{"no identity", backupCluster(func(c *v1alpha1.OpenBaoCluster) { c.Spec.Backup.JWTAuthRole = "" }), running, day2.Verdict{}, backup.ReasonAuthNotConfigured},
+		{"neither role nor token starts as the role backup", backupCluster(func(c *v1alpha1.OpenBaoCluster) { c.Spec.Backup.JWTAuthRole = "" }), running, day2.Verdict{}, ""},
+		{"neither role nor token waits for the operator's identity", backupCluster(func(c *v1alpha1.OpenBaoCluster) { c.Spec.Backup.JWTAuthRole = "" }), noIdentity, day2.Verdict{}, backup.ReasonIdentityPending},
 		{"the JWT identity not set up yet", backupCluster(), noIdentity, day2.Verdict{}, backup.ReasonIdentityPending},
 		{"a token needs no operator identity", backupCluster(func(c *v1alpha1.OpenBaoCluster) {
 			c.Spec.Backup.JWTAuthRole, c.Spec.Backup.TokenSecretRef = "", &v1alpha1.SecretKeyRef{Name: "t"}

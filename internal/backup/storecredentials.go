@@ -39,9 +39,9 @@ func StoreCredentials(provider string, lookup func(key string) (string, error)) 
 			missing = AccessKeyIDKey + " and " + SecretAccessKeyKey
 		}
 	case ProviderGCS:
-		c.ServiceAccountJSON = objectstore.NewSecret(value(GCSServiceAccountKey))
+		c.ServiceAccountJSON = objectstore.NewSecret(value(GCSCredentialsKey))
 		if c.ServiceAccountJSON.IsZero() {
-			missing = GCSServiceAccountKey
+			missing = GCSCredentialsKey
 		}
 	case ProviderAzure:
 		c.AccountName = value(AzureAccountNameKey)

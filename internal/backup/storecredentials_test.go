@@ -10,8 +10,8 @@ import (
 func TestStoreCredentialsReadEachProvidersKeys(t *testing.T) {
 	secret := map[string]string{
 		backup.AccessKeyIDKey: "AKID\n", backup.SecretAccessKeyKey: " S3-SECRET\n",
-		backup.GCSServiceAccountKey: `{"type":"service_account"}`,
-		backup.AzureAccountNameKey:  "acct", backup.AzureSASTokenKey: "sv=x&sig=SAS-SECRET",
+		backup.GCSCredentialsKey:   `{"type":"service_account"}`,
+		backup.AzureAccountNameKey: "acct", backup.AzureSASTokenKey: "sv=x&sig=SAS-SECRET",
 	}
 	lookup := func(k string) (string, error) { return secret[k], nil }
 	s3, err := backup.StoreCredentials("", lookup)
@@ -19,7 +19,7 @@ func TestStoreCredentialsReadEachProvidersKeys(t *testing.T) {
 		t.Fatalf("S3: %+v %v", s3, err)
 	}
 	gcs, err := backup.StoreCredentials(backup.ProviderGCS, lookup)
-	if err != nil || gcs.ServiceAccountJSON.Reveal() != secret[backup.GCSServiceAccountKey] {
+	if err != nil || gcs.ServiceAccountJSON.Reveal() != secret[backup.GCSCredentialsKey] {
 		t.Fatalf("GCS: %v", err)
 	}
 	az, err := backup.StoreCredentials(backup.ProviderAzure, lookup)

@@ -29,8 +29,8 @@ import (
 // Names in OpenBao. The mount is the default of spec.upgrade.jwtAuthPath.
 const (
 	Mount         = "openbao-operator"
-	UpgradeRole   = "upgrade"
-	BackupRole    = "backup"
+	UpgradeRole   = v1alpha1.UpgradeJWTRole
+	BackupRole    = v1alpha1.BackupJWTRole
 	UpgradePolicy = "openbao-operator-upgrade"
 	BackupPolicy  = "openbao-operator-backup"
 	// RestoreRole has its own policy: a backup's token can read a

@@ -2,10 +2,14 @@ package render_test
 
 import (
 	"maps"
+	"path"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/backup"
 )
 
 // podFacts are what a fixture's pod template must and must not have.
@@ -179,5 +183,22 @@ func TestACMEServersAreReachedOnTheInternalListener(t *testing.T) {
 		if !found {
 			t.Errorf("Service %s has no internal port 8202: %+v", svc.Name, svc.Spec.Ports)
 		}
+	}
+}
+
+// TestAGCPKeyFileHasOneKeyNameInEverySecret: a Google service account's
+// JSON key is the key credentials.json of a Secret, whether the gcpckms
+// seal (the chart points GOOGLE_APPLICATION_CREDENTIALS at it) or the GCS
+// backup target (the executor reads it) uses it, so one Secret serves both.
+func TestAGCPKeyFileHasOneKeyNameInEverySecret(t *testing.T) {
+	spec := statefulSet(t, renderWith(t, newRenderer(t), fixture(t, "seal_gcpckms"), testOperator)).Spec.Template.Spec
+	seal := ""
+	for _, e := range spec.Containers[0].Env {
+		if e.Name == "GOOGLE_APPLICATION_CREDENTIALS" {
+			seal = path.Base(e.Value)
+		}
+	}
+	if seal != v1alpha1.GCPCredentialsKey || backup.GCSCredentialsKey != v1alpha1.GCPCredentialsKey {
+		t.Errorf("the seal reads key %q, the GCS target %q; want both %q", seal, backup.GCSCredentialsKey, v1alpha1.GCPCredentialsKey)
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // Reasons a restore does not start, besides backup's (BackupNotConfigured,
-// AuthNotConfigured, ClusterPaused, ClusterNotRunning, UpgradeInProgress,
+// ClusterPaused, ClusterNotRunning, UpgradeInProgress,
 // BackupInProgress, IdentityPending).
 const (
 	ReasonRestoreInProgress = day2.ReasonRestoreInProgress
@@ -59,9 +59,9 @@ func Preflight(in PreflightInput) Check {
 		return hold(in.Lock.Reason, in.Lock.Message)
 	case !c.Status.Phase.Serving():
 		return hold(backup.ReasonClusterNotRunning, fmt.Sprintf("the cluster is %s, not Running", orNone(string(c.Status.Phase))))
-	case b.TokenSecretRef == nil && !c.Status.IdentityConfigured:
+	case b.LoginRole() != "" && !c.Status.IdentityConfigured:
 		return hold(backup.ReasonIdentityPending, "the operator's OpenBao identity is not set up yet (status.identityConfigured)")
-	case b.TokenSecretRef == nil && identity.RecordedRevision(&c.Status) < restoreRoleRevision:
+	case b.LoginRole() != "" && identity.RecordedRevision(&c.Status) < restoreRoleRevision:
 		// An identity of an earlier release has no restore role; the
 		// operator adds it when it holds the root token.
 		return hold(v1alpha1.ReasonIdentityOutdated, identity.OutdatedMessage(c, identity.RecordedRevision(&c.Status)))
@@ -82,13 +82,9 @@ func Configured(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) Check {
 		return Check{Permanent: true, Reason: ReasonNoBootstrapSource,
 			Message: fmt.Sprintf("OpenBaoCluster %s has no spec.bootstrap.fromBackup for source.bootstrap to restore", c.Name)}
 	}
-	b := view.Spec.Backup
-	switch {
-	case b == nil:
+	if view.Spec.Backup == nil {
 		return Check{Permanent: true, Reason: backup.ReasonBackupNotConfigured,
 			Message: fmt.Sprintf("OpenBaoCluster %s has no spec.backup: a restore reads the snapshot from its backup target with its backup identity", c.Name)}
-	case b.JWTAuthRole == "" && b.TokenSecretRef == nil:
-		return Check{Permanent: true, Reason: backup.ReasonAuthNotConfigured, Message: "spec.backup names neither jwtAuthRole nor tokenSecretRef"}
 	}
 	return Check{OK: true}
 }

@@ -83,6 +83,12 @@ func TestPreflightHoldsARestoreThatHasNotStarted(t *testing.T) {
 		{"a running cluster with nothing under way", func(*v1alpha1.OpenBaoCluster, *restore.PreflightInput) {}, "", false},
 		{"no spec.backup", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) { c.Spec.Backup = nil }, backup.ReasonBackupNotConfigured, true},
 		{"paused", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) { c.Spec.Paused = true }, backup.ReasonClusterPaused, false},
+		{"a backup naming neither role nor token starts (the operator's role)", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) {
+			c.Spec.Backup.JWTAuthRole = ""
+		}, "", false},
+		{"a backup naming neither role nor token waits for the operator's identity", func(c *v1alpha1.OpenBaoCluster, _ *restore.PreflightInput) {
+			c.Spec.Backup.JWTAuthRole, c.Status.IdentityConfigured = "", false
+		}, backup.ReasonIdentityPending, false},
 		{"a rollout under way", func(c *v1alpha1.OpenBaoCluster, in *restore.PreflightInput) {
 			in.Lock = inTheWay(day2.RolloutOp())
 		}, backup.ReasonUpgradeInProgress, false},

@@ -121,10 +121,7 @@ func imageValues(img Image) map[string]any {
 func tlsValues(c *v1alpha1.OpenBaoCluster) map[string]any {
 	ca := map[string]any{"secret": "", "key": ""}
 	if acme := c.Spec.TLS.ACME; tlsMode(c) == v1alpha1.TLSModeACME && acme != nil && acme.CASecretRef != nil {
-		ca["secret"], ca["key"] = acme.CASecretRef.Name, acme.CASecretRef.Key
-		if ca["key"] == "" {
-			ca["key"] = "ca.crt"
-		}
+		ca["secret"], ca["key"] = acme.CASecretRef.Name, acme.CASecretRef.KeyOr(v1alpha1.DefaultCAKey)
 	}
 	return map[string]any{"mode": string(tlsMode(c)), "acmeCA": ca}
 }

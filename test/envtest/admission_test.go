@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -61,9 +61,9 @@ spec: {version: 2.4.0}`, "", "at most 40 characters"},
 	{"an @every backup schedule", `spec: {version: 2.4.0, backup: {schedule: "@every 1h", jwtAuthRole: backup, target: {endpoint: "https://s3.example.com", bucket: backups}}}`,
 		"spec.backup.schedule", "@every is not accepted"},
 	{"a backup with both identities", `spec: {version: 2.4.0, backup: {jwtAuthRole: backup, tokenSecretRef: {name: t}, target: {endpoint: "https://s3.example.com", bucket: backups}}}`,
-		"spec.backup", "set exactly one of backup.jwtAuthRole and backup.tokenSecretRef"},
-	{"a backup without an identity", `spec: {version: 2.4.0, backup: {target: {endpoint: "https://s3.example.com", bucket: backups}}}`,
-		"spec.backup", "set exactly one of backup.jwtAuthRole and backup.tokenSecretRef"},
+		"spec.backup", "set backup.jwtAuthRole or backup.tokenSecretRef, not both"},
+	{"an upgrade with both identities", `spec: {version: 2.4.0, upgrade: {jwtAuthRole: upgrade, tokenSecretRef: {name: t}}}`,
+		"spec.upgrade", "set upgrade.jwtAuthRole or upgrade.tokenSecretRef, not both"},
 	{"a retention age in days", `spec: {version: 2.4.0, backup: {jwtAuthRole: backup, target: {endpoint: "https://s3.example.com", bucket: backups}, retention: {maxAge: 30d}}}`,
 		"spec.backup.retention.maxAge", "days are not a unit"},
 	{"an empty retention", `spec: {version: 2.4.0, backup: {jwtAuthRole: backup, target: {endpoint: "https://s3.example.com", bucket: backups}, retention: {}}}`,
@@ -82,6 +82,23 @@ spec: {version: 2.4.0}`, "", "at most 40 characters"},
 		"spec.bootstrap.fromBackup", "keepSourceIdentity and bootstrap.fromBackup.tokenSecretRef exclude each other"},
 	{"a bootstrap key climbing up", `spec: {version: 2.4.0, bootstrap: {fromBackup: {target: {endpoint: "https://s3.example.com", bucket: backups}, key: "a/../b", unsealKeySecretRef: {name: k}}}}`,
 		"spec.bootstrap.fromBackup.key", "relative object key"},
+}
+
+// TestABackupWithNeitherRoleNorTokenIsAccepted: backup.jwtAuthRole
+// defaults to the operator's role "backup", as upgrade.jwtAuthRole does,
+// so the API server and the webhook accept a backup naming neither (a dry
+// run: nothing is stored for the manager to act on); and every
+// tokenSecretRef keeps the key it names.
+func TestABackupWithNeitherRoleNorTokenIsAccepted(t *testing.T) {
+	obj := rawCluster(t, managedNamespace, `metadata: {name: backup-default-role}
+spec: {version: 2.4.0, backup: {target: {endpoint: "https://s3.example.com", bucket: backups}},
+  upgrade: {tokenSecretRef: {name: up, key: upgrade-token}}}`)
+	if err := k8s.Create(context.Background(), obj, client.DryRunAll); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if key, _, _ := unstructured.NestedString(obj.Object, "spec", "upgrade", "tokenSecretRef", "key"); key != "upgrade-token" {
+		t.Errorf("spec.upgrade.tokenSecretRef.key = %q after admission, want upgrade-token", key)
+	}
 }
 
 // TestInvalidClustersAreRejectedNamingTheField sends each manifest into the
@@ -144,7 +161,7 @@ spec: {version: 2.4.0, storage: {size: 1Gi}}
 		{"bootstrap added", "spec", "bootstrap is set when a cluster is created", func(c *v1alpha1.OpenBaoCluster) {
 			c.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.BackupBootstrap{Latest: true,
 				Target:             v1alpha1.BackupTarget{Endpoint: "https://s3.example.com", Bucket: "backups"},
-				UnsealKeySecretRef: &corev1.LocalObjectReference{Name: "k"}}}
+				UnsealKeySecretRef: &v1alpha1.SecretKeyRef{Name: "k"}}}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
