@@ -132,9 +132,9 @@ func (r *OpenBaoClusterReconciler) readCanary(ctx context.Context, c, cp *v1alph
 	if r.OpenBao == nil {
 		return nil, fmt.Errorf("this operator cannot reach OpenBao")
 	}
-	ca, err := r.readSecret(ctx, r.APIReader, cp.Namespace, cp.TLSCASecretName())
+	ca, err := r.readSecret(ctx, r.APIReader, cp.Namespace, cp.TrustedCASecretName())
 	if err != nil || ca == nil {
-		return nil, fmt.Errorf("the copy's CA Secret %s: missing or unreadable (%v)", cp.TLSCASecretName(), err)
+		return nil, fmt.Errorf("the copy's CA Secret %s: missing or unreadable (%v)", cp.TrustedCASecretName(), err)
 	}
 	tls := servedTLS{caPEM: ca.Data[pki.CAKey], ready: true}
 	login := identity.DrillLogin(c, key)

@@ -47,6 +47,7 @@ var degradedReasons = map[string]bool{
 	bootstrap.ReasonStaleRootTokenSecret: true, bootstrap.ReasonRootTokenLost: true, bootstrap.ReasonRetainedData: true,
 	bootstrap.ReasonInitFailed: true, bootstrap.ReasonRootTokenSecretUnwritable: true,
 	v1alpha1.ReasonStaticKeyInvalid: true, v1alpha1.ReasonInvalidExternalSecrets: true,
+	v1alpha1.ReasonExternalSecretWithoutCA:      true,
 	v1alpha1.ReasonInvalidSchedule:              true,
 	bootstrap.ReasonRevokeRefusedNoRecoveryKeys: true, bootstrap.ReasonRecoveryKeysUnavailable: true,
 }

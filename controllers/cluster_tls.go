@@ -52,37 +52,42 @@ func (r *OpenBaoClusterReconciler) reconcileTLS(ctx context.Context, p *pass) er
 	}
 }
 
-// observeExternalTLS reads the user's Secrets exactly: they carry no label
-// of ours, so the cache does not hold them and no watch reports them.
+// observeExternalTLS reads the user's Secret exactly: it carries no label
+// of ours, so the cache does not hold it and no watch reports it. The
+// operator only reads it (no label, owner or deletion): when cert-manager
+// renews it, the kubelet updates the servers' projected files, their
+// bao-wrapper reloads them (SIGHUP), and the next look here moves the
+// cert-hash annotation and the CA the operator trusts.
 func (r *OpenBaoClusterReconciler) observeExternalTLS(ctx context.Context, p *pass) error {
 	c := p.cluster
 	p.requeueAfter(externalSecretsRetry)
-	caSecret, err := r.readSecret(ctx, r.APIReader, c.Namespace, c.TLSCASecretName())
+	name := c.ServingSecretName()
+	s, err := r.readSecret(ctx, r.APIReader, c.Namespace, name)
 	if err != nil {
 		return err
 	}
-	serverSecret, err := r.readSecret(ctx, r.APIReader, c.Namespace, c.TLSServerSecretName())
-	if err != nil {
-		return err
-	}
-	if caSecret == nil || serverSecret == nil {
+	if s == nil {
 		p.setCondition(v1alpha1.ConditionTLSReady, false, v1alpha1.ReasonWaitingForExternalSecrets,
-			fmt.Sprintf("waiting for Secret %s (key ca.crt) and Secret %s (keys tls.crt, tls.key) in namespace %s",
-				c.TLSCASecretName(), c.TLSServerSecretName(), c.Namespace))
+			fmt.Sprintf("waiting for Secret %s (spec.tls.external.serverSecretRef; type kubernetes.io/tls, keys tls.crt, tls.key, ca.crt) in namespace %s",
+				name, c.Namespace))
 		return nil
 	}
-	certPEM := serverSecret.Data[pki.CertKey]
-	if problem := pki.CheckExternal(caSecret.Data[pki.CAKey], certPEM, serverSecret.Data[pki.KeyKey], values.PKISpec(c), p.now); problem != "" {
-		msg := fmt.Sprintf("Secrets %s and %s: %s; the operator does not talk to servers it cannot verify until they are fixed",
-			c.TLSCASecretName(), c.TLSServerSecretName(), problem)
-		p.setCondition(v1alpha1.ConditionTLSReady, false, v1alpha1.ReasonInvalidExternalSecrets, msg)
-		p.degrade(v1alpha1.ReasonInvalidExternalSecrets, msg)
+	if problem := pki.CheckServerSecret(string(s.Type), s.Data, values.PKISpec(c), p.now); problem != nil {
+		reason := v1alpha1.ReasonInvalidExternalSecrets
+		if problem.NoCA {
+			reason = v1alpha1.ReasonExternalSecretWithoutCA
+		}
+		msg := fmt.Sprintf("Secret %s (spec.tls.external.serverSecretRef): %s; the operator does not talk to servers it cannot verify until it is fixed",
+			name, problem.Message)
+		p.setCondition(v1alpha1.ConditionTLSReady, false, reason, msg)
+		p.degrade(reason, msg)
 		return nil
 	}
+	certPEM := s.Data[pki.CertKey]
 	recordExpiry(c, "server", certPEM)
 	p.setCondition(v1alpha1.ConditionTLSReady, true, v1alpha1.ReasonExternalSecretsReady,
-		fmt.Sprintf("serving the certificate from Secret %s", c.TLSServerSecretName()))
-	p.tls = servedTLS{certPEM: certPEM, caPEM: caSecret.Data[pki.CAKey], ready: true}
+		fmt.Sprintf("serving the certificate from Secret %s, trusted through its ca.crt", name))
+	p.tls = servedTLS{certPEM: certPEM, caPEM: s.Data[pki.CAKey], ready: true}
 	return nil
 }
 

@@ -27,12 +27,12 @@ func (r *OpenBaoClusterReconciler) ObserveServers(ctx context.Context, c *v1alph
 	if err != nil {
 		return nil, err
 	}
-	ca, err := r.readSecret(ctx, r.APIReader, c.Namespace, c.TLSCASecretName())
+	ca, err := r.readSecret(ctx, r.APIReader, c.Namespace, c.TrustedCASecretName())
 	if err != nil {
 		return nil, err
 	}
 	if ca == nil {
-		return nil, fmt.Errorf("secret %s with the cluster's CA does not exist", c.TLSCASecretName())
+		return nil, fmt.Errorf("secret %s with the cluster's CA does not exist", c.TrustedCASecretName())
 	}
 	p.tls = servedTLS{caPEM: ca.Data[pki.CAKey], ready: true}
 	v := r.view(ctx, p)

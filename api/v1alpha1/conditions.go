@@ -131,7 +131,10 @@ const (
 	ReasonWaitingForExternalSecrets = "WaitingForExternalSecrets"
 	ReasonInvalidExternalSecrets    = "InvalidExternalSecrets"
 	ReasonExternalSecretsReady      = "ExternalSecretsReady"
-	ReasonACMEByOpenBao             = "ACMEByOpenBao"
+	// ReasonExternalSecretWithoutCA (TLSReady, Degraded): the External
+	// server Secret has no ca.crt, as cert-manager's ACME issuers write it.
+	ReasonExternalSecretWithoutCA = "ExternalSecretWithoutCA"
+	ReasonACMEByOpenBao           = "ACMEByOpenBao"
 
 	ReasonStaticKeyReady      = "StaticKeyReady"
 	ReasonStaticKeyInvalid    = "StaticKeyInvalid"

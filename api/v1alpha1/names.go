@@ -80,6 +80,34 @@ func (c *OpenBaoCluster) TLSCASecretName() string { return c.Name + SuffixTLSCA 
 // TLSServerSecretName holds the servers' certificate and key.
 func (c *OpenBaoCluster) TLSServerSecretName() string { return c.Name + SuffixTLSServer }
 
+// ServingSecretName is the Secret whose tls.crt and tls.key the servers
+// serve: the user's spec.tls.external.serverSecretRef in External mode,
+// else TLSServerSecretName.
+func (c *OpenBaoCluster) ServingSecretName() string {
+	if ext := c.externalTLS(); ext != nil {
+		return ext.ServerSecretRef.Name
+	}
+	return c.TLSServerSecretName()
+}
+
+// TrustedCASecretName is the Secret whose ca.crt the servers' clients
+// (the operator, the joining servers, the backup Jobs, Prometheus) trust:
+// the user's server Secret in External mode, as cert-manager writes the
+// issuing CA beside the certificate, else TLSCASecretName.
+func (c *OpenBaoCluster) TrustedCASecretName() string {
+	if ext := c.externalTLS(); ext != nil {
+		return ext.ServerSecretRef.Name
+	}
+	return c.TLSCASecretName()
+}
+
+func (c *OpenBaoCluster) externalTLS() *ExternalTLSSpec {
+	if c.Spec.TLS.Mode != TLSModeExternal || c.Spec.TLS.External == nil {
+		return nil
+	}
+	return c.Spec.TLS.External
+}
+
 // UnsealKeySecretName holds the static seal key.
 func (c *OpenBaoCluster) UnsealKeySecretName() string { return c.Name + SuffixUnsealKey }
 

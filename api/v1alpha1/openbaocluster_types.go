@@ -221,10 +221,12 @@ const (
 // TLSSpec configures TLS for clients and Raft peers.
 // +kubebuilder:validation:XValidation:rule="self.mode == 'ACME' ? has(self.acme) : !has(self.acme)",message="tls.acme is required when tls.mode is ACME and not allowed otherwise"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'External' || !has(self.rotationPeriod)",message="tls.rotationPeriod applies only to certificates the operator issues: tls.mode OperatorManaged, or ACME's internal listener"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'External' ? has(self.external) : !has(self.external)",message="tls.external is required when tls.mode is External and not allowed otherwise"
 type TLSSpec struct {
 	// Mode is OperatorManaged (the operator runs a private CA), External
-	// (Secrets <cluster>-tls-ca and <cluster>-tls-server are provided) or ACME
-	// (OpenBao obtains certificates itself).
+	// (the Secret named by tls.external.serverSecretRef is provided, for
+	// example by a cert-manager Certificate) or ACME (OpenBao obtains
+	// certificates itself).
 	// +kubebuilder:default=OperatorManaged
 	// +kubebuilder:validation:Enum=OperatorManaged;External;ACME
 	// +optional
@@ -246,9 +248,37 @@ type TLSSpec struct {
 	// +optional
 	ExtraSANs []string `json:"extraSANs,omitempty"`
 
+	// External names the Secret the servers serve (mode External only).
+	// +optional
+	External *ExternalTLSSpec `json:"external,omitempty"`
+
 	// ACME configures certificates from an ACME directory (mode ACME only).
 	// +optional
 	ACME *ACMESpec `json:"acme,omitempty"`
+}
+
+// ExternalTLSSpec is the certificate a user provides (tls.mode External).
+type ExternalTLSSpec struct {
+	// ServerSecretRef names a Secret of type kubernetes.io/tls in the
+	// cluster's namespace holding what a cert-manager Certificate writes:
+	// tls.crt (the server certificate, then its chain), tls.key and ca.crt
+	// (the issuing CA, which the operator, the servers and the backup Jobs
+	// trust). Its certificate must name every server and the client Service
+	// (<cluster>-<ordinal>.<cluster>-internal.<namespace>.svc and
+	// <cluster>.<namespace>.svc). The operator only reads it: it never
+	// labels, owns or deletes it, and a renewal reaches the servers without
+	// a restart. A Secret without ca.crt (cert-manager's ACME issuers leave
+	// it empty) is refused: no public ACME CA issues the .svc names above.
+	ServerSecretRef TLSSecretRef `json:"serverSecretRef"`
+}
+
+// TLSSecretRef names a Secret in the object's namespace whose keys are
+// fixed by the field that holds it.
+type TLSSecretRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // ACMESpec configures OpenBao's built-in ACME client.

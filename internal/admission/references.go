@@ -63,6 +63,12 @@ func ClusterReferences(c *v1alpha1.OpenBaoCluster) References {
 			refs.Clusters = append(refs.Clusters, NamedCluster{p.Child("sourceCluster"), fb.SourceCluster})
 		}
 	}
+	// The External server Secret holds a private key the servers serve
+	// and a CA the operator and the backup Jobs trust: its author must be
+	// able to read it, and it may not be another cluster's TLS Secret.
+	if ext := s.TLS.External; ext != nil {
+		refs.add(specPath.Child("tls", "external", "serverSecretRef"), KindSecret, ext.ServerSecretRef.Name)
+	}
 	if a := s.TLS.ACME; a != nil {
 		refs.secretKey(specPath.Child("tls", "acme", "caSecretRef"), a.CASecretRef)
 	}

@@ -258,7 +258,7 @@ func jobVolumes(c *v1alpha1.OpenBaoCluster, audience string) ([]corev1.Volume, [
 		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: source})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
 	}
-	add("openbao-ca", openbaoCADir, secretItem(c.TLSCASecretName(), "ca.crt", caFileName))
+	add("openbao-ca", openbaoCADir, secretItem(c.TrustedCASecretName(), "ca.crt", caFileName))
 	if ref := spec.TokenSecretRef; ref != nil {
 		add("identity", identityDir, secretItem(ref.Name, TokenKey(ref), "openbao-token"))
 	} else {

@@ -8,6 +8,52 @@ import (
 	"time"
 )
 
+// SecretTypeTLS is the type of a Secret cert-manager writes
+// (corev1.SecretTypeTLS, which this package does not import).
+const SecretTypeTLS = "kubernetes.io/tls"
+
+// ExternalProblem is what is wrong with the Secret of tls.mode External.
+// Message names the key at fault and never holds key material; NoCA says
+// ca.crt is absent or empty, which has its own reason and remedy.
+type ExternalProblem struct {
+	NoCA    bool
+	Message string
+}
+
+// CheckServerSecret judges the Secret spec.tls.external.serverSecretRef
+// names, as a cert-manager Certificate writes it: of type
+// kubernetes.io/tls, with tls.crt (the certificate, then its chain),
+// tls.key, and ca.crt (the issuing CA), each non-empty, and the
+// certificates as CheckExternal wants them. It returns nil when all holds.
+//
+// A missing ca.crt is refused rather than taken from a second Secret:
+// cert-manager leaves it empty only for issuers whose CA it does not know
+// (ACME, some external issuers), and a public ACME CA cannot issue the
+// in-cluster .svc names every server must carry, so such a certificate
+// would fail the names check anyway. One Secret also keeps the trust
+// anchor the one the issuer wrote beside the certificate, renewed with it,
+// and keeps a second user Secret out of the pods and the backup Jobs.
+func CheckServerSecret(secretType string, data map[string][]byte, spec Spec, now time.Time) *ExternalProblem {
+	if secretType != SecretTypeTLS {
+		return &ExternalProblem{Message: fmt.Sprintf("its type is %q, not %s (the type a cert-manager Certificate writes)",
+			secretType, SecretTypeTLS)}
+	}
+	for _, key := range []string{CertKey, KeyKey} {
+		if len(data[key]) == 0 {
+			return &ExternalProblem{Message: "it has no " + key + " (or it is empty)"}
+		}
+	}
+	if len(data[CAKey]) == 0 {
+		return &ExternalProblem{NoCA: true, Message: "it has no ca.crt (or it is empty), the CA the operator, the servers and " +
+			"the backup Jobs verify the servers against; cert-manager leaves ca.crt empty for ACME issuers, whose public CAs " +
+			"cannot issue the servers' in-cluster .svc names: issue it from a CA, Vault or self-signed issuer"}
+	}
+	if problem := CheckExternal(data[CAKey], data[CertKey], data[KeyKey], spec, now); problem != "" {
+		return &ExternalProblem{Message: problem}
+	}
+	return nil
+}
+
 // CheckExternal judges certificates a user provides (TLS mode External):
 // ca.crt must hold PEM certificates, tls.crt and tls.key must be a pair,
 // the server certificate must chain to ca.crt (through intermediates that

@@ -63,8 +63,8 @@ func (c *Commands) statusInput(ctx context.Context, name string) (StatusInput, e
 	in := StatusInput{Cluster: cluster, Pods: pods.Items, Now: c.Now(),
 		Certificates: map[string]time.Time{}, CertificateProblems: map[string]string{}}
 	for what, ref := range map[string][2]string{
-		"server": {cluster.TLSServerSecretName(), corev1.TLSCertKey},
-		"ca":     {cluster.TLSCASecretName(), "ca.crt"},
+		"server": {cluster.ServingSecretName(), corev1.TLSCertKey},
+		"ca":     {cluster.TrustedCASecretName(), "ca.crt"},
 	} {
 		expiry, problem := c.certificateExpiry(ctx, ref[0], ref[1])
 		if problem != "" {

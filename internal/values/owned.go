@@ -105,8 +105,8 @@ func childNames(c *v1alpha1.OpenBaoCluster) map[string]any {
 		"restoreServiceAccount": c.RestoreServiceAccountName(),
 		"drillServiceAccount":   c.DrillServiceAccountName(),
 		"role":                  c.ServiceRegistrationRoleName(),
-		"tlsCASecret":           c.TLSCASecretName(),
-		"tlsServerSecret":       c.TLSServerSecretName(),
+		"tlsCASecret":           c.TrustedCASecretName(),
+		"tlsServerSecret":       c.ServingSecretName(),
 		"unsealKeySecret":       c.UnsealKeySecretName(),
 		"selfInitSecret":        c.SelfInitSecretName(),
 	}
