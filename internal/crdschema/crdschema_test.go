@@ -294,7 +294,7 @@ func TestRotationPeriodAppliesToEveryOperatorIssuedCertificate(t *testing.T) {
 	for spec, allowed := range map[string]bool{
 		`{version: 2.4.0, tls: {rotationPeriod: 720h}}`: true,
 		acme: true,
-		`{version: 2.4.0, tls: {mode: External, rotationPeriod: 720h}}`: false,
+		`{version: 2.4.0, tls: {mode: External, external: {serverSecretRef: {name: bao-cert}}, rotationPeriod: 720h}}`: false,
 	} {
 		obj := object(t, "apiVersion: openbao.org/v1alpha1\nkind: OpenBaoCluster\nmetadata: {name: bao}\nspec: "+spec+"\n")
 		errs := load(t).Admit(context.Background(), obj, nil)
