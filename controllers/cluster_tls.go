@@ -7,6 +7,8 @@ import (
 	"io"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openbao/operator/api/v1alpha1"
@@ -84,7 +86,8 @@ func (r *OpenBaoClusterReconciler) observeExternalTLS(ctx context.Context, p *pa
 		return nil
 	}
 	certPEM := s.Data[pki.CertKey]
-	recordExpiry(c, "server", certPEM)
+	recordExpiry(p, "ca", s.Data[pki.CAKey])
+	recordExpiry(p, "server", certPEM)
 	p.setCondition(v1alpha1.ConditionTLSReady, true, v1alpha1.ReasonExternalSecretsReady,
 		fmt.Sprintf("serving the certificate from Secret %s, trusted through its ca.crt", name))
 	p.tls = servedTLS{certPEM: certPEM, caPEM: s.Data[pki.CAKey], ready: true}
@@ -117,8 +120,8 @@ func (r *OpenBaoClusterReconciler) reconcileOperatorTLS(ctx context.Context, p *
 		}
 		plan = pki.Decide(obs, spec, p.now) // for NextCheck
 	}
-	recordExpiry(c, "ca", obs.CA.CertPEM)
-	recordExpiry(c, "server", obs.Server.CertPEM)
+	recordExpiry(p, "ca", obs.CA.CertPEM)
+	recordExpiry(p, "server", obs.Server.CertPEM)
 	p.setCondition(v1alpha1.ConditionTLSReady, true, v1alpha1.ReasonCertificatesReady,
 		fmt.Sprintf("server certificate in Secret %s is valid and signed by the CA in Secret %s",
 			c.TLSServerSecretName(), c.TLSCASecretName()))
@@ -166,9 +169,25 @@ func tlsEvent(plan pki.Plan) event {
 	return event{kind, "TLS" + string(plan.Reason), "IssueCertificates", plan.Message}
 }
 
-func recordExpiry(c *v1alpha1.OpenBaoCluster, kind string, certPEM []byte) {
-	if notAfter, err := pki.NotAfter(certPEM); err == nil {
-		tlsCertExpiry.WithLabelValues(c.Namespace, c.Name, kind).Set(float64(notAfter.Unix()))
+// recordExpiry puts a certificate's expiry into the metric and into
+// status.tls, where kubectl openbao status reads it: the Secrets also hold
+// the private keys, which a reader of expiry dates must not need.
+func recordExpiry(p *pass, kind string, certPEM []byte) {
+	notAfter, err := pki.NotAfter(certPEM)
+	if err != nil {
+		return
+	}
+	c := p.cluster
+	tlsCertExpiry.WithLabelValues(c.Namespace, c.Name, kind).Set(float64(notAfter.Unix()))
+	if p.status.TLS == nil {
+		p.status.TLS = &v1alpha1.TLSStatus{}
+	}
+	at := metav1.NewTime(notAfter)
+	switch kind {
+	case "server":
+		p.status.TLS.ServerNotAfter = &at
+	case "ca":
+		p.status.TLS.CANotAfter = &at
 	}
 }
 

@@ -133,6 +133,12 @@ type OpenBaoClusterStatus struct {
 	// once per resync period; observedAt says how old it is.
 	// +optional
 	Raft *RaftStatus `json:"raft,omitempty"`
+
+	// TLS holds the expiry of the certificates the servers present and
+	// trust, read from their public certificates, so that a user with only
+	// the view role sees them without reading a Secret.
+	// +optional
+	TLS *TLSStatus `json:"tls,omitempty"`
 	// Conditions: Degraded, Paused, those of the later steps, and Ready,
 	// which sums them up (see ConditionReady).
 	// +listType=map
@@ -160,6 +166,17 @@ const (
 	StepDownRequested      = "StepDownRequested"
 	StepDownNoActiveServer = "NoActiveServer"
 )
+
+// TLSStatus is when the certificates of the cluster expire. It changes
+// only when a certificate does (a rotation, a renewed external Secret).
+type TLSStatus struct {
+	// ServerNotAfter is when the server certificate expires.
+	// +optional
+	ServerNotAfter *metav1.Time `json:"serverNotAfter,omitempty"`
+	// CANotAfter is when the CA certificate that clients trust expires.
+	// +optional
+	CANotAfter *metav1.Time `json:"caNotAfter,omitempty"`
+}
 
 // RaftStatus is the Raft membership and autopilot's verdict on it.
 type RaftStatus struct {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -41,8 +40,8 @@ func (c *Commands) cluster(ctx context.Context, name string) (*v1alpha1.OpenBaoC
 
 // Status prints the cluster at a glance, in the format (OutputTable,
 // OutputJSON, OutputYAML). It needs the rights of Kubernetes' view role
-// and no more: the certificates' expiry, read from their Secrets, says
-// "unknown" to a caller who may not read them.
+// and no more: the certificates' expiry comes from status.tls, not from
+// their Secrets.
 func (c *Commands) Status(ctx context.Context, name, format string, w io.Writer) error {
 	in, err := c.statusInput(ctx, name)
 	if err != nil {
@@ -62,37 +61,26 @@ func (c *Commands) statusInput(ctx context.Context, name string) (StatusInput, e
 	}
 	in := StatusInput{Cluster: cluster, Pods: pods.Items, Now: c.Now(),
 		Certificates: map[string]time.Time{}, CertificateProblems: map[string]string{}}
-	for what, ref := range map[string][2]string{
-		"server": {cluster.ServingSecretName(), corev1.TLSCertKey},
-		"ca":     {cluster.TrustedCASecretName(), "ca.crt"},
-	} {
-		expiry, problem := c.certificateExpiry(ctx, ref[0], ref[1])
-		if problem != "" {
-			in.CertificateProblems[what] = problem
-			continue
-		}
-		in.Certificates[what] = expiry
-	}
+	certificateExpiry(cluster.Status.TLS, in)
 	return in, nil
 }
 
-// certificateExpiry reads one public certificate of a TLS Secret; the
-// Secret's other keys (the private key) are never looked at. The problem
-// names the Secret and what went wrong, never its content.
-func (c *Commands) certificateExpiry(ctx context.Context, secretName, key string) (time.Time, string) {
-	s := &corev1.Secret{}
-	err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: secretName}, s)
-	switch {
-	case apierrors.IsForbidden(err):
-		return time.Time{}, fmt.Sprintf("not shown: you may not read Secret %s (the view role reads no Secret)", secretName)
-	case err != nil:
-		return time.Time{}, fmt.Sprintf("cannot read Secret %s: %v", secretName, err)
+// certificateExpiry takes the certificates' expiry from status.tls, which
+// the operator writes from their public certificates. The plugin reads no
+// TLS Secret: both hold a private key beside the certificate, and a get
+// returns every key.
+func certificateExpiry(st *v1alpha1.TLSStatus, in StatusInput) {
+	var server, ca *metav1.Time
+	if st != nil {
+		server, ca = st.ServerNotAfter, st.CANotAfter
 	}
-	expiry, err := CertificateExpiry(s.Data[key])
-	if err != nil {
-		return time.Time{}, fmt.Sprintf("Secret %s key %s: %v", secretName, key, err)
+	for what, at := range map[string]*metav1.Time{"server": server, "ca": ca} {
+		if at == nil {
+			in.CertificateProblems[what] = "not in status.tls yet (the operator writes it once it has read the certificate)"
+			continue
+		}
+		in.Certificates[what] = at.Time
 	}
-	return expiry, ""
 }
 
 // SetPaused sets spec.paused with a merge patch, so nothing else of the

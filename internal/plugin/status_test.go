@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/podstate"
@@ -148,5 +150,49 @@ func TestStatusAsJSONHoldsWhatTheTableShows(t *testing.T) {
 	if servers != "bao-0activeleadertrue bao-1truenon-voter7" || got.Namespace != "prod" ||
 		!got.Certificates["server"].NotAfter.Equal(now.Add(time.Hour)) || got.Certificates["ca"].Problem != "not shown" {
 		t.Errorf("status JSON: servers %q, certificates %+v:\n%s", servers, got.Certificates, out.String())
+	}
+}
+
+// TestStatusTakesCertificateExpiryFromStatusNotFromSecrets: the TLS Secrets
+// hold private keys beside the certificates, so status reads the expiry the
+// operator wrote into status.tls and asks for no Secret (the fixture
+// records every get and list); without status.tls it says why.
+func TestStatusTakesCertificateExpiryFromStatusNotFromSecrets(t *testing.T) {
+	cert, _ := testServerCert(t, "localhost")
+	cmds, _, _, read := baoEnvFixture(t, cert)
+	ctx := context.Background()
+	var before bytes.Buffer
+	if err := cmds.Status(ctx, "bao", OutputTable, &before); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(before.String(), "not in status.tls yet") {
+		t.Errorf("without status.tls, status should say the expiry is not reported yet:\n%s", before.String())
+	}
+
+	cluster := &v1alpha1.OpenBaoCluster{}
+	if err := cmds.Client.Get(ctx, client.ObjectKey{Namespace: "prod", Name: "bao"}, cluster); err != nil {
+		t.Fatal(err)
+	}
+	server, ca := metav1.NewTime(time.Now().Add(48*time.Hour).Truncate(time.Second)), metav1.NewTime(time.Now().Add(9000*time.Hour).Truncate(time.Second))
+	cluster.Status.TLS = &v1alpha1.TLSStatus{ServerNotAfter: &server, CANotAfter: &ca}
+	if err := cmds.Client.Update(ctx, cluster); err != nil { // the fake keeps status on Update
+		t.Fatal(err)
+	}
+	*read = nil
+	var out bytes.Buffer
+	if err := cmds.Status(ctx, "bao", OutputJSON, &out); err != nil {
+		t.Fatal(err)
+	}
+	var got StatusView
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("%v:\n%s", err, out.String())
+	}
+	if s, c := got.Certificates["server"].NotAfter, got.Certificates["ca"].NotAfter; s == nil || c == nil || !s.Equal(server.Time) || !c.Equal(ca.Time) {
+		t.Errorf("certificates %+v, want server %s and ca %s from status.tls", got.Certificates, server, ca)
+	}
+	for _, r := range *read {
+		if strings.HasPrefix(r, "Secret") {
+			t.Errorf("status read %s; it must read no Secret", r)
+		}
 	}
 }

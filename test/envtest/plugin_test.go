@@ -48,8 +48,12 @@ func newPluginFixture(t *testing.T, ns string) pluginFixture {
 		t.Fatal(err)
 	}
 	now := time.Now()
+	f := pluginFixture{cluster: c, serverExpiry: now.Add(90 * 24 * time.Hour).Truncate(time.Second)}
+	caExpiry := now.Add(365 * 24 * time.Hour).Truncate(time.Second)
+	// As the operator writes status.tls from the certificates below.
+	serverNotAfter, caNotAfter := metav1.NewTime(f.serverExpiry), metav1.NewTime(caExpiry)
 	c.Status = v1alpha1.OpenBaoClusterStatus{Phase: v1alpha1.PhaseRunning, CurrentVersion: "2.4.0", ReadyReplicas: 3,
-		ActiveLeader: "bao-0", Initialized: true,
+		ActiveLeader: "bao-0", Initialized: true, TLS: &v1alpha1.TLSStatus{ServerNotAfter: &serverNotAfter, CANotAfter: &caNotAfter},
 		Raft: &v1alpha1.RaftStatus{ObservedAt: metav1.NewTime(now), Leader: "bao-0", Healthy: true, FailureTolerance: 1,
 			Servers: []v1alpha1.RaftServer{{ID: "bao-0", Voter: true, Healthy: true}, {ID: "bao-1", Voter: true, Healthy: true},
 				{ID: "bao-2", Voter: true, Healthy: true, Lag: 3}}}}
@@ -65,9 +69,8 @@ func newPluginFixture(t *testing.T, ns string) pluginFixture {
 			t.Fatal(err)
 		}
 	}
-	f := pluginFixture{cluster: c, serverExpiry: now.Add(90 * 24 * time.Hour).Truncate(time.Second)}
 	serverCert, serverKey := certificate(t, f.serverExpiry)
-	caCert, caKey := certificate(t, now.Add(365*24*time.Hour))
+	caCert, caKey := certificate(t, caExpiry)
 	token, unsealKey := randomValue(t), randomValue(t)
 	f.secretValues = [][]byte{serverKey, caKey, token, unsealKey}
 	for _, s := range []secrets.Spec{

@@ -64,6 +64,24 @@ spec: {version: 2.4.0, replicas: 3, tls: {extraSANs: [bao.example.com, 10.0.0.7]
 		}
 		return nil
 	})
+	// status.tls is what kubectl openbao status shows a user who may read
+	// no Secret: the expiry of exactly the certificates in the Secrets.
+	caCert, err := pki.NotAfter(ca.Data[pki.CAKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "status.tls names both expiries", func() error {
+		got := &v1alpha1.OpenBaoCluster{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), got); err != nil {
+			return err
+		}
+		st := got.Status.TLS
+		if st == nil || st.ServerNotAfter == nil || st.CANotAfter == nil ||
+			!st.ServerNotAfter.Time.Equal(leaf.NotAfter) || !st.CANotAfter.Time.Equal(caCert) {
+			return fmt.Errorf("status.tls %+v, want server %s and CA %s", st, leaf.NotAfter, caCert)
+		}
+		return nil
+	})
 }
 
 // verifyServerSecret checks that the Secret holds a matching pair that
