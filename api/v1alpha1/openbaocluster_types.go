@@ -2,9 +2,11 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // OpenBaoClusterSpec is the desired state of an OpenBao cluster.
@@ -155,11 +157,30 @@ type OpenBaoClusterSpec struct {
 	// +optional
 	Upgrade UpgradeSpec `json:"upgrade,omitempty"`
 
+	// ImagePullSecrets are the Secrets the OpenBao pods pull their image
+	// with; image verification uses them too. The author must be able to
+	// read each one.
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// PodDisruptionBudget limits how many servers voluntary disruptions
+	// (node drains) take at once. Without it the chart renders one with
+	// maxUnavailable 1.
+	// +optional
+	PodDisruptionBudget *PodDisruptionBudgetSpec `json:"podDisruptionBudget,omitempty"`
+
+	// Monitoring renders a Prometheus Operator ServiceMonitor and
+	// PrometheusRule for the servers (their CRDs must be installed).
+	// +optional
+	Monitoring *MonitoringSpec `json:"monitoring,omitempty"`
+
 	// Values overrides chart values that the spec does not cover (see the
 	// chart's values.yaml: podAnnotations, podLabels, commonLabels,
-	// imagePullSecrets, serviceMonitor, podDisruptionBudget,
 	// terminationGracePeriodSeconds). Keys the operator derives from the spec
-	// are rejected at admission.
+	// are rejected at admission, and so are imagePullSecrets,
+	// podDisruptionBudget and serviceMonitor when the typed field
+	// (spec.imagePullSecrets, spec.podDisruptionBudget, spec.monitoring) is
+	// set too.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
 	Values *apiextensionsv1.JSON `json:"values,omitempty"`
@@ -184,9 +205,73 @@ type OpenBaoClusterSpec struct {
 
 	// ImageVerification checks the OpenBao image's cosign signature before
 	// the StatefulSet is created or changed, and pins the verified digest.
-	// Registry credentials come from spec.values.imagePullSecrets.
+	// Registry credentials come from spec.imagePullSecrets.
 	// +optional
 	ImageVerification *ImageVerificationSpec `json:"imageVerification,omitempty"`
+}
+
+// PodDisruptionBudgetSpec is the servers' PodDisruptionBudget.
+type PodDisruptionBudgetSpec struct {
+	// Enabled renders the PodDisruptionBudget; true when unset.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// MaxUnavailable servers during voluntary disruptions, a count or a
+	// percentage (rounded up); 1 when unset. More than Raft can lose and
+	// keep quorum ((replicas-1)/2) is refused.
+	// +kubebuilder:validation:XIntOrString
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+}
+
+// MonitoringSpec is the servers' Prometheus Operator monitoring.
+type MonitoringSpec struct {
+	// ServiceMonitor scrapes OpenBao's metrics from a listener on port
+	// 8204 that serves /v1/sys/metrics without a token. Turning it on or
+	// off changes config.hcl and rolls the servers.
+	// +optional
+	ServiceMonitor ServiceMonitorSpec `json:"serviceMonitor,omitempty"`
+	// PrometheusRule renders this cluster's alerts on the operator's
+	// metrics, with the ServiceMonitor's labels; only with
+	// serviceMonitor.enabled.
+	// +optional
+	PrometheusRule PrometheusRuleSpec `json:"prometheusRule,omitempty"`
+	// Scrapers are the NetworkPolicy peers admitted to the metrics port
+	// 8204; empty admits whom the API port admits.
+	// +optional
+	Scrapers []networkingv1.NetworkPolicyPeer `json:"scrapers,omitempty"`
+}
+
+// ServiceMonitorSpec is the servers' ServiceMonitor.
+type ServiceMonitorSpec struct {
+	// Enabled renders the ServiceMonitor and the metrics listener.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+	// Interval between scrapes, a Prometheus duration; 30s when unset.
+	// +kubebuilder:validation:Pattern=`^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$`
+	// +optional
+	Interval string `json:"interval,omitempty"`
+	// Labels of the ServiceMonitor and the PrometheusRule, for
+	// Prometheus' selectors.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// PrometheusRuleSpec is the cluster's PrometheusRule.
+type PrometheusRuleSpec struct {
+	// Enabled renders the PrometheusRule with the ServiceMonitor; true
+	// when unset.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// BackupMaxAgeSeconds is how old the newest successful backup may get
+	// before OpenBaoBackupMissing fires; 93600 (a day and a bit) when unset.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	BackupMaxAgeSeconds *int64 `json:"backupMaxAgeSeconds,omitempty"`
+	// RunbookBaseURL is where each alert's runbook_url points
+	// (<runbookBaseURL>/<AlertName>.md); the repository's docs/runbooks
+	// when unset.
+	// +optional
+	RunbookBaseURL string `json:"runbookBaseURL,omitempty"`
 }
 
 // DeletionPolicy is what happens to a cluster's data when it is deleted.

@@ -41,7 +41,18 @@ func ValidateCluster(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
 	errs = append(errs, validateSchedule(old, c)...)
 	errs = append(errs, validateVersion(old, c)...)
 	errs = append(errs, validateRootToken(old, c)...)
+	errs = append(errs, validateTypedValues(c)...)
 	return errs
+}
+
+// validateTypedValues refuses a spec.values key that a typed field sets
+// too (values.CheckTypedOverlap, which Compute holds the cluster to).
+func validateTypedValues(c *v1alpha1.OpenBaoCluster) field.ErrorList {
+	var oe *values.TypedOverlapError
+	if err := values.CheckTypedOverlap(c); errors.As(err, &oe) {
+		return field.ErrorList{field.Invalid(specPath.Child("values", oe.Key), field.OmitValueType{}, oe.Error())}
+	}
+	return nil
 }
 
 // validateRootToken refuses spec.rootToken.policy Revoke, when it is set

@@ -98,6 +98,14 @@ func TestClusterRefusalsNameTheFieldAndWhatItTakes(t *testing.T) {
 		"a max_lease_ttl removed under a default_lease_ttl above OpenBao's default": {
 			cluster(config("default_lease_ttl", `"1000h"`), config("max_lease_ttl", `"2000h"`)),
 			cluster(config("default_lease_ttl", `"1000h"`)), "spec.config.max_lease_ttl", "unset, so 768h"},
+		"a PDB both typed and in spec.values": {nil, cluster(func(c *v1alpha1.OpenBaoCluster) {
+			c.Spec.PodDisruptionBudget = &v1alpha1.PodDisruptionBudgetSpec{}
+			c.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"podDisruptionBudget": {"enabled": false}}`)}
+		}), "spec.values.podDisruptionBudget", "spec.podDisruptionBudget and spec.values.podDisruptionBudget are both set"},
+		"monitoring both typed and in spec.values": {nil, cluster(func(c *v1alpha1.OpenBaoCluster) {
+			c.Spec.Monitoring = &v1alpha1.MonitoringSpec{}
+			c.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"serviceMonitor": {"enabled": true}}`)}
+		}), "spec.values.serviceMonitor", "spec.monitoring and spec.values.serviceMonitor are both set"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

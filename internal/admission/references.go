@@ -84,11 +84,16 @@ func ClusterReferences(c *v1alpha1.OpenBaoCluster) References {
 		refs.add(specPath.Child("imageVerification", "keyless", "trustedRootConfigMapRef"), KindConfigMap,
 			iv.Keyless.TrustedRootConfigMapRef.Name)
 	}
-	// The one reference inside the free-form spec.values: the servers'
-	// pull Secrets, which the kubelet uses for the spec's image.
-	pulls, _ := values.PullSecretNames(c, values.Operator{})
-	for i, name := range pulls {
-		refs.add(specPath.Child("values", "imagePullSecrets").Index(i).Child("name"), KindSecret, name)
+	// The servers' pull Secrets, which the kubelet uses for the spec's
+	// image: typed, or inside the free-form spec.values.
+	for i, ref := range s.ImagePullSecrets {
+		refs.add(specPath.Child("imagePullSecrets").Index(i), KindSecret, ref.Name)
+	}
+	if len(s.ImagePullSecrets) == 0 {
+		pulls, _ := values.PullSecretNames(c, values.Operator{})
+		for i, name := range pulls {
+			refs.add(specPath.Child("values", "imagePullSecrets").Index(i).Child("name"), KindSecret, name)
+		}
 	}
 	return refs
 }

@@ -97,7 +97,12 @@ func setReference(v reflect.Value, index []int, name string) bool {
 			break
 		}
 	}
-	for v.Kind() == reflect.Pointer {
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Slice {
+		if v.Kind() == reflect.Slice {
+			v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+			v = v.Index(0)
+			continue
+		}
 		if v.IsNil() {
 			v.Set(reflect.New(v.Type().Elem()))
 		}

@@ -148,10 +148,14 @@ func metricsListenerInput(c *v1alpha1.OpenBaoCluster) *baoconfig.Listener {
 	}
 }
 
-// MetricsListener says whether the cluster's spec.values turn its
-// ServiceMonitor on, which config.hcl and the chart's metrics port follow.
-// A spec.values that does not decode turns nothing on; Compute reports it.
+// MetricsListener says whether spec.monitoring (or, without it,
+// spec.values) turns the cluster's ServiceMonitor on, which config.hcl and
+// the chart's metrics port follow. A spec.values that does not decode
+// turns nothing on; Compute reports it.
 func MetricsListener(c *v1alpha1.OpenBaoCluster) bool {
+	if m := c.Spec.Monitoring; m != nil {
+		return m.ServiceMonitor.Enabled
+	}
 	if c.Spec.Values == nil || len(c.Spec.Values.Raw) == 0 {
 		return false
 	}

@@ -103,19 +103,37 @@ func Compute(in Input, op Operator, cfg Config) (map[string]any, error) {
 	return merged, nil
 }
 
+// specValues is the user's layer: spec.values with the typed fields
+// (imagePullSecrets, podDisruptionBudget, monitoring) laid over it; a key
+// set both ways is refused.
 func specValues(c *v1alpha1.OpenBaoCluster) (map[string]any, error) {
-	if c.Spec.Values == nil || len(c.Spec.Values.Raw) == 0 {
-		return map[string]any{}, nil
-	}
-	var vals map[string]any
-	if err := json.Unmarshal(c.Spec.Values.Raw, &vals); err != nil {
-		return nil, fmt.Errorf("spec.values must be an object: %w", err)
+	vals, err := decodeSpecValues(c)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkKeys("spec.values", vals, CRProtectedKeys()); err != nil {
 		return nil, err
 	}
 	if err := checkLabels("spec.values", vals); err != nil {
 		return nil, err
+	}
+	if err := CheckTypedOverlap(c); err != nil {
+		return nil, err
+	}
+	typed, err := typedValues(c)
+	if err != nil {
+		return nil, err
+	}
+	return merge(vals, typed), nil
+}
+
+func decodeSpecValues(c *v1alpha1.OpenBaoCluster) (map[string]any, error) {
+	if c.Spec.Values == nil || len(c.Spec.Values.Raw) == 0 {
+		return map[string]any{}, nil
+	}
+	var vals map[string]any
+	if err := json.Unmarshal(c.Spec.Values.Raw, &vals); err != nil {
+		return nil, fmt.Errorf("spec.values must be an object: %w", err)
 	}
 	return vals, nil
 }
