@@ -175,6 +175,38 @@ func TestDisruptionBudgetsThatCostQuorumAreRefused(t *testing.T) {
 			t.Errorf("budget %d (%s) keeps quorum but was refused: %v", i, ok.Name, err)
 		}
 	}
+	typedBudgetsFollowTheSameRule(t)
+}
+
+// typedBudgetsFollowTheSameRule: spec.podDisruptionBudget is held to the
+// rule of spec.values.podDisruptionBudget, and the refusal names it.
+func typedBudgetsFollowTheSameRule(t *testing.T) {
+	ctx := context.Background()
+	typed := func(name string, replicas int, budget string) *v1alpha1.OpenBaoCluster {
+		return newCluster(t, "budget", fmt.Sprintf("metadata: {name: %s}\nspec: {version: 2.4.0, replicas: %d, podDisruptionBudget: %s}",
+			name, replicas, budget))
+	}
+	for name, tc := range map[string]struct {
+		replicas int
+		budget   string
+		message  string
+	}{
+		"two of three": {3, "{maxUnavailable: 2}", "spec.podDisruptionBudget.maxUnavailable 2 lets 2 of 3 servers go at once"},
+		"half of five": {5, "{maxUnavailable: '50%'}", "spec.podDisruptionBudget.maxUnavailable 50% lets 3 of 5 servers go at once"},
+	} {
+		c := typed(fmt.Sprintf("typed-refused-%d", tc.replicas), tc.replicas, tc.budget)
+		if err := k8s.Create(ctx, c); err == nil || !strings.Contains(err.Error(), tc.message) {
+			t.Errorf("typed %s: got %v, want a refusal saying %q", name, err, tc.message)
+		}
+	}
+	for i, ok := range []*v1alpha1.OpenBaoCluster{
+		typed("typed-one-of-three", 3, "{maxUnavailable: 1}"), typed("typed-disabled", 3, "{enabled: false, maxUnavailable: 2}"),
+		typed("typed-a-third-of-five", 5, "{maxUnavailable: '34%'}"),
+	} {
+		if err := k8s.Create(ctx, ok); err != nil {
+			t.Errorf("typed budget %d (%s) keeps quorum but was refused: %v", i, ok.Name, err)
+		}
+	}
 }
 
 func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
