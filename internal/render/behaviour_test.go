@@ -213,19 +213,25 @@ func TestNetworkPolicy(t *testing.T) {
 			t.Errorf("port 8204 from %+v, want port 8200's %+v", metrics, api)
 		}
 	})
-	t.Run("scrapers alone reach the metrics port", func(t *testing.T) {
-		scrapers := func(c *v1alpha1.OpenBaoCluster) {
+	want := map[string]string{"kubernetes.io/metadata.name": "monitoring"}
+	for name, c := range map[string]*v1alpha1.OpenBaoCluster{
+		"scrapers alone reach the metrics port": fixture(t, "overrides", initialized, func(c *v1alpha1.OpenBaoCluster) {
+			c.Spec.Monitoring.Scrapers = []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: want}}}
+		}),
+		"scrapers in the spec.values escape hatch alone reach the metrics port": fixture(t, sample, initialized, func(c *v1alpha1.OpenBaoCluster) {
 			c.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"serviceMonitor":{"enabled":true,` +
 				`"scrapers":[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]}}`)}
-		}
-		var np networkingv1.NetworkPolicy
-		typed(t, renderWith(t, r, fixture(t, "overrides", initialized, scrapers), testOperator), "NetworkPolicy", &np)
-		from := ruleFor(t, &np, 8204).From
-		want := map[string]string{"kubernetes.io/metadata.name": "monitoring"}
-		if len(from) != 1 || from[0].NamespaceSelector == nil || !equalLabels(from[0].NamespaceSelector.MatchLabels, want) || from[0].PodSelector != nil {
-			t.Errorf("port 8204 from %+v, want the monitoring namespace only", from)
-		}
-	})
+		}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			var np networkingv1.NetworkPolicy
+			typed(t, renderWith(t, r, c, testOperator), "NetworkPolicy", &np)
+			from := ruleFor(t, &np, 8204).From
+			if len(from) != 1 || from[0].NamespaceSelector == nil || !equalLabels(from[0].NamespaceSelector.MatchLabels, want) || from[0].PodSelector != nil {
+				t.Errorf("port 8204 from %+v, want the monitoring namespace only", from)
+			}
+		})
+	}
 	t.Run("without a ServiceMonitor there is no metrics port", func(t *testing.T) {
 		var np networkingv1.NetworkPolicy
 		typed(t, renderWith(t, r, fixture(t, sample, initialized), testOperator), "NetworkPolicy", &np)

@@ -61,7 +61,7 @@ type chartServiceMonitor struct {
 	Interval string            `json:"interval,omitempty"`
 	Labels   map[string]string `json:"labels,omitempty"`
 	Scrapers any               `json:"scrapers,omitempty"`
-	Alerts   chartAlerts       `json:"alerts"`
+	Alerts   *chartAlerts      `json:"alerts,omitempty"`
 }
 
 type chartAlerts struct {
@@ -87,8 +87,10 @@ func typedValues(c *v1alpha1.OpenBaoCluster) (map[string]any, error) {
 	}
 	if m := s.Monitoring; m != nil {
 		sm := chartServiceMonitor{Enabled: m.ServiceMonitor.Enabled, Interval: m.ServiceMonitor.Interval,
-			Labels: m.ServiceMonitor.Labels, Alerts: chartAlerts{Enabled: m.PrometheusRule.Enabled,
-				BackupMaxAgeSeconds: m.PrometheusRule.BackupMaxAgeSeconds, RunbookBaseURL: m.PrometheusRule.RunbookBaseURL}}
+			Labels: m.ServiceMonitor.Labels}
+		if r := m.PrometheusRule; r != (v1alpha1.PrometheusRuleSpec{}) {
+			sm.Alerts = &chartAlerts{Enabled: r.Enabled, BackupMaxAgeSeconds: r.BackupMaxAgeSeconds, RunbookBaseURL: r.RunbookBaseURL}
+		}
 		if len(m.Scrapers) > 0 {
 			sm.Scrapers = m.Scrapers
 		}
