@@ -21,7 +21,9 @@ metadata: {name: quiet}
 spec:
   version: 2.4.0
   ingress: {enabled: true, host: bao.example.com}
-  values: {serviceMonitor: {enabled: false}, podAnnotations: {team: a}}
+  monitoring: {serviceMonitor: {enabled: false}}
+  podDisruptionBudget: {maxUnavailable: 1}
+  values: {podAnnotations: {team: a}}
 `)
 	if err := k8s.Create(ctx, c); err != nil {
 		t.Fatal(err)
