@@ -10,6 +10,9 @@ import (
 )
 
 // OpenBaoClusterSpec is the desired state of an OpenBao cluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.imagePullSecrets) || !has(self.values) || !has(self.values.imagePullSecrets)",message="spec.imagePullSecrets and spec.values.imagePullSecrets are both set: set spec.imagePullSecrets only (spec.values is for chart values the spec does not cover)"
+// +kubebuilder:validation:XValidation:rule="!has(self.podDisruptionBudget) || !has(self.values) || !has(self.values.podDisruptionBudget)",message="spec.podDisruptionBudget and spec.values.podDisruptionBudget are both set: set spec.podDisruptionBudget only (spec.values is for chart values the spec does not cover)"
+// +kubebuilder:validation:XValidation:rule="!has(self.monitoring) || !has(self.values) || !has(self.values.serviceMonitor)",message="spec.monitoring and spec.values.serviceMonitor are both set: set spec.monitoring only (spec.values is for chart values the spec does not cover)"
 // +kubebuilder:validation:XValidation:rule="!has(self.selfInit) || !self.selfInit.enabled || size(self.selfInit.requests) > 0",message="selfInit.requests must hold at least one request when selfInit.enabled is true"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="bootstrap is set when a cluster is created and cannot be added or removed afterwards"
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.fromBackup) || self.unseal.type != 'static' || has(self.bootstrap.fromBackup.unsealKeySecretRef)",message="bootstrap.fromBackup.unsealKeySecretRef is required with unseal.type static: name the Secret holding the source cluster's static seal key"

@@ -25,6 +25,10 @@ type Forbidden struct {
 	// Nested protects keys inside maps of the field (label maps of
 	// spec.values), each with its reason.
 	Nested []Forbidden
+	// Declared keys are allowed but declared (schemaless), so that a CEL
+	// rule can test their presence: the spec.values keys a typed field
+	// also sets.
+	Declared map[string]values.TypedValuesKey
 }
 
 // Protect rewrites the named spec fields of every version in crdYAML.
@@ -76,6 +80,15 @@ func protectField(prop apiextensionsv1.JSONSchemaProps, f Forbidden) apiextensio
 	for _, n := range f.Nested {
 		prop.Properties[n.Field] = protectField(apiextensionsv1.JSONSchemaProps{}, n)
 	}
+	for key, d := range f.Declared {
+		open := apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &keep}
+		decl := open
+		if d.List {
+			decl = apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &open}}
+		}
+		decl.Description = d.Description
+		prop.Properties[key] = decl
+	}
 	return prop
 }
 
@@ -90,7 +103,8 @@ func OpenBaoClusterFields() []Forbidden {
 			Nested: []Forbidden{
 				{Field: "podLabels", Keys: values.ProtectedLabels(), Reason: labelReason},
 				{Field: "commonLabels", Keys: values.ProtectedLabels(), Reason: labelReason},
-			}},
+			},
+			Declared: values.TypedValuesKeys()},
 	}
 }
 

@@ -130,8 +130,8 @@ func TestGeneratedCRDIsFresh(t *testing.T) {
 	}
 }
 
-// checkDeclared holds a field's schema to exactly the forbidden keys and
-// the nested maps of f.
+// checkDeclared holds a field's schema to exactly the forbidden keys, the
+// nested maps and the declared (allowed) keys of f.
 func checkDeclared(t *testing.T, path string, prop apiextensionsv1.JSONSchemaProps, f crdgen.Forbidden) {
 	t.Helper()
 	nested := map[string]crdgen.Forbidden{}
@@ -144,9 +144,20 @@ func checkDeclared(t *testing.T, path string, prop apiextensionsv1.JSONSchemaPro
 			checkDeclared(t, path+"."+k, p, n)
 			continue
 		}
+		if d, ok := f.Declared[k]; ok {
+			if p.Not != nil || p.Description != d.Description {
+				t.Errorf("%s.%s is declared for the typed-field rules, but %+v", path, k, p)
+			}
+			continue
+		}
 		got = append(got, k)
 		if p.Not == nil {
 			t.Errorf("%s.%s is declared but not forbidden", path, k)
+		}
+	}
+	for k := range f.Declared {
+		if _, ok := prop.Properties[k]; !ok {
+			t.Errorf("%s.%s is not declared: the typed-field rules cannot see it (run `make generate`)", path, k)
 		}
 	}
 	sort.Strings(got)

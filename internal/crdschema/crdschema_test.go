@@ -303,3 +303,26 @@ func TestRotationPeriodAppliesToEveryOperatorIssuedCertificate(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmitRefusesATypedFieldAndItsValuesKeyTogether: the CRD's rules
+// refuse what values.CheckTypedOverlap refuses, naming both fields, and
+// let either alone through.
+func TestAdmitRefusesATypedFieldAndItsValuesKeyTogether(t *testing.T) {
+	s := load(t)
+	for _, tc := range []struct{ typed, values, field, key string }{
+		{"imagePullSecrets: [{name: a}]", "{imagePullSecrets: [{name: b}]}", "imagePullSecrets", "imagePullSecrets"},
+		{"podDisruptionBudget: {maxUnavailable: 1}", "{podDisruptionBudget: {enabled: false}}", "podDisruptionBudget", "podDisruptionBudget"},
+		{"monitoring: {serviceMonitor: {enabled: true}}", "{serviceMonitor: {interval: 1m}}", "monitoring", "serviceMonitor"},
+	} {
+		both := object(t, minimal+"  "+tc.typed+"\n  values: "+tc.values+"\n")
+		want := "spec." + tc.field + " and spec.values." + tc.key + " are both set"
+		if errs := s.Admit(context.Background(), both, nil); len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), want) {
+			t.Errorf("%s with values %s: got %v, want %q", tc.typed, tc.values, errs, want)
+		}
+		for _, alone := range []string{"  " + tc.typed + "\n", "  values: " + tc.values + "\n"} {
+			if errs := s.Admit(context.Background(), object(t, minimal+alone), nil); len(errs) > 0 {
+				t.Errorf("%q alone is refused: %v", alone, errs.ToAggregate())
+			}
+		}
+	}
+}

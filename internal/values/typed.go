@@ -15,6 +15,24 @@ var typedKeys = []struct{ Field, Key string }{
 	{"podDisruptionBudget", "podDisruptionBudget"},
 }
 
+// TypedValuesKey is a spec.values key a typed field also sets, for the
+// CRD's schema: declared (as the chart's shape, a list or a map) so that
+// the CEL rules on the spec can refuse both at once.
+type TypedValuesKey struct {
+	Description string
+	List        bool
+}
+
+// TypedValuesKeys are the spec.values keys a typed field also sets.
+func TypedValuesKeys() map[string]TypedValuesKey {
+	out := map[string]TypedValuesKey{}
+	for _, tk := range typedKeys {
+		out[tk.Key] = TypedValuesKey{List: tk.Key == "imagePullSecrets",
+			Description: fmt.Sprintf("%s is the chart value spec.%s sets; a spec may set one of the two.", tk.Key, tk.Field)}
+	}
+	return out
+}
+
 // TypedOverlapError names a typed field and the spec.values key it sets,
 // both set.
 type TypedOverlapError struct{ Field, Key string }
