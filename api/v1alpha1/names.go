@@ -191,8 +191,9 @@ const (
 	// dial, so they cannot verify the ACME certificate.
 	InternalListenerPort = 8202
 	// MetricsListenerPort serves /v1/sys/metrics to Prometheus without a
-	// token while the cluster's ServiceMonitor is on (spec.values
-	// serviceMonitor.enabled); the API port keeps asking for one.
+	// token while the cluster's ServiceMonitor is on
+	// (spec.monitoring.serviceMonitor.enabled); the API port keeps asking
+	// for one.
 	MetricsListenerPort = 8204
 )
 
