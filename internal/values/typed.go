@@ -61,7 +61,7 @@ func CheckTypedOverlap(c *v1alpha1.OpenBaoCluster) error {
 func typedSet(c *v1alpha1.OpenBaoCluster) map[string]bool {
 	s := c.Spec
 	return map[string]bool{
-		"imagePullSecrets":    len(s.ImagePullSecrets) > 0,
+		"imagePullSecrets":    s.ImagePullSecrets != nil, // as the CRD rule's has(): an empty list counts
 		"monitoring":          s.Monitoring != nil,
 		"podDisruptionBudget": s.PodDisruptionBudget != nil,
 	}
