@@ -20,7 +20,6 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
@@ -161,13 +160,9 @@ func TLSServerName(leaf *x509.Certificate, cluster *v1alpha1.OpenBaoCluster) str
 // port-forward, which the API server authenticates with the user's
 // kubeconfig and connects to that pod alone.
 func (c *Commands) BaoEnv(ctx context.Context, name string, o BaoEnvOptions, out, notes io.Writer) error {
-	cluster, err := c.cluster(ctx, name)
+	cluster, pods, err := c.clusterAndServerPods(ctx, name)
 	if err != nil {
 		return err
-	}
-	pods, err := c.Kube.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: cluster.PodLabelSelector()})
-	if err != nil {
-		return fmt.Errorf("list the server pods of %s: %w", name, err)
 	}
 	pod, err := ActiveServer(cluster, pods.Items)
 	if err != nil {

@@ -83,6 +83,21 @@ func certificateExpiry(st *v1alpha1.TLSStatus, in StatusInput) {
 	}
 }
 
+// clusterAndServerPods reads the cluster and lists its server pods through
+// the clientset, which the commands that stream from pods (logs,
+// port-forward) use.
+func (c *Commands) clusterAndServerPods(ctx context.Context, name string) (*v1alpha1.OpenBaoCluster, *corev1.PodList, error) {
+	cluster, err := c.cluster(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	pods, err := c.Kube.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: cluster.PodLabelSelector()})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list the server pods of %s: %w", name, err)
+	}
+	return cluster, pods, nil
+}
+
 // SetPaused sets spec.paused with a merge patch, so nothing else of the
 // spec is written.
 func (c *Commands) SetPaused(ctx context.Context, name string, paused bool) error {

@@ -79,13 +79,9 @@ func OperatorLineAbout(line []byte, namespace, name string) bool {
 // notes, and the others are still printed; it fails only when no
 // server's log could be read.
 func (c *Commands) Logs(ctx context.Context, name string, o LogsOptions, out, notes io.Writer) error {
-	cluster, err := c.cluster(ctx, name)
+	cluster, pods, err := c.clusterAndServerPods(ctx, name)
 	if err != nil {
 		return err
-	}
-	pods, err := c.Kube.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: cluster.PodLabelSelector()})
-	if err != nil {
-		return fmt.Errorf("list the server pods of %s: %w", name, err)
 	}
 	if len(pods.Items) == 0 {
 		return fmt.Errorf("cluster %s/%s has no server pod (labels %s)", c.Namespace, name, cluster.PodLabelSelector())
