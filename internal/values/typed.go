@@ -49,6 +49,11 @@ func CheckTypedOverlap(c *v1alpha1.OpenBaoCluster) error {
 	if err != nil {
 		return nil // reported by specValues as not an object
 	}
+	return typedOverlap(c, vals)
+}
+
+// typedOverlap is CheckTypedOverlap on spec.values already decoded.
+func typedOverlap(c *v1alpha1.OpenBaoCluster, vals map[string]any) error {
 	set := typedSet(c)
 	for _, tk := range typedKeys {
 		if _, inValues := vals[tk.Key]; inValues && set[tk.Field] {

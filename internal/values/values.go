@@ -117,7 +117,7 @@ func specValues(c *v1alpha1.OpenBaoCluster) (map[string]any, error) {
 	if err := checkLabels("spec.values", vals); err != nil {
 		return nil, err
 	}
-	if err := CheckTypedOverlap(c); err != nil {
+	if err := typedOverlap(c, vals); err != nil {
 		return nil, err
 	}
 	typed, err := typedValues(c)
