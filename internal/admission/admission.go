@@ -42,7 +42,19 @@ func ValidateCluster(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
 	errs = append(errs, validateVersion(old, c)...)
 	errs = append(errs, validateRootToken(old, c)...)
 	errs = append(errs, validateTypedValues(c)...)
+	errs = append(errs, validateLabels(c)...)
 	return errs
+}
+
+// validateLabels refuses a label the operator owns in spec.values or
+// spec.monitoring.serviceMonitor.labels (values.CheckLabels, which Compute
+// holds the cluster to).
+func validateLabels(c *v1alpha1.OpenBaoCluster) field.ErrorList {
+	var le *values.ProtectedLabelError
+	if err := values.CheckLabels(c); errors.As(err, &le) {
+		return field.ErrorList{field.Invalid(le.Path(), le.Key, le.Error())}
+	}
+	return nil
 }
 
 // validateTypedValues refuses a spec.values key that a typed field sets

@@ -106,6 +106,13 @@ func TestClusterRefusalsNameTheFieldAndWhatItTakes(t *testing.T) {
 			c.Spec.Monitoring = &v1alpha1.MonitoringSpec{}
 			c.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"serviceMonitor": {"enabled": true}}`)}
 		}), "spec.values.serviceMonitor", "spec.monitoring and spec.values.serviceMonitor are both set"},
+		"a protected label on the pods in spec.values": {nil, cluster(func(c *v1alpha1.OpenBaoCluster) {
+			c.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"podLabels": {"openbao.org/cluster": "other"}}`)}
+		}), "spec.values.podLabels[openbao.org/cluster]", "owns and cannot be set"},
+		"a protected label on the ServiceMonitor": {nil, cluster(func(c *v1alpha1.OpenBaoCluster) {
+			c.Spec.Monitoring = &v1alpha1.MonitoringSpec{ServiceMonitor: v1alpha1.ServiceMonitorSpec{Enabled: true,
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "someone"}}}
+		}), "spec.monitoring.serviceMonitor.labels[app.kubernetes.io/managed-by]", "owns and cannot be set"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -12,6 +12,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/podstate"
@@ -124,6 +127,9 @@ func specValues(c *v1alpha1.OpenBaoCluster) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkLabels("spec.monitoring", typed); err != nil {
+		return nil, err
+	}
 	return merge(vals, typed), nil
 }
 
@@ -181,8 +187,11 @@ func ProtectedLabels() []string {
 	return keys
 }
 
-// labelMaps are the values whose keys become labels.
-var labelMaps = []string{"podLabels", "commonLabels"}
+// labelMaps are the values whose keys become labels, as paths from the top:
+// the pods' and every object's labels, and the ServiceMonitor's and
+// PrometheusRule's (a protected key there would make a user's object pass
+// for another cluster's or the operator's).
+var labelMaps = [][]string{{"podLabels"}, {"commonLabels"}, {"serviceMonitor", "labels"}}
 
 // ProtectedLabelError names a protected label a layer tries to set.
 type ProtectedLabelError struct {
@@ -193,20 +202,57 @@ func (e *ProtectedLabelError) Error() string {
 	return fmt.Sprintf("%s.%s.%s is a label the operator, OpenBao or the StatefulSet controller owns and cannot be set", e.Layer, e.Map, e.Key)
 }
 
+// Path is the field the label was set at, for an admission error.
+func (e *ProtectedLabelError) Path() *field.Path {
+	parts := strings.Split(e.Layer+"."+e.Map, ".")
+	return field.NewPath(parts[0], parts[1:]...).Key(e.Key)
+}
+
+// CheckLabels refuses a protected label in spec.values or in a typed field
+// that sets labels (spec.monitoring.serviceMonitor.labels): the rule
+// Compute holds the controller to, for the webhook.
+func CheckLabels(c *v1alpha1.OpenBaoCluster) error {
+	vals, err := decodeSpecValues(c)
+	if err != nil {
+		return nil // the controller reports undecodable values
+	}
+	if err := checkLabels("spec.values", vals); err != nil {
+		return err
+	}
+	typed, err := typedValues(c)
+	if err != nil {
+		return nil
+	}
+	return checkLabels("spec.monitoring", typed)
+}
+
 func checkLabels(layer string, vals map[string]any) error {
 	protected := map[string]bool{}
 	for _, k := range ProtectedLabels() {
 		protected[k] = true
 	}
-	for _, m := range labelMaps {
-		labels, _ := vals[m].(map[string]any)
+	for _, path := range labelMaps {
+		labels := nested(vals, path)
 		for _, key := range sortedKeys(labels) {
 			if protected[key] {
-				return &ProtectedLabelError{Layer: layer, Map: m, Key: key}
+				return &ProtectedLabelError{Layer: layer, Map: strings.Join(path, "."), Key: key}
 			}
 		}
 	}
 	return nil
+}
+
+// nested is the map at path in vals, or nil.
+func nested(vals map[string]any, path []string) map[string]any {
+	m := vals
+	for _, k := range path {
+		next, _ := m[k].(map[string]any)
+		if next == nil {
+			return nil
+		}
+		m = next
+	}
+	return m
 }
 
 // DisruptionBudgetError says a PodDisruptionBudget would let a voluntary

@@ -242,6 +242,7 @@ func TestLabelsTheOperatorOwnsCannotBeSet(t *testing.T) {
 		{`{"podLabels": {"openbao.org/cluster": "other"}}`, "openbao.org/cluster"},
 		{`{"commonLabels": {"app.kubernetes.io/instance": "x"}}`, "app.kubernetes.io/instance"},
 		{`{"podLabels": {"openbao-initialized": "true"}}`, "openbao-initialized"},
+		{`{"serviceMonitor": {"labels": {"openbao.org/cluster": "other"}}}`, "openbao.org/cluster"},
 	} {
 		_, err := values.Compute(inputOf(cluster(withValues(tc.values))), values.Operator{}, values.Config{})
 		var labelErr *values.ProtectedLabelError
@@ -251,6 +252,12 @@ func TestLabelsTheOperatorOwnsCannotBeSet(t *testing.T) {
 	}
 	if err := values.CheckOverrideValues(map[string]any{"podLabels": map[string]any{"openbao-active": "true"}}); err == nil {
 		t.Error("watches.yaml may set openbao-active on the pods")
+	}
+	typed := cluster(withMonitoring(v1alpha1.MonitoringSpec{ServiceMonitor: v1alpha1.ServiceMonitorSpec{Enabled: true,
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "someone"}}}))
+	_, err := values.Compute(inputOf(typed), values.Operator{}, values.Config{})
+	if want := "spec.monitoring.serviceMonitor.labels.app.kubernetes.io/managed-by"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a protected ServiceMonitor label: %v, want an error naming %s", err, want)
 	}
 	if _, err := values.Compute(inputOf(cluster(withValues(`{"podLabels": {"team": "a"}}`))), values.Operator{}, values.Config{}); err != nil {
 		t.Errorf("an ordinary pod label is refused: %v", err)
