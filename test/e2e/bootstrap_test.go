@@ -67,21 +67,43 @@ func TestSelfInitClusterFormsWithoutARootToken(t *testing.T) {
 }
 
 // TestOperatorKilledDuringBootstrapStillInitializesOnce kills the operator
-// pod at different moments of the bootstrap. Every run must end Running
-// with three voters opened by the stored root token, initialized once: a
-// kill inside the sys/init call (OpenBao finishes it, the answer reaches
-// nobody) heals through the one reset of pod-0. Each run logs where its
-// kill landed relative to sys/init, from the managers' audit lines.
+// pod once, at a different moment of five bootstraps: each cluster is
+// created its delay before the kill. Every cluster must end Running with
+// three voters opened by the stored root token, initialized once: a kill
+// inside the sys/init call (OpenBao finishes it, the answer reaches nobody)
+// heals through the one reset of pod-0. Each cluster logs where the kill
+// landed relative to its sys/init, from the managers' audit lines.
+//
+// One kill for five clusters, not five kills: the test stays serial (see
+// the package comment), and five kills in a row held every parallel test
+// back for over two minutes. Each cluster is a parallel subtest, so that
+// the five namespaces are deleted side by side too; a sixth kills.
 func TestOperatorKilledDuringBootstrapStillInitializesOnce(t *testing.T) {
 	cl := installOperator(t)
 	ctx := context.Background()
-	for run, delay := range []time.Duration{500 * time.Millisecond, 2 * time.Second, 4 * time.Second, 7 * time.Second, 10 * time.Second} {
+	delays := []time.Duration{10 * time.Second, 7 * time.Second, 4 * time.Second, 2 * time.Second, 500 * time.Millisecond}
+	// The subtests start together once this function returns; the first
+	// seconds are for them to create their namespaces.
+	killAt := time.Now().Add(5*time.Second + delays[0])
+	var killed time.Time
+	killDone := make(chan struct{})
+	t.Run("the kill", func(t *testing.T) {
+		t.Parallel()
+		defer close(killDone)
+		time.Sleep(time.Until(killAt))
+		killed = killManager(ctx, t, cl)
+	})
+	for run, delay := range delays {
 		t.Run(fmt.Sprintf("killed after %s", delay), func(t *testing.T) {
+			t.Parallel()
 			ns := createNamespace(ctx, t, cl, fmt.Sprintf("e2e-kill%d", run))
-			start := time.Now()
+			time.Sleep(time.Until(killAt.Add(-delay)))
+			created := time.Now()
 			createCluster(ctx, t, cl, ns, "bao")
-			time.Sleep(delay)
-			killed := killManager(ctx, t, cl)
+			<-killDone
+			if killed.IsZero() {
+				t.Fatal("the operator was not killed")
+			}
 			assertFormsWithItsToken(ctx, t, cl, ns)
 			audit := readBootstrapAudit(ctx, t, cl, ns)
 			if audit.initialized != 1 || audit.resets > 1 || (audit.resets == 1 && !audit.lostInside(killed)) {
@@ -89,7 +111,8 @@ func TestOperatorKilledDuringBootstrapStillInitializesOnce(t *testing.T) {
 					audit, killed.Format(time.RFC3339Nano))
 			}
 			logf("operator killed %s after create, %s; %d reset(s); 3 voters %s after create",
-				delay, audit.where(killed), audit.resets, time.Since(start).Round(100*time.Millisecond))
+				killed.Sub(created).Round(100*time.Millisecond), audit.where(killed), audit.resets,
+				time.Since(created).Round(100*time.Millisecond))
 		})
 	}
 }
@@ -102,7 +125,9 @@ func TestOperatorKilledDuringBootstrapStillInitializesOnce(t *testing.T) {
 //
 // It stays serial although it kills nothing: it counts the sys/init calls
 // exactly, and beside the parallel tests it once saw three, a call after
-// the reset having failed without initializing and been retried.
+// the reset having failed without initializing and been retried. (Parallel
+// tests kill the operator too, and a kill inside its sys/init would be a
+// second reset this test refuses.)
 func TestARootTokenThatCannotBeStoredIsHealedOnce(t *testing.T) {
 	cl := installOperator(t)
 	ctx := context.Background()

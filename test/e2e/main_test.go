@@ -7,11 +7,13 @@
 // they differ after it is torn down. A node that is already up (`make
 // demo`) is reused and left running.
 //
-// A test that kills the operator (killManager) stays serial, as does one
-// that counts the operator's calls to OpenBao exactly; every other test
-// calls t.Parallel. Go runs all serial tests before the first parallel one
-// starts, so no kill lands while a parallel test needs the one manager pod,
-// its log (audit lines), its metrics or a bootstrap it would cut.
+// A test that counts the operator's calls to OpenBao exactly stays serial,
+// as does the one that kills the operator during bootstraps: a kill inside
+// another test's sys/init would change that count. Go runs all serial
+// tests before the first parallel one starts. The parallel tests that kill
+// the operator (mid-rollout, mid-restore) kill it once their clusters have
+// formed, and every parallel test's checks hold across a kill (they read
+// the kept logs of killed managers, see keepLogsOf).
 package e2e_test
 
 import (
