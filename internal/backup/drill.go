@@ -225,6 +225,7 @@ func DrillCopyFor(c *v1alpha1.OpenBaoCluster, b *v1alpha1.OpenBaoBackup) *v1alph
 	spec.Ingress, spec.Gateway = nil, nil                       // the source's hosts and routes stay the source's
 	spec.Backup = nil                                           // a copy never writes to the source's target
 	spec.SelfInit = nil                                         // formed from the snapshot, never initialized by requests
+	spec.RootToken = nil                                        // the snapshot brings the source's recovery keys; the API refuses recoveryKeys with fromBackup
 	spec.DeletionPolicy = v1alpha1.DeletionPolicyDeleteAll      // nothing of a drill outlives it
 	spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: fb}
 	return &v1alpha1.OpenBaoCluster{
@@ -242,5 +243,6 @@ func DrillCopyFor(c *v1alpha1.OpenBaoCluster, b *v1alpha1.OpenBaoBackup) *v1alph
 // differs from its source, set in DrillCopyFor; every other field is the
 // source's. A test holds the two lists together.
 var DrillCopyOverrides = []string{
-	"Replicas", "Paused", "StepDownRequest", "Upgrade", "TLS", "Ingress", "Gateway", "Backup", "SelfInit", "DeletionPolicy", "Bootstrap",
+	"Replicas", "Paused", "StepDownRequest", "Upgrade", "TLS", "Ingress", "Gateway", "Backup", "SelfInit", "RootToken", "DeletionPolicy",
+	"Bootstrap",
 }

@@ -1,6 +1,7 @@
 package backup_test
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"strings"
@@ -11,11 +12,15 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/randfill"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/config/crd"
 	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/crdschema"
 	"github.com/openbao/operator/internal/identity"
+	"github.com/openbao/operator/test/fixtures"
 )
 
 var drillStart = time.Date(2026, 11, 23, 3, 0, 0, 0, time.UTC)
@@ -209,5 +214,38 @@ func TestADrillCopyInheritsEveryProtectionOfItsSource(t *testing.T) {
 	if cp.Spec.Backup != nil || cp.Spec.Ingress != nil || cp.Spec.Replicas != 1 ||
 		cp.Spec.DeletionPolicy != v1alpha1.DeletionPolicyDeleteAll || cp.Spec.Bootstrap.FromBackup.SourceCluster != src.Name {
 		t.Errorf("the copy's own fields: %+v", cp.Spec)
+	}
+}
+
+// TestADrillCopyOfEverySampleIsAdmitted: the copy is created through the
+// API server, so the CRD's rules apply to it as to any cluster. For every
+// sample and fixture with backups (the production sample revokes its root
+// token with recovery keys), the copy of its backup passes them: a copy
+// the API refuses is a drill that never runs.
+func TestADrillCopyOfEverySampleIsAdmitted(t *testing.T) {
+	schema, err := crdschema.Load(crd.OpenBaoClusters, v1alpha1.GroupVersion.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := fixtures.Files(t)
+	drilled := 0
+	for _, name := range fixtures.Names(files) {
+		c := fixtures.Load(t, files[name])
+		if c.Spec.Backup == nil || c.Spec.Bootstrap != nil {
+			continue
+		}
+		drilled++
+		cp := backup.DrillCopyFor(c, succeeded("b2", ""))
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(obj, "status")
+		if errs := schema.Admit(context.Background(), obj, nil); len(errs) > 0 {
+			t.Errorf("%s: the API refuses the drill copy: %v", name, errs.ToAggregate())
+		}
+	}
+	if drilled == 0 {
+		t.Fatal("no sample or fixture has backups to drill")
 	}
 }
