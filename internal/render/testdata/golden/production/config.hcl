@@ -10,6 +10,17 @@ listener "tcp" {
   tls_key_file    = "/etc/bao/tls/tls.key"
 }
 
+listener "tcp" {
+  address         = ":8204"
+  cluster_address = "127.0.0.1:8205"
+  tls_min_version = "tls12"
+  tls_cert_file   = "/etc/bao/tls/tls.crt"
+  tls_key_file    = "/etc/bao/tls/tls.key"
+  telemetry {
+    unauthenticated_metrics_access = true
+  }
+}
+
 storage "raft" {
   path                         = "/bao/data"
   performance_multiplier       = 1
@@ -23,9 +34,11 @@ storage "raft" {
   }
 }
 
-seal "awskms" {
-  kms_key_id = "alias/openbao-prod"
-  region     = "eu-west-1"
+seal "transit" {
+  address     = "https://openbao-unsealer.openbao-system.svc:8200"
+  key_name    = "openbao-prod"
+  mount_path  = "transit/"
+  tls_ca_cert = "/etc/bao/seal-creds/ca.crt"
 }
 
 service_registration "kubernetes" {
@@ -35,3 +48,13 @@ telemetry {
   prometheus_retention_time = "24h"
   disable_hostname          = true
 }
+
+audit {
+  description = "every request and response, to the container log"
+  options {
+    file_path = "/dev/stdout"
+  }
+  path = "stdout"
+  type = "file"
+}
+
