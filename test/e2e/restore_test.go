@@ -148,9 +148,15 @@ func checkDrills(ctx context.Context, t *testing.T, cl client.Client, ns string,
 // waitDrill waits for the drill of backup name to end and its copy to go.
 func waitDrill(ctx context.Context, t *testing.T, cl client.Client, ns, name string) *v1alpha1.BackupVerification {
 	t.Helper()
+	return waitDrillOf(ctx, t, cl, ns, "bao", name)
+}
+
+// waitDrillOf is waitDrill for the drills of cluster.
+func waitDrillOf(ctx context.Context, t *testing.T, cl client.Client, ns, cluster, name string) *v1alpha1.BackupVerification {
+	t.Helper()
 	c := &v1alpha1.OpenBaoCluster{}
 	waitEvery(ctx, t, time.Second, 10*time.Minute, "the drill of "+name+" ended and its copy is gone", func() (bool, string) {
-		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, c); err != nil {
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, c); err != nil {
 			return false, err.Error()
 		}
 		b := c.Status.Backup
