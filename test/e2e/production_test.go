@@ -285,8 +285,11 @@ func checkProductionObjects(ctx context.Context, t *testing.T, cl client.Client,
 				bao = &p.Spec.Containers[i]
 			}
 		}
-		if !zone || bao == nil || bao.Resources.Requests.Cpu().String() != "250m" || bao.Resources.Limits.Memory().String() != "1Gi" {
-			t.Errorf("pod %s: zone spread %v, container %+v", p.Name, zone, bao)
+		if bao == nil {
+			t.Fatalf("pod %s has no container openbao", p.Name)
+		}
+		if r := bao.Resources; !zone || r.Requests.Cpu().String() != "250m" || r.Limits.Memory().String() != "1Gi" {
+			t.Errorf("pod %s: zone spread %v, requests %v, limits %v; want the sample's", p.Name, zone, r.Requests, r.Limits)
 		}
 	}
 	np := &unstructured.Unstructured{}
