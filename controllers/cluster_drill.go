@@ -36,6 +36,11 @@ func (r *OpenBaoClusterReconciler) reconcileDrill(ctx context.Context, p *pass) 
 		return err
 	}
 	if err := r.carryOutDrill(ctx, c, d); err != nil {
+		if refused(err) {
+			// A refusal no retry clears: say so where users look, and
+			// keep retrying (a fixed spec or webhook lets the next one in).
+			p.setCondition(v1alpha1.ConditionBackupVerified, false, backup.ReasonDrillCopyRefused, err.Error())
+		}
 		return err
 	}
 	if p.status.Backup == nil {

@@ -21,6 +21,7 @@ const (
 	ReasonDrillCopyNameTaken         = "DrillCopyNameTaken"
 	ReasonDrillBackupGone            = "DrillBackupGone"
 	ReasonDrillIdentityOutdated      = "DrillIdentityOutdated"
+	ReasonDrillCopyRefused           = "DrillCopyRefused"
 )
 
 // DefaultDrillTimeout bounds a drill whose spec sets no timeout.
