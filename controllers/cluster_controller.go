@@ -128,6 +128,7 @@ func (r *OpenBaoClusterReconciler) steps() []step {
 		{"root-token", r.reconcileRootToken},
 		{"membership", r.reconcileMembership},
 		{"rollout", r.reconcileRollout},
+		{"restart", r.reconcileRestartRequest},
 		{"self-init", r.reconcileSelfInitSecret},
 		{"volumes", r.reconcileVolumes},
 		{"children", r.reconcileChildren},

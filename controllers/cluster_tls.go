@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/pki"
@@ -107,6 +108,10 @@ func (r *OpenBaoClusterReconciler) reconcileOperatorTLS(ctx context.Context, p *
 	spec := values.PKISpec(c)
 	obs := pki.ObservedFromSecrets(dataOf(caSecret), dataOf(serverSecret))
 	plan := pki.Decide(obs, spec, p.now)
+	request := pendingRotateRequest(c, p.status)
+	if request != "" {
+		plan = plan.Requested(request)
+	}
 	if !plan.NothingToDo() {
 		if obs, err = r.carryOutTLSPlan(ctx, c, plan, obs, spec, caSecret, serverSecret); err != nil {
 			p.setCondition(v1alpha1.ConditionTLSReady, false, v1alpha1.ReasonTLSIssueFailed,
@@ -117,6 +122,9 @@ func (r *OpenBaoClusterReconciler) reconcileOperatorTLS(ctx context.Context, p *
 		p.record(e.kind, e.reason, e.action, e.note)
 		if plan.IssueServer {
 			tlsRotations.WithLabelValues(c.Namespace, c.Name).Inc()
+		}
+		if request != "" {
+			handledRotateRequest(ctx, p, request)
 		}
 		plan = pki.Decide(obs, spec, p.now) // for NextCheck
 	}
@@ -130,6 +138,30 @@ func (r *OpenBaoClusterReconciler) reconcileOperatorTLS(ctx context.Context, p *
 	}
 	p.tls = servedTLS{certPEM: obs.Server.CertPEM, caPEM: obs.CA.BundlePEM, ready: true}
 	return nil
+}
+
+// pendingRotateRequest is spec.tls.rotateRequest when it asks for a
+// reissue not done yet (status.tls.rotateRequest differs), else "".
+func pendingRotateRequest(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) string {
+	request := c.Spec.TLS.RotateRequest
+	if request == "" || (status.TLS != nil && status.TLS.RotateRequest == request) {
+		return ""
+	}
+	return request
+}
+
+// handledRotateRequest records, once the new server certificate is
+// written, that spec.tls.rotateRequest was carried out. The status is
+// written at the end of the pass: a pass that dies in between reissues
+// once more on the next, which is harmless (the servers reload either).
+func handledRotateRequest(ctx context.Context, p *pass, request string) {
+	if p.status.TLS == nil {
+		p.status.TLS = &v1alpha1.TLSStatus{}
+	}
+	at := metav1.NewTime(p.now)
+	p.status.TLS.RotateRequest, p.status.TLS.RotatedAt = request, &at
+	ctrl.LoggerFrom(ctx).Info("reissued the server certificate as spec.tls.rotateRequest asked", "audit", true,
+		"event_type", "openbao.tls.rotate_requested", "request", request, "secret", p.cluster.TLSServerSecretName())
 }
 
 // carryOutTLSPlan builds the new material and writes the CA Secret before

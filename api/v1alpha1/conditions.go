@@ -111,6 +111,17 @@ const AnnotationIdentityRevision = "openbao.org/identity-revision"
 // apply writes it and the template, so the two always agree.
 const AnnotationRenderedGeneration = "openbao.org/rendered-generation"
 
+// AnnotationRestartRequest, on the pod template, is the spec.restartRequest
+// the operator handled (status.restart.request): a new value changes the
+// template, which rolls every server through the rollout.
+const AnnotationRestartRequest = "openbao.org/restart-request"
+
+// Events of the imperative requests (spec.restartRequest).
+const (
+	EventRestartRequested = "RestartRequested"
+	EventRestartCompleted = "RestartCompleted"
+)
+
 // Condition reasons, CamelCase as metav1.Condition requires.
 const (
 	ReasonRenderFailed  = "RenderFailed"

@@ -127,6 +127,10 @@ type OpenBaoClusterStatus struct {
 	// StepDown is the outcome of the last spec.stepDownRequest handled.
 	// +optional
 	StepDown *StepDownStatus `json:"stepDown,omitempty"`
+	// Restart is the last spec.restartRequest handled: the pod template
+	// carries it, and completedTime says every server runs that template.
+	// +optional
+	Restart *RestartStatus `json:"restart,omitempty"`
 	// Raft is the cluster's Raft membership as autopilot last reported it
 	// to the operator, so that readers need no OpenBao token. It is
 	// refreshed when a rollout or scale-down reads it anyway, else at most
@@ -167,6 +171,22 @@ const (
 	StepDownNoActiveServer = "NoActiveServer"
 )
 
+// RestartStatus is what the operator did about a restart request.
+type RestartStatus struct {
+	// Request is the spec.restartRequest value the pod template carries.
+	Request string `json:"request"`
+	// Time is when the template first carried it.
+	Time metav1.Time `json:"time"`
+	// Generation is the cluster generation whose pod template first
+	// carried it: the restart is complete once every server runs a
+	// template of this generation or a later one (status.settledGeneration).
+	Generation int64 `json:"generation"`
+	// CompletedTime is when every server was found running it; unset while
+	// the rollout runs.
+	// +optional
+	CompletedTime *metav1.Time `json:"completedTime,omitempty"`
+}
+
 // TLSStatus is when the certificates of the cluster expire. It changes
 // only when a certificate does (a rotation, a renewed external Secret).
 type TLSStatus struct {
@@ -176,6 +196,14 @@ type TLSStatus struct {
 	// CANotAfter is when the CA certificate that clients trust expires.
 	// +optional
 	CANotAfter *metav1.Time `json:"caNotAfter,omitempty"`
+	// RotateRequest is the last spec.tls.rotateRequest handled: the server
+	// certificate was reissued for it at RotatedAt.
+	// +optional
+	RotateRequest string `json:"rotateRequest,omitempty"`
+	// RotatedAt is when the server certificate was reissued for
+	// RotateRequest.
+	// +optional
+	RotatedAt *metav1.Time `json:"rotatedAt,omitempty"`
 }
 
 // RaftStatus is the Raft membership and autopilot's verdict on it.

@@ -58,6 +58,18 @@ type OpenBaoClusterSpec struct {
 	// +optional
 	StepDownRequest string `json:"stepDownRequest,omitempty"`
 
+	// RestartRequest asks the operator, once per new value, to restart every
+	// server through the Raft-aware rollout (one server at a time, the
+	// active one last after it stepped down, each released only once it is
+	// ready, unsealed and caught up); `kubectl openbao restart` writes the
+	// current time. The pod template carries the value handled (annotation
+	// openbao.org/restart-request), so the rollout is the spec's own, never
+	// held by --max-concurrent-rollouts; status.restart records it and when
+	// every server ran it. Clearing the field restarts nothing.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	RestartRequest string `json:"restartRequest,omitempty"`
+
 	// TLS configures the certificates OpenBao serves and Raft peers verify.
 	// +kubebuilder:default={mode: OperatorManaged}
 	// +optional
@@ -309,6 +321,7 @@ const (
 // TLSSpec configures TLS for clients and Raft peers.
 // +kubebuilder:validation:XValidation:rule="self.mode == 'ACME' ? has(self.acme) : !has(self.acme)",message="tls.acme is required when tls.mode is ACME and not allowed otherwise"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'External' || !has(self.rotationPeriod)",message="tls.rotationPeriod applies only to certificates the operator issues: tls.mode OperatorManaged, or ACME's internal listener"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'External' || !has(self.rotateRequest)",message="tls.rotateRequest applies only to certificates the operator issues: tls.mode OperatorManaged, or ACME's internal listener; with External, renew the Secret named by tls.external.serverSecretRef"
 // +kubebuilder:validation:XValidation:rule="self.mode == 'External' ? has(self.external) : !has(self.external)",message="tls.external is required when tls.mode is External and not allowed otherwise"
 type TLSSpec struct {
 	// Mode is OperatorManaged (the operator runs a private CA), External
@@ -326,6 +339,21 @@ type TLSSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1h')",message="tls.rotationPeriod must be at least 1h"
 	// +optional
 	RotationPeriod *metav1.Duration `json:"rotationPeriod,omitempty"`
+
+	// RotateRequest asks the operator, once per new value, to reissue the
+	// server certificate it issues now (with ACME, the internal listener's);
+	// `kubectl openbao rotate-certs` writes the current time. The servers
+	// reload it without a restart, as on a scheduled rotation;
+	// status.tls.rotateRequest records the value handled.
+	//
+	// The CA is not reissued: a new CA must sit in the trust bundle that
+	// clients and peers copy for the propagation delay before it signs
+	// (see the rotation policy), so an immediate swap would break every
+	// client holding the current bundle, and no request can shorten that
+	// delay safely. A CA renewal follows its own schedule.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	RotateRequest string `json:"rotateRequest,omitempty"`
 
 	// ExtraSANs are further DNS names or IP addresses for the server
 	// certificate.

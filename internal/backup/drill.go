@@ -220,6 +220,7 @@ func DrillCopyFor(c *v1alpha1.OpenBaoCluster, b *v1alpha1.OpenBaoBackup) *v1alph
 	spec := *c.Spec.DeepCopy()
 	spec.Replicas = 1                                           // one server proves the snapshot
 	spec.Paused, spec.StepDownRequest = false, ""               // the source's operations are not the copy's
+	spec.RestartRequest = ""                                    // nor its restarts
 	spec.Upgrade.JWTAuthRole, spec.Upgrade.JWTAuthPath = "", "" // the copy's own identity, then the source's drill role:
 	spec.Upgrade.TokenSecretRef = nil                           // never a token the source accepts
 	spec.TLS = v1alpha1.TLSSpec{}                               // certificates for the copy's own names, from its own CA
@@ -244,6 +245,6 @@ func DrillCopyFor(c *v1alpha1.OpenBaoCluster, b *v1alpha1.OpenBaoBackup) *v1alph
 // differs from its source, set in DrillCopyFor; every other field is the
 // source's. A test holds the two lists together.
 var DrillCopyOverrides = []string{
-	"Replicas", "Paused", "StepDownRequest", "Upgrade", "TLS", "Ingress", "Gateway", "Backup", "SelfInit", "RootToken", "DeletionPolicy",
-	"Bootstrap",
+	"Replicas", "Paused", "StepDownRequest", "RestartRequest", "Upgrade", "TLS", "Ingress", "Gateway", "Backup", "SelfInit", "RootToken",
+	"DeletionPolicy", "Bootstrap",
 }

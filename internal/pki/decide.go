@@ -25,6 +25,9 @@ const (
 	ReasonRotationPeriodChanged Reason = "RotationPeriodChanged"
 	ReasonWithinRotationWindow  Reason = "WithinRotationWindow"
 	ReasonBundleChanged         Reason = "BundleChanged"
+	// ReasonRotateRequested: a person asked for a new server certificate
+	// (spec.tls.rotateRequest); see Plan.Requested.
+	ReasonRotateRequested Reason = "RotateRequested"
 )
 
 // CAAction is what happens to the CA.
@@ -63,6 +66,23 @@ type Plan struct {
 // NothingToDo reports whether the Secrets are already as they should be.
 func (p Plan) NothingToDo() bool {
 	return p.CA == CAKeep && !p.IssueServer && !p.UpdateBundle
+}
+
+// Requested adds a person's request for a new server certificate to a
+// Plan from Decide: the server certificate is reissued under the signing
+// CA, whatever its age. The CA is left to Decide: a new CA must be
+// published in the bundle before it signs, which no request can hurry. A
+// Plan that reissues anyway keeps its reason and says it serves the
+// request too.
+func (p Plan) Requested(request string) Plan {
+	msg := fmt.Sprintf("spec.tls.rotateRequest %s asks for a new server certificate", request)
+	if p.NothingToDo() {
+		p.Reason, p.Message, p.NextCheck = ReasonRotateRequested, msg+"; reissuing", time.Time{}
+	} else {
+		p.Message += "; " + msg
+	}
+	p.IssueServer = true
+	return p
 }
 
 // state is the observed material parsed once for Decide and Execute.

@@ -355,3 +355,30 @@ func TestChartDefaultsAreTheFirstLayer(t *testing.T) {
 		})
 	}
 }
+
+// TestThePodTemplateCarriesTheHandledRestartRequest: the template changes
+// with status.restart.request, the request handled, and with nothing else
+// of it: the spec's field alone (not yet handled, or cleared after) moves
+// no pod.
+func TestThePodTemplateCarriesTheHandledRestartRequest(t *testing.T) {
+	r := newRenderer(t)
+	annotation := func(spec string, handled *v1alpha1.RestartStatus) (string, bool) {
+		c := fixture(t, sample, func(c *v1alpha1.OpenBaoCluster) {
+			c.Spec.RestartRequest, c.Status.Restart = spec, handled
+		})
+		v, ok := statefulSet(t, renderWith(t, r, c, testOperator)).Spec.Template.Annotations[v1alpha1.AnnotationRestartRequest]
+		return v, ok
+	}
+	if v, ok := annotation("", nil); ok {
+		t.Errorf("never restarted: the template carries %s=%q", v1alpha1.AnnotationRestartRequest, v)
+	}
+	if v, ok := annotation("t2", nil); ok {
+		t.Errorf("a request not handled yet is in the template already: %q", v)
+	}
+	handled := &v1alpha1.RestartStatus{Request: "t1"}
+	for _, spec := range []string{"t1", "t2", ""} {
+		if v, _ := annotation(spec, handled); v != "t1" {
+			t.Errorf("spec %q, handled t1: the template carries %q, want t1", spec, v)
+		}
+	}
+}

@@ -32,6 +32,10 @@ type Input struct {
 	// renders it, and the storage step grows the claims to the spec's
 	// (internal/volumes).
 	ClaimTemplateSize string
+	// Restart is the restart request the pod template carries
+	// (status.restart.request): the handled one, never the spec's as such,
+	// so that clearing spec.restartRequest changes no template.
+	Restart string
 }
 
 // Image is an image reference: repository and tag, and the digest
@@ -61,6 +65,9 @@ func InputFor(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus)
 	}
 	if status.Initialized {
 		in.Replicas = c.Spec.Replicas
+	}
+	if status.Restart != nil {
+		in.Restart = status.Restart.Request
 	}
 	return in.WithReplicas(in.Replicas, status.Upgrade)
 }

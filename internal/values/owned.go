@@ -20,7 +20,7 @@ func ownedValues(in Input, op Operator, cfg Config) (map[string]any, error) {
 		return nil, err
 	}
 	return map[string]any{
-		"cluster":   clusterValues(c, in.Initialized),
+		"cluster":   clusterValues(c, in.Initialized, in.Restart),
 		"operator":  operatorValues(op),
 		"wrapper":   wrapperValues(op),
 		"replicas":  int64(in.Replicas),
@@ -85,12 +85,18 @@ func wrapperValues(op Operator) map[string]any {
 	return vals
 }
 
-func clusterValues(c *v1alpha1.OpenBaoCluster, initialized bool) map[string]any {
-	return map[string]any{
+// clusterValues set restartRequest only once a restart was handled, so
+// that the values of a cluster never restarted stay as they were.
+func clusterValues(c *v1alpha1.OpenBaoCluster, initialized bool, restart string) map[string]any {
+	vals := map[string]any{
 		"name": c.Name, "generation": strconv.FormatInt(c.Generation, 10), "names": childNames(c), "podNames": stringList(c.PodNames()), "initialized": initialized,
 		"selectorLabels": stringMap(c.PodSelectorLabels()), "clientServiceDNSName": c.ClientServiceDNSName(),
 		"metricsListener": MetricsListener(c),
 	}
+	if restart != "" {
+		vals["restartRequest"] = restart
+	}
+	return vals
 }
 
 func childNames(c *v1alpha1.OpenBaoCluster) map[string]any {
