@@ -61,7 +61,7 @@ func newRoot(c *cli) *cobra.Command {
 	root.PersistentFlags().StringVar(&c.operatorNamespace, "operator-namespace", "openbao-operator-system",
 		"namespace of the operator (report and logs --operator: its logs; version: its Deployment)")
 	root.AddCommand(c.statusCommand(), c.setPausedCommand(true), c.setPausedCommand(false), c.stepDownCommand(),
-		c.backupCommand(), c.restoreCommand(), c.resumeUpgradeCommand(), c.logsCommand(), c.baoEnvCommand(),
+		c.backupCommand(), c.restoreCommand(), c.resumeUpgradeCommand(), c.restartCommand(), c.rotateCertsCommand(), c.logsCommand(), c.baoEnvCommand(),
 		c.reportCommand(), c.checkCommand(), c.versionCommand())
 	return root
 }
@@ -221,6 +221,68 @@ func (c *cli) resumeUpgradeCommand() *cobra.Command {
 				"(kubectl openbao status %s shows its progress)\n", cmds.Namespace, cluster, request, halted, cluster)
 			return nil
 		})
+}
+
+// waitFlags are a request command's --wait and --timeout.
+type waitFlags struct {
+	wait    bool
+	timeout time.Duration
+}
+
+func (w *waitFlags) add(cmd *cobra.Command, until string, timeout time.Duration) *cobra.Command {
+	cmd.Flags().BoolVar(&w.wait, "wait", false, "wait until "+until)
+	cmd.Flags().DurationVar(&w.timeout, "timeout", timeout, "how long --wait waits")
+	return cmd
+}
+
+func (c *cli) restartCommand() *cobra.Command {
+	var w waitFlags
+	cmd := c.clusterCommand("restart", "Restart every server once through the Raft-aware rollout (spec.restartRequest): "+
+		"one at a time, the active one last",
+		func(ctx context.Context, cmds *Commands, cluster string) error {
+			request, err := cmds.RequestRestart(ctx, cluster)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.streams.Out, "openbaocluster %s/%s: spec.restartRequest=%s; every server restarts through the rollout, "+
+				"one at a time, the active one last (kubectl openbao status %s shows its progress)\n", cmds.Namespace, cluster, request, cluster)
+			if !w.wait {
+				return nil
+			}
+			err = cmds.WaitFor(ctx, cluster, "status.restart.completedTime", w.timeout,
+				func(cl *v1alpha1.OpenBaoCluster) bool { return RestartDone(cl, request) })
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.streams.Out, "restart %s complete: every server runs the restarted template\n", request)
+			return nil
+		})
+	return w.add(cmd, "every server restarted (status.restart.completedTime)", 30*time.Minute)
+}
+
+func (c *cli) rotateCertsCommand() *cobra.Command {
+	var w waitFlags
+	cmd := c.clusterCommand("rotate-certs", "Reissue the operator-issued server certificate now (spec.tls.rotateRequest); "+
+		"the servers reload it without a restart. The CA keeps its own schedule",
+		func(ctx context.Context, cmds *Commands, cluster string) error {
+			request, err := cmds.RequestCertRotation(ctx, cluster)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.streams.Out, "openbaocluster %s/%s: spec.tls.rotateRequest=%s; the operator reissues the server certificate "+
+				"and the servers reload it without a restart\n", cmds.Namespace, cluster, request)
+			if !w.wait {
+				return nil
+			}
+			err = cmds.WaitFor(ctx, cluster, "status.tls.rotateRequest", w.timeout,
+				func(cl *v1alpha1.OpenBaoCluster) bool { return RotationDone(cl, request) })
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.streams.Out, "rotation %s done: the server certificate was reissued (status.tls.rotatedAt)\n", request)
+			return nil
+		})
+	return w.add(cmd, "the certificate is reissued (status.tls.rotateRequest)", 5*time.Minute)
 }
 
 func (c *cli) reportCommand() *cobra.Command {

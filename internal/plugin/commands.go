@@ -28,6 +28,9 @@ type Commands struct {
 	PodLogs LogSource
 	// Forwarder forwards a local port to a pod's, for bao-env.
 	Forwarder Forwarder
+	// PollInterval is how often --wait reads the cluster; 0 is
+	// DefaultPollInterval.
+	PollInterval time.Duration
 }
 
 func (c *Commands) cluster(ctx context.Context, name string) (*v1alpha1.OpenBaoCluster, error) {
