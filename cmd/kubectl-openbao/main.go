@@ -1,6 +1,6 @@
 // Command kubectl-openbao is the kubectl plugin of the OpenBao operator
 // (`kubectl openbao status|pause|resume|step-down|backup|restore|
-// resume-upgrade|logs|bao-env|report|check|version`), built on cobra and
+// resume-upgrade|restart|rotate-certs|logs|bao-env|report|check|version`), built on cobra and
 // cli-runtime as kubectl is. It acts with the caller's kubeconfig and
 // rights and never reads the root token.
 package main
