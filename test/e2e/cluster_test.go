@@ -68,6 +68,7 @@ func TestClusterFormsServesTLSAndRotatesWithoutRestart(t *testing.T) {
 	}
 	logf("reissued certificate served by all %d servers without a restart", replicas)
 	bin := pluginStatusAndReport(ctx, t, cl, ns)
+	pluginRotateCerts(ctx, t, cl, bin, ns, caPEM)
 	pluginBaoEnv(t, bin, ns)
 	pluginLogs(ctx, t, bin, ns) // after bao-env: its step-down moves the active server
 	assertNoLeaks(ctx, t, cl, ns, nil)

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -259,4 +260,61 @@ func pluginRestoreBackup(ctx context.Context, t *testing.T, cl client.Client, bi
 	}
 	logf("kubectl openbao restore --backup %s created %s", b.Name, name)
 	return rs
+}
+
+// pluginRestart runs `kubectl openbao restart bao`, which sets
+// spec.restartRequest; the caller watches the rollout it starts.
+func pluginRestart(t *testing.T, bin, ns string) {
+	t.Helper()
+	out := runPlugin(t, bin, "restart", "bao", "-n", ns)
+	if !strings.Contains(out, "spec.restartRequest=") {
+		t.Errorf("kubectl openbao restart does not say what it asked:\n%s", out)
+	}
+	logf("kubectl openbao restart: %s", strings.TrimSpace(out))
+}
+
+// waitRestartCompleted waits for status.restart to show the request in
+// spec.restartRequest carried out, and every server's pod to carry it.
+func waitRestartCompleted(ctx context.Context, t *testing.T, cl client.Client, ns string) {
+	t.Helper()
+	c := &v1alpha1.OpenBaoCluster{}
+	waitFor(ctx, t, time.Minute, "status.restart.completedTime", func() (bool, string) {
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, c); err != nil {
+			return false, err.Error()
+		}
+		r := c.Status.Restart
+		return r != nil && r.Request == c.Spec.RestartRequest && r.CompletedTime != nil, fmt.Sprintf("%+v", r)
+	})
+	for _, p := range serverPods(ctx, t, cl, ns, replicas) {
+		if got := p.Annotations[v1alpha1.AnnotationRestartRequest]; got != c.Spec.RestartRequest {
+			t.Errorf("%s carries restart request %q, want %q", p.Name, got, c.Spec.RestartRequest)
+		}
+	}
+}
+
+// pluginRotateCerts runs `kubectl openbao rotate-certs bao --wait`: every
+// server then serves a new certificate, without a restart.
+func pluginRotateCerts(ctx context.Context, t *testing.T, cl client.Client, bin, ns string, caPEM []byte) {
+	t.Helper()
+	pods := serverPods(ctx, t, cl, ns, replicas)
+	before := map[string]*x509.Certificate{}
+	for _, p := range pods {
+		before[p.Name] = servedCertificate(t, p.Status.PodIP, dnsName(p, ns), caPEM)
+	}
+	out := runPlugin(t, bin, "rotate-certs", "bao", "-n", ns, "--wait", "--timeout", "2m")
+	if !strings.Contains(out, "spec.tls.rotateRequest=") || !strings.Contains(out, "reissued") {
+		t.Errorf("kubectl openbao rotate-certs --wait:\n%s", out)
+	}
+	for _, p := range pods {
+		waitFor(ctx, t, 3*time.Minute, p.Name+" to serve the certificate rotate-certs asked for", func() (bool, string) {
+			got := servedCertificate(t, p.Status.PodIP, dnsName(p, ns), caPEM)
+			return got.SerialNumber.Cmp(before[p.Name].SerialNumber) != 0, "still serial " + got.SerialNumber.String()
+		})
+	}
+	for _, p := range serverPods(ctx, t, cl, ns, replicas) {
+		if was := podByName(pods, p.Name); p.UID != was.UID || restarts(&p) != restarts(was) {
+			t.Errorf("%s was restarted for the rotation rotate-certs asked for", p.Name)
+		}
+	}
+	logf("kubectl openbao rotate-certs: all %d servers serve a new certificate without a restart", replicas)
 }

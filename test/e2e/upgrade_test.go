@@ -43,8 +43,13 @@ func TestRolloutsKeepWritesFlowing(t *testing.T) {
 		t.Fatalf("currentVersion %v after the rollout, want %s", st["currentVersion"], images.OpenBaoNextVersion)
 	}
 
-	m = rollTo(ctx, t, cl, ns, map[string]any{"config": map[string]any{"default_lease_ttl": "768h"}}, 3)
-	logf("config change rolled with the operator killed 3 times: %s, sum of the pod restarts %s", m.total, m.restarts)
+	// A restart asked with the plugin rolls like any template change (the
+	// held config change below rolls one); the operator is killed as it
+	// goes, and the request is carried out once all the same.
+	bin := buildPlugin(t)
+	m = rollBy(ctx, t, cl, ns, func() { pluginRestart(t, bin, ns) }, 3)
+	logf("kubectl openbao restart rolled with the operator killed 3 times: %s, sum of the pod restarts %s", m.total, m.restarts)
+	waitRestartCompleted(ctx, t, cl, ns)
 
 	refuseDowngrade(ctx, t, cl, ns)
 	scaleTo(ctx, t, cl, ns, token, caPEM, 5)
@@ -135,10 +140,16 @@ func (m rolloutFigures) gap(w *writer) time.Duration {
 // the manager kills times as the partition moves.
 func rollTo(ctx context.Context, t *testing.T, cl client.Client, ns string, spec map[string]any, kills int) rolloutFigures {
 	t.Helper()
+	return rollBy(ctx, t, cl, ns, func() { patchSpec(ctx, t, cl, ns, spec) }, kills)
+}
+
+// rollBy is rollTo with the change made by trigger.
+func rollBy(ctx context.Context, t *testing.T, cl client.Client, ns string, trigger func(), kills int) rolloutFigures {
+	t.Helper()
 	tracker := trackRestarts(ctx, t, cl, ns)
 	before := statefulSetRevisions(ctx, t, cl, ns)
 	start := time.Now()
-	patchSpec(ctx, t, cl, ns, spec)
+	trigger()
 	killed, lastPartition, lastStep := 0, "", ""
 	waitFor(ctx, t, 8*time.Minute, "the rollout to complete", func() (bool, string) {
 		st := clusterStatus(ctx, t, cl, ns, "bao")
@@ -163,9 +174,12 @@ func rollTo(ctx context.Context, t *testing.T, cl client.Client, ns string, spec
 		return done, fmt.Sprintf("phase %v upgrade %v revisions %+v", st["phase"], up, rev)
 	})
 	total := time.Since(start)
-	restarts := tracker.stop()
+	restarts, twice := tracker.stop()
 	if len(restarts) != replicas {
 		t.Fatalf("%d pods were restarted by the rollout, want %d: %v", len(restarts), replicas, restarts)
+	}
+	if len(twice) > 0 {
+		t.Errorf("pods replaced more than once by one rollout: %v", twice)
 	}
 	var sum time.Duration
 	for name, d := range restarts {
@@ -208,14 +222,18 @@ type restartTracker struct {
 	// terminated by then.
 	successor map[string]time.Time
 	took      map[string]time.Duration
-	stopped   chan struct{}
-	done      chan struct{}
+	// successorUID is the first successor of each pod; another UID after
+	// it is a second restart, counted in again.
+	successorUID map[string]types.UID
+	again        map[string]int
+	stopped      chan struct{}
+	done         chan struct{}
 }
 
 func trackRestarts(ctx context.Context, t *testing.T, cl client.Client, ns string) *restartTracker {
 	t.Helper()
 	tr := &restartTracker{gone: map[string]time.Time{}, successor: map[string]time.Time{}, took: map[string]time.Duration{},
-		stopped: make(chan struct{}), done: make(chan struct{})}
+		successorUID: map[string]types.UID{}, again: map[string]int{}, stopped: make(chan struct{}), done: make(chan struct{})}
 	uids := map[string]types.UID{}
 	for _, p := range serverPods(ctx, t, cl, ns, replicas) {
 		uids[p.Name] = p.UID
@@ -245,7 +263,11 @@ func (tr *restartTracker) observe(ctx context.Context, cl client.Client, ns stri
 			tr.gone[name] = now
 		}
 		if _, seen := tr.successor[name]; !seen && err == nil && p.UID != uid {
-			tr.successor[name] = now
+			tr.successor[name], tr.successorUID[name] = now, p.UID
+		}
+		if first, seen := tr.successorUID[name]; seen && err == nil && p.UID != uid && p.UID != first {
+			tr.again[name]++
+			tr.successorUID[name] = p.UID
 		}
 		if _, doneAlready := tr.took[name]; err == nil && p.UID != uid && podReady(p) && !doneAlready {
 			tr.took[name] = now.Sub(tr.gone[name])
@@ -255,12 +277,14 @@ func (tr *restartTracker) observe(ctx context.Context, cl client.Client, ns stri
 	}
 }
 
-func (tr *restartTracker) stop() map[string]time.Duration {
+// stop ends the tracking and returns how long each replaced pod took,
+// and how many more times a pod was replaced after its first successor.
+func (tr *restartTracker) stop() (map[string]time.Duration, map[string]int) {
 	close(tr.stopped)
 	<-tr.done
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return tr.took
+	return tr.took, tr.again
 }
 
 // refuseDowngrade names the previous release: the admission webhook
