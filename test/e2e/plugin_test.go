@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
@@ -277,17 +278,22 @@ func pluginRestart(t *testing.T, bin, ns string) {
 // spec.restartRequest carried out, and every server's pod to carry it.
 func waitRestartCompleted(ctx context.Context, t *testing.T, cl client.Client, ns string) {
 	t.Helper()
-	c := &v1alpha1.OpenBaoCluster{}
+	var request string
 	waitFor(ctx, t, time.Minute, "status.restart.completedTime", func() (bool, string) {
-		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, c); err != nil {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("openbao.org/v1alpha1")
+		u.SetKind("OpenBaoCluster")
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, u); err != nil {
 			return false, err.Error()
 		}
-		r := c.Status.Restart
-		return r != nil && r.Request == c.Spec.RestartRequest && r.CompletedTime != nil, fmt.Sprintf("%+v", r)
+		request, _, _ = unstructured.NestedString(u.Object, "spec", "restartRequest")
+		handled, _, _ := unstructured.NestedString(u.Object, "status", "restart", "request")
+		completed, _, _ := unstructured.NestedString(u.Object, "status", "restart", "completedTime")
+		return request != "" && handled == request && completed != "", fmt.Sprint(u.Object["status"])
 	})
 	for _, p := range serverPods(ctx, t, cl, ns, replicas) {
-		if got := p.Annotations[v1alpha1.AnnotationRestartRequest]; got != c.Spec.RestartRequest {
-			t.Errorf("%s carries restart request %q, want %q", p.Name, got, c.Spec.RestartRequest)
+		if got := p.Annotations[v1alpha1.AnnotationRestartRequest]; got != request {
+			t.Errorf("%s carries restart request %q, want %q", p.Name, got, request)
 		}
 	}
 }
