@@ -154,6 +154,13 @@ type OpenBaoClusterSpec struct {
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 
+	// ReadReplicas are OpenBao servers that join Raft as non-voters, behind
+	// the Service <name>-read: they replicate the data without counting
+	// toward quorum or autopilot's failure tolerance, and never become
+	// active. They start once the cluster is initialized.
+	// +optional
+	ReadReplicas *ReadReplicasSpec `json:"readReplicas,omitempty"`
+
 	// Upgrade configures how pod-template changes (version, image,
 	// config.hcl, resources) are rolled out.
 	// +kubebuilder:default={}
@@ -688,4 +695,52 @@ type NetworkPolicyPeer struct {
 	// PodSelector selects pods.
 	// +optional
 	PodSelector *metav1.LabelSelector `json:"podSelector,omitempty"`
+}
+
+// MaxReadReplicas is the largest spec.readReplicas.replicas the API accepts
+// (its +kubebuilder:validation:Maximum).
+const MaxReadReplicas = 10
+
+// StandbyReadsVersion is the first OpenBao release whose standbys serve
+// reads themselves ("horizontal read scalability"); before it a standby
+// forwards every request to the active server.
+const StandbyReadsVersion = "2.5.0"
+
+// ReadReplicasSpec is the cluster's non-voting read replicas: a second
+// StatefulSet <name>-read, with the voters' image, configuration, TLS and
+// seal, whose servers join Raft with retry_join_as_non_voter.
+type ReadReplicasSpec struct {
+	// Replicas is the number of read replicas. A scale-down removes each
+	// departing server from the Raft configuration before its pod goes.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	Replicas int32 `json:"replicas"`
+	// StandbyReads lets the read Service also route to the voting
+	// standbys, which serve reads themselves from OpenBao 2.5.0
+	// (StandbyReadsVersion); earlier releases refuse it. Unset is false.
+	// +optional
+	StandbyReads *bool `json:"standbyReads,omitempty"`
+	// Resources of the read replicas' OpenBao container; the servers'
+	// spec.resources when unset.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Affinity of the read replica pods. Without it the chart spreads them
+	// across nodes by preference.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// Tolerations of the read replica pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// NodeSelector of the read replica pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// TopologySpreadConstraints of the read replica pods.
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+}
+
+// StandbyReadsOn says spec.readReplicas.standbyReads is true.
+func (c *OpenBaoCluster) StandbyReadsOn() bool {
+	r := c.Spec.ReadReplicas
+	return r != nil && r.StandbyReads != nil && *r.StandbyReads
 }
