@@ -191,11 +191,8 @@ func (c *OpenBaoCluster) ReadPodName(ordinal int) string {
 
 // ReadPodNames are the names of every read replica the cluster may run,
 // which the service-registration Role lets the servers label (see
-// PodNames); none while spec.readReplicas is unset.
+// PodNames) while read replicas are rendered.
 func (c *OpenBaoCluster) ReadPodNames() []string {
-	if c.Spec.ReadReplicas == nil {
-		return nil
-	}
 	names := make([]string, MaxReadReplicas)
 	for i := range names {
 		names[i] = c.ReadPodName(i)

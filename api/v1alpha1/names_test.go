@@ -157,10 +157,6 @@ func TestReadChildNamesCannotBeAnotherClustersChildren(t *testing.T) {
 			t.Errorf("read child %q is not bao%s and at most one suffix of %v", name, v1alpha1.SuffixRead, suffixes)
 		}
 	}
-	if got := c.ReadPodNames(); got != nil {
-		t.Errorf("ReadPodNames without spec.readReplicas = %v, want none", got)
-	}
-	c.Spec.ReadReplicas = &v1alpha1.ReadReplicasSpec{}
 	names := c.ReadPodNames()
 	if len(names) != v1alpha1.MaxReadReplicas || names[0] != "bao-read-0" || slices.Contains(c.PodNames(), names[0]) {
 		t.Fatalf("ReadPodNames = %v", names)

@@ -32,6 +32,10 @@ type Input struct {
 	// renders it, and the storage step grows the claims to the spec's
 	// (internal/volumes).
 	ClaimTemplateSize string
+	// ReadReplicas is what the read StatefulSet runs; nil renders no read
+	// replica objects at all. Set only once the cluster is initialized: a
+	// non-voter joins a cluster that exists.
+	ReadReplicas *int32
 }
 
 // Image is an image reference: repository and tag, and the digest
@@ -61,6 +65,9 @@ func InputFor(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus)
 	}
 	if status.Initialized {
 		in.Replicas = c.Spec.Replicas
+		if r := c.Spec.ReadReplicas; r != nil {
+			in.ReadReplicas = &r.Replicas
+		}
 	}
 	return in.WithReplicas(in.Replicas, status.Upgrade)
 }

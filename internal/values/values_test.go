@@ -334,3 +334,29 @@ func TestNoOneButTheOperatorNamesTheWrapperImage(t *testing.T) {
 		t.Errorf("wrapper.image = %v, want the operator's --wrapper-image", v)
 	}
 }
+
+// TestCertificateNamesCoverTheReadReplicas: a client of the read Service
+// and a voter dialing a read replica by its stable name verify the one
+// server certificate, so it names both; without read replicas it names
+// neither.
+func TestCertificateNamesCoverTheReadReplicas(t *testing.T) {
+	c := cluster(func(c *v1alpha1.OpenBaoCluster) {
+		c.Spec.ReadReplicas = &v1alpha1.ReadReplicasSpec{Replicas: 2}
+	})
+	sans := pki.DesiredSANs(values.PKISpec(c)).DNSNames
+	ns := c.Namespace
+	for _, want := range []string{"bao-read." + ns + ".svc", "bao-read-1.bao-read-internal." + ns + ".svc", "bao-read-internal." + ns + ".svc"} {
+		if !slices.Contains(sans, want) {
+			t.Errorf("certificate names %v lack %s", sans, want)
+		}
+	}
+	if slices.Contains(sans, "bao-read-2.bao-read-internal."+ns+".svc") {
+		t.Errorf("certificate names a read replica beyond spec.readReplicas.replicas: %v", sans)
+	}
+	c.Spec.ReadReplicas = nil
+	for _, name := range pki.DesiredSANs(values.PKISpec(c)).DNSNames {
+		if strings.Contains(name, "-read") {
+			t.Errorf("without read replicas the certificate still names %s", name)
+		}
+	}
+}
