@@ -1,0 +1,79 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/membership"
+)
+
+// reconcileReadReplicas decides what the chart renders of the read
+// replicas (spec.readReplicas) once the cluster is initialized: nothing
+// before, since a non-voter joins a cluster that exists; a scale-up at
+// once; a scale-down one non-voter at a time, each removed from the Raft
+// configuration before its pod goes (membership.DecideRead).
+func (r *OpenBaoClusterReconciler) reconcileReadReplicas(ctx context.Context, p *pass) error {
+	c := p.cluster
+	p.readDecided = true
+	if !p.status.Initialized {
+		return nil
+	}
+	o := membership.ReadObserved{Name: c.ReadStatefulSetName()}
+	if spec := c.Spec.ReadReplicas; spec != nil {
+		o.Wanted, o.Spec = true, spec.Replicas
+	}
+	sts, err := r.readStatefulSet(ctx, c)
+	if err != nil {
+		return err
+	}
+	if sts != nil && sts.Spec.Replicas != nil {
+		o.Current = *sts.Spec.Replicas
+	}
+	if o.Current > 0 && (!o.Wanted || o.Current > o.Spec) {
+		r.observeReadMembers(ctx, p, &o)
+	}
+	d := membership.DecideRead(o)
+	if d.RemovePeer != "" {
+		if err := r.removePeer(ctx, p, d.RemovePeer); err != nil {
+			d.Replicas, d.Message, d.Blocked = o.Current, err.Error(), true
+		}
+	}
+	p.requeueAfter(d.Requeue)
+	if d.Blocked {
+		p.degrade(v1alpha1.ReasonScaleDownBlocked, d.Message)
+	}
+	if d.Render {
+		p.readReplicas = &d.Replicas
+	}
+	return nil
+}
+
+// observeReadMembers fills the Raft membership a read scale-down needs.
+func (r *OpenBaoClusterReconciler) observeReadMembers(ctx context.Context, p *pass, o *membership.ReadObserved) {
+	v := r.view(ctx, p)
+	if v.raft == nil {
+		o.Problem = v.problem
+		return
+	}
+	o.Servers = map[string]membership.Server{}
+	for id, s := range v.raft.Servers {
+		o.Servers[id] = membership.Server{Voter: s.Voter, Healthy: s.Healthy}
+	}
+}
+
+func (r *OpenBaoClusterReconciler) readStatefulSet(ctx context.Context, c *v1alpha1.OpenBaoCluster) (*appsv1.StatefulSet, error) {
+	sts := &appsv1.StatefulSet{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.ReadStatefulSetName()}, sts)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read StatefulSet %s: %w", c.ReadStatefulSetName(), err)
+	}
+	return sts, nil
+}
