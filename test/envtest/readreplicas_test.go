@@ -1,0 +1,140 @@
+package envtest_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/openbao/openbaofake"
+)
+
+// TestReadReplicasStartAfterInitAndLeaveRaftBeforeTheirPods: the read
+// StatefulSet appears only in the pass after the cluster is initialized,
+// with a config.hcl that joins as a non-voter; scaling it 2 → 0 removes
+// each read replica from Raft before the StatefulSet drops its pod, holds
+// while a removal fails (the fault it guards against), never touches a
+// voter, and removing spec.readReplicas prunes the read objects only once
+// no read replica runs.
+func TestReadReplicasStartAfterInitAndLeaveRaftBeforeTheirPods(t *testing.T) {
+	ctx := context.Background()
+	ns := "readreplicas"
+	createNamespace(t, ns)
+	c := newCluster(t, ns, `
+metadata: {name: bao}
+spec: {version: 2.4.0, replicas: 3, readReplicas: {replicas: 2}}
+`)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	bao := &openbaofake.Client{
+		HealthAnswer: openbao.Health{Initialized: true}, LoginToken: openbao.NewToken("s.upgrade-role-token"), LoginTTL: 15 * 60e9,
+		LeaderAnswer:         openbao.Leader{RaftCommittedIndex: 100},
+		AutopilotStateAnswer: openbao.AutopilotState{Healthy: true, FailureTolerance: 1, Servers: map[string]openbao.AutopilotServer{}},
+	}
+	for _, id := range []string{"bao-0", "bao-1", "bao-2"} {
+		bao.AutopilotStateAnswer.Servers[id] = openbao.AutopilotServer{ID: id, Status: "voter", Healthy: true, LastIndex: 98}
+	}
+	r, err := newReconciler(k8s, k8s, events.NewFakeRecorder(200))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.OpenBao = func(openbao.Options) (openbao.Client, error) { return bao, nil }
+	pass := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}); err != nil {
+			t.Fatalf("reconcile: %v", err)
+		}
+	}
+	readReplicas := func() (int32, bool) {
+		t.Helper()
+		sts := &appsv1.StatefulSet{}
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.ReadStatefulSetName()}, sts)
+		if apierrors.IsNotFound(err) {
+			return 0, false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *sts.Spec.Replicas, true
+	}
+
+	pass()
+	if _, exists := readReplicas(); exists {
+		t.Fatal("the read StatefulSet exists before the cluster is initialized")
+	}
+	latest := &v1alpha1.OpenBaoCluster{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), latest); err != nil {
+		t.Fatal(err)
+	}
+	latest.Status = v1alpha1.OpenBaoClusterStatus{Initialized: true, IdentityConfigured: true, CurrentVersion: "2.4.0"}
+	if err := k8s.Status().Update(ctx, latest); err != nil {
+		t.Fatal(err)
+	}
+	pass()
+	if n, exists := readReplicas(); !exists || n != 2 {
+		t.Fatalf("once initialized: read StatefulSet exists %v with %d replicas, want 2", exists, n)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.ReadConfigMapName()}, cm); err != nil ||
+		!strings.Contains(strings.Join(strings.Fields(cm.Data["config.hcl"]), " "), "retry_join_as_non_voter = true") {
+		t.Fatalf("read replicas' config.hcl (%v):\n%s", err, cm.Data["config.hcl"])
+	}
+
+	for _, id := range []string{"bao-read-0", "bao-read-1"} {
+		bao.AutopilotStateAnswer.Servers[id] = openbao.AutopilotServer{ID: id, Status: "non-voter", Healthy: true, LastIndex: 98}
+	}
+	setReadReplicas(t, c, func(r *v1alpha1.ReadReplicasSpec) { r.Replicas = 0 })
+	bao.RemovePeerErr = errors.New("injected: the leader refused the removal")
+	pass()
+	if n, _ := readReplicas(); n != 2 {
+		t.Fatalf("with the removal failing: %d read replicas, want 2 kept", n)
+	}
+	bao.RemovePeerErr = nil
+	pass()
+	if n, _ := readReplicas(); n != 1 || !slices.Equal(bao.RemovedPeers, []string{"bao-read-1"}) {
+		t.Fatalf("first step: %d read replicas, removed %v; want 1, [bao-read-1]", n, bao.RemovedPeers)
+	}
+	delete(bao.AutopilotStateAnswer.Servers, "bao-read-1")
+	pass()
+	if n, _ := readReplicas(); n != 0 || !slices.Equal(bao.RemovedPeers, []string{"bao-read-1", "bao-read-0"}) {
+		t.Fatalf("second step: %d read replicas, removed %v; want 0, [bao-read-1 bao-read-0]", n, bao.RemovedPeers)
+	}
+	delete(bao.AutopilotStateAnswer.Servers, "bao-read-0")
+	if got := stsReplicas(t, ns, "bao"); got != 3 {
+		t.Fatalf("the voters' StatefulSet went to %d", got)
+	}
+
+	setReadReplicas(t, c, nil)
+	pass()
+	if _, exists := readReplicas(); exists || len(bao.RemovedPeers) != 2 {
+		t.Fatalf("spec.readReplicas removed: read StatefulSet exists %v, removed %v; want it pruned, no voter removed", exists, bao.RemovedPeers)
+	}
+}
+
+// setReadReplicas changes spec.readReplicas (nil change removes it).
+func setReadReplicas(t *testing.T, c *v1alpha1.OpenBaoCluster, change func(*v1alpha1.ReadReplicasSpec)) {
+	t.Helper()
+	latest := &v1alpha1.OpenBaoCluster{}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(c), latest); err != nil {
+		t.Fatal(err)
+	}
+	if change == nil {
+		latest.Spec.ReadReplicas = nil
+	} else {
+		change(latest.Spec.ReadReplicas)
+	}
+	if err := k8s.Update(context.Background(), latest); err != nil {
+		t.Fatal(err)
+	}
+}
