@@ -231,7 +231,7 @@ func unsafe(o Observed) string {
 	if o.Raft == nil {
 		return "the Raft state cannot be read, so quorum cannot be checked: " + o.RaftProblem
 	}
-	if !o.Raft.Healthy {
+	if !o.Raft.Healthy && !onlyNonVotersUnhealthy(o.Raft) {
 		return "autopilot reports the cluster unhealthy; the rollout starts once every server is healthy"
 	}
 	if lagging := laggingVoters(o); len(lagging) > 0 {
@@ -239,6 +239,23 @@ func unsafe(o Observed) string {
 			"starts once they catch up", o.Settings.MaxRaftLag, strings.Join(lagging, ", "))
 	}
 	return ""
+}
+
+// onlyNonVotersUnhealthy says autopilot's verdict is down to non-voters
+// (read replicas) alone: they hold no vote, so a sick one costs the
+// voters' quorum nothing and does not hold the voters' rollout.
+func onlyNonVotersUnhealthy(r *Raft) bool {
+	sick := 0
+	for _, s := range r.Servers {
+		if s.Healthy {
+			continue
+		}
+		if s.Voter {
+			return false
+		}
+		sick++
+	}
+	return sick > 0
 }
 
 func notReady(pods []Pod) []string {

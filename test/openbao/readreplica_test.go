@@ -97,9 +97,23 @@ func TestReadReplicaJoinsAsANonVoterAndLeavesTheQuorumAlone(t *testing.T) {
 	now := waitForAutopilot(t, leader, func(openbao.AutopilotState) bool { return true })
 	written := now.Servers[now.Leader].LastIndex
 	waitForAutopilot(t, leader, func(s openbao.AutopilotState) bool { return s.Servers["read-0"].LastIndex >= written })
-	got, err := baoClient(t, read, f.certs.CA, f.token).Read(ctx, "kv/probe")
+	readClient := baoClient(t, read, f.certs.CA, f.token)
+	got, err := readClient.Read(ctx, "kv/probe")
 	if err != nil || got["value"] != "replicated" {
 		t.Fatalf("read through read-0: %v %v", got, err)
+	}
+
+	// What OpenBao 2.4 does with that read: with the voters gone read-0
+	// still holds the value, yet cannot answer it, since a standby serves
+	// no read itself and has no active server to forward it to (standby
+	// reads come with 2.5, where this read would be answered).
+	for _, n := range f.nodes {
+		n.Stop(t)
+	}
+	stopped, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if got, err := readClient.Read(stopped, "kv/probe"); err == nil {
+		t.Errorf("read-0 answered %v with no active server: OpenBao now serves standby reads; update docs/configure.md", got)
 	}
 }
 
