@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -136,5 +137,61 @@ func setReadReplicas(t *testing.T, c *v1alpha1.OpenBaoCluster, change func(*v1al
 	}
 	if err := k8s.Update(context.Background(), latest); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDeletionWaitsForTheReadReplicasToStop: the deletion policy runs only
+// once the servers have stopped, and the read replicas are servers too: a
+// running read replica holds the finalizer (and, under DeleteAll, the
+// unseal key and the root token) until its pod is gone.
+func TestDeletionWaitsForTheReadReplicasToStop(t *testing.T) {
+	ctx := context.Background()
+	ns := "readreplicas-delete"
+	createNamespace(t, ns)
+	c := newCluster(t, ns, `
+metadata: {name: bao}
+spec: {version: 2.4.0, replicas: 3, deletionPolicy: DeleteAll, readReplicas: {replicas: 1}}
+`)
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	r, err := newReconciler(k8s, k8s, events.NewFakeRecorder(200))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: c.ReadPodName(0), Namespace: ns, Labels: c.ReadPodSelectorLabels()},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "openbao", Image: "openbao"}}},
+	}
+	if err := k8s.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	latest := &v1alpha1.OpenBaoCluster{}
+	if err := k8s.Get(ctx, req.NamespacedName, latest); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(ctx, latest); err != nil {
+		t.Fatal(err)
+	}
+	for pass := 0; pass < 3; pass++ {
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k8s.Get(ctx, req.NamespacedName, &v1alpha1.OpenBaoCluster{}); err != nil || !exists(t, ns, "Secret/bao-unseal-key") {
+		t.Fatalf("with a read replica running: cluster %v, unseal key kept %v; want both kept", err, exists(t, ns, "Secret/bao-unseal-key"))
+	}
+	if err := k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Get(ctx, req.NamespacedName, &v1alpha1.OpenBaoCluster{}); !apierrors.IsNotFound(err) || exists(t, ns, "Secret/bao-unseal-key") {
+		t.Fatalf("once the read replica stopped: cluster %v, unseal key still there %v; want both gone", err, exists(t, ns, "Secret/bao-unseal-key"))
 	}
 }
