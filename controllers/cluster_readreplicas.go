@@ -5,11 +5,14 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/membership"
+	"github.com/openbao/operator/internal/podstate"
+	"github.com/openbao/operator/internal/upgrade"
 )
 
 // reconcileReadReplicas decides what the chart renders of the read
@@ -76,4 +79,28 @@ func (r *OpenBaoClusterReconciler) readStatefulSet(ctx context.Context, c *v1alp
 		return nil, fmt.Errorf("read StatefulSet %s: %w", c.ReadStatefulSetName(), err)
 	}
 	return sts, nil
+}
+
+// observeReadRollout is what a voters' rollout waits for of the read
+// replicas (upgrade.ReadBehind): their StatefulSet's progress and each
+// pod's readiness and seal label; nil without a read StatefulSet.
+func (r *OpenBaoClusterReconciler) observeReadRollout(ctx context.Context, c *v1alpha1.OpenBaoCluster) (*upgrade.ReadReplicas, error) {
+	sts, err := r.readStatefulSet(ctx, c)
+	if err != nil || sts == nil || sts.Spec.Replicas == nil {
+		return nil, err
+	}
+	st := sts.Status
+	out := &upgrade.ReadReplicas{Replicas: *sts.Spec.Replicas, Observed: st.ObservedGeneration >= sts.Generation,
+		Rolled: st.CurrentRevision == st.UpdateRevision && st.UpdatedReplicas == *sts.Spec.Replicas,
+		Pods:   map[string]upgrade.ReadPod{}}
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(c.ReadPodSelectorLabels())); err != nil {
+		return nil, fmt.Errorf("list the read replicas of %s: %w", c.Name, err)
+	}
+	for i := range pods.Items {
+		pod := podstate.FromKube(&pods.Items[i])
+		sealed, known := pod.LabelState(podstate.LabelSealed)
+		out.Pods[pod.Name] = upgrade.ReadPod{Ready: pod.Ready, Unsealed: known && !sealed}
+	}
+	return out, nil
 }

@@ -238,6 +238,10 @@ func unsafe(o Observed) string {
 		return fmt.Sprintf("voters trail the leader by more than %d Raft entries (%s); the rollout "+
 			"starts once they catch up", o.Settings.MaxRaftLag, strings.Join(lagging, ", "))
 	}
+	if behind := ReadBehind(o.Read, o.Raft, o.Settings.MaxRaftLag); behind != "" {
+		return "the read replicas roll first, so that a release that does not run shows on servers that hold no vote: " +
+			behind + "; the voters' rollout starts once they run it"
+	}
 	return ""
 }
 

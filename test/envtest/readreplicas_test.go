@@ -18,6 +18,7 @@ import (
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/openbao/openbaofake"
+	"github.com/openbao/operator/internal/podstate"
 )
 
 // TestReadReplicasStartAfterInitAndLeaveRaftBeforeTheirPods: the read
@@ -194,4 +195,69 @@ spec: {version: 2.4.0, replicas: 3, deletionPolicy: DeleteAll, readReplicas: {re
 	if err := k8s.Get(ctx, req.NamespacedName, &v1alpha1.OpenBaoCluster{}); !apierrors.IsNotFound(err) || exists(t, ns, "Secret/bao-unseal-key") {
 		t.Fatalf("once the read replica stopped: cluster %v, unseal key still there %v; want both gone", err, exists(t, ns, "Secret/bao-unseal-key"))
 	}
+}
+
+// TestAVersionRollsTheReadReplicasBeforeTheVoters: 2.4.0 → 2.4.1 with a
+// read replica. The read StatefulSet (no partition) takes the new template
+// in the same apply as the voters'; while its controller has not rolled
+// the read replica, no voter is released and the cluster says why; once
+// the read replica runs the new template, Ready, unsealed and caught up,
+// the voters' rollout starts.
+func TestAVersionRollsTheReadReplicasBeforeTheVoters(t *testing.T) {
+	ctx := context.Background()
+	ro := newRollout(t, "rollout-read", 3)
+	c := ro.cluster()
+	c.Spec.ReadReplicas = &v1alpha1.ReadReplicasSpec{Replicas: 1}
+	if err := k8s.Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	ro.pass()
+	readSTS := func(rolled bool) {
+		t.Helper()
+		sts := &appsv1.StatefulSet{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ro.ns, Name: "bao-read"}, sts); err != nil {
+			t.Fatal(err)
+		}
+		image := sts.Spec.Template.Spec.Containers[0].Image
+		update := "read-" + image[strings.LastIndex(image, ":")+1:]
+		sts.Status.ObservedGeneration, sts.Status.Replicas, sts.Status.UpdateRevision = sts.Generation, 1, update
+		sts.Status.CurrentRevision, sts.Status.UpdatedReplicas = "read-old", 0
+		if rolled {
+			sts.Status.CurrentRevision, sts.Status.UpdatedReplicas = update, 1
+		}
+		if err := k8s.Status().Update(ctx, sts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readSTS(true)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "bao-read-0", Namespace: ro.ns, Labels: map[string]string{
+			v1alpha1.LabelAppName: v1alpha1.AppName, v1alpha1.LabelAppInstance: "bao-read", v1alpha1.LabelCluster: "bao",
+			podstate.LabelSealed: "false", podstate.LabelActive: "false"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: podstate.ContainerName, Image: "openbao"}}},
+	}
+	if err := k8s.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := k8s.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	ro.bao.AutopilotStateAnswer.Servers["bao-read-0"] = openbao.AutopilotServer{ID: "bao-read-0", Status: "non-voter", Healthy: true, LastIndex: 98}
+	ro.pass()
+	ro.expect("settled with a read replica", 3, "-")
+
+	ro.setVersion("2.4.1")
+	ro.pass() // both templates applied
+	ro.kubeControllerManager()
+	readSTS(false) // the read StatefulSet saw the new template, has not rolled its pod
+	ro.pass()
+	ro.expect("voters held while the read replica rolls", 3, "-")
+	if d := findDegraded(ro.cluster()); d == nil || d.Reason != v1alpha1.ReasonPreflightFailed || !strings.Contains(d.Message, "read replicas roll first") {
+		t.Fatalf("Degraded %+v, want PreflightFailed saying the read replicas roll first", d)
+	}
+	readSTS(true)
+	ro.pass()
+	ro.expect("the read replica rolled: the voters start", 2, "PodReady")
 }
