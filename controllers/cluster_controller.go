@@ -127,6 +127,7 @@ func (r *OpenBaoClusterReconciler) steps() []step {
 		{"identity", r.reconcileIdentity},
 		{"root-token", r.reconcileRootToken},
 		{"membership", r.reconcileMembership},
+		{"read-replicas", r.reconcileReadReplicas},
 		{"rollout", r.reconcileRollout},
 		{"restart", r.reconcileRestartRequest},
 		{"self-init", r.reconcileSelfInitSecret},

@@ -79,19 +79,33 @@ func (r *OpenBaoClusterReconciler) finalize(ctx context.Context, c *v1alpha1.Ope
 	return ctrl.Result{}, nil
 }
 
-// stopServers deletes the cluster's StatefulSet and reports whether every
-// server pod is gone. A StatefulSet of that name that is not the cluster's
-// (apply.Ours: another's, which the apply step refused to take over) is
-// left alone, and so are its pods; foreign says one is there.
+// stopServers deletes the cluster's StatefulSets, the voters' and the
+// read replicas', and reports whether every server pod of both is gone. A
+// StatefulSet of either name that is not the cluster's (apply.Ours:
+// another's, which the apply step refused to take over) is left alone,
+// and so are its pods; foreign says the voters' one is.
 func (r *OpenBaoClusterReconciler) stopServers(ctx context.Context, c *v1alpha1.OpenBaoCluster) (stopped, foreign bool, err error) {
+	stopped, foreign, err = r.stopStatefulSet(ctx, c, c.StatefulSetName(), c.PodSelectorLabels())
+	if err != nil || !stopped {
+		return stopped, foreign, err
+	}
+	readStopped, _, err := r.stopStatefulSet(ctx, c, c.ReadStatefulSetName(), c.ReadPodSelectorLabels())
+	return readStopped, foreign, err
+}
+
+// stopStatefulSet deletes the cluster's StatefulSet name and reports
+// whether every pod its selector matches is gone, but those of a foreign
+// StatefulSet of that name.
+func (r *OpenBaoClusterReconciler) stopStatefulSet(ctx context.Context, c *v1alpha1.OpenBaoCluster, name string,
+	selector map[string]string) (stopped, foreign bool, err error) {
 	sts := &metav1.PartialObjectMetadata{}
 	sts.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
-	err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: c.StatefulSetName()}, sts)
+	err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, sts)
 	var foreignUID types.UID
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return false, false, fmt.Errorf("read StatefulSet %s: %w", c.StatefulSetName(), err)
+		return false, false, fmt.Errorf("read StatefulSet %s: %w", name, err)
 	case !apply.Ours(c.UID, sts):
 		foreignUID = sts.UID
 	default:
@@ -102,8 +116,8 @@ func (r *OpenBaoClusterReconciler) stopServers(ctx context.Context, c *v1alpha1.
 		}
 	}
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(c.PodSelectorLabels())); err != nil {
-		return false, false, fmt.Errorf("list pods of %s: %w", c.Name, err)
+	if err := r.Client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(selector)); err != nil {
+		return false, false, fmt.Errorf("list pods of %s: %w", name, err)
 	}
 	for i := range pods.Items {
 		if ref := metav1.GetControllerOfNoCopy(&pods.Items[i]); foreignUID == "" || ref == nil || ref.UID != foreignUID {

@@ -44,6 +44,11 @@ type pass struct {
 	// replicas is the replica count a step decided (a scale-down in
 	// steps); nil leaves the spec's.
 	replicas *int32
+	// readReplicas is the read replica count the read-replicas step
+	// decided, nil to render no read replica objects; readDecided says
+	// the step ran, so the spec's count does not stand in for it.
+	readReplicas *int32
+	readDecided  bool
 	// issuer is the service-account issuer, read for a self-init cluster
 	// that has not started.
 	issuer *identity.Issuer
@@ -142,6 +147,9 @@ func (p *pass) input() values.Input {
 	}
 	if p.replicas != nil && p.status.Initialized {
 		in = in.WithReplicas(*p.replicas, p.status.Upgrade)
+	}
+	if p.readDecided {
+		in.ReadReplicas = p.readReplicas
 	}
 	in.Issuer = p.issuer
 	in.ClaimTemplateSize = p.claimTemplateSize

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 
+	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/raftstatus"
 )
 
@@ -17,9 +18,9 @@ func (r *OpenBaoClusterReconciler) publishRaft(ctx context.Context, p *pass) err
 	if !p.status.Initialized || !r.canUseUpgradeToken(p) {
 		return nil
 	}
-	replicas := p.cluster.Spec.Replicas
-	if p.openbao == nil && !raftstatus.Due(p.status.Raft, replicas, p.now, r.ResyncPeriod) {
-		p.requeueUnlessSettled(replicas)
+	want := raftMembers(p.cluster)
+	if p.openbao == nil && !raftstatus.Due(p.status.Raft, want, p.now, r.ResyncPeriod) {
+		p.requeueUnlessSettled(want)
 		return nil
 	}
 	v := r.view(ctx, p)
@@ -27,16 +28,26 @@ func (r *OpenBaoClusterReconciler) publishRaft(ctx context.Context, p *pass) err
 		return nil
 	}
 	p.status.Raft = raftstatus.Of(*v.autopilot, v.raft, p.now)
-	p.requeueUnlessSettled(replicas)
+	p.requeueUnlessSettled(want)
 	return nil
 }
 
 // requeueUnlessSettled looks again soon at a cluster whose Raft copy shows
 // it still forming, promoting or recovering, even when no event comes.
-func (p *pass) requeueUnlessSettled(replicas int32) {
-	if !raftstatus.Settled(p.status.Raft, replicas) {
+func (p *pass) requeueUnlessSettled(want raftstatus.Members) {
+	if !raftstatus.Settled(p.status.Raft, want) {
 		p.requeueAfter(raftstatus.UnsettledInterval)
 	}
+}
+
+// raftMembers is what a settled cluster's Raft configuration holds: the
+// spec's voters, and its read replicas as non-voters.
+func raftMembers(c *v1alpha1.OpenBaoCluster) raftstatus.Members {
+	want := raftstatus.Members{Voters: c.Spec.Replicas}
+	if r := c.Spec.ReadReplicas; r != nil {
+		want.NonVoters = r.Replicas
+	}
+	return want
 }
 
 // canUseUpgradeToken says whether upgradeToken has a way to a token: a

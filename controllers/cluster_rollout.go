@@ -129,6 +129,11 @@ func (r *OpenBaoClusterReconciler) observeRollout(ctx context.Context, p *pass) 
 	v.measureLag(ctx)
 	o.Pods, o.Raft, o.RaftProblem, o.Health = rolloutPods(p.servers, v), v.raft, v.problem, v.health
 	if o.Upgrade == nil {
+		if o.Read, err = r.observeReadRollout(ctx, c); err != nil {
+			return o, err
+		}
+	}
+	if o.Upgrade == nil {
 		// Claimed after OpenBao answered, so the claim is not held across
 		// those calls, and before the snapshot, which only a rollout that
 		// holds its slot takes.

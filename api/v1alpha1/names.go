@@ -31,6 +31,11 @@ const (
 	SuffixRootToken             = "-root-token"
 	SuffixBackupProvenance      = "-backup-provenance"
 	SuffixRecoveryKeys          = "-recovery-keys"
+	// SuffixRead names the read replicas' StatefulSet and Service; their
+	// headless Service and ConfigMap add SuffixHeadlessService and
+	// SuffixConfigMap to it. Since a cluster name ending in SuffixRead is
+	// refused, those names cannot be another cluster's either.
+	SuffixRead = "-read"
 )
 
 // ChildNameSuffixes lists every suffix of a child's name. Since none ends
@@ -42,7 +47,7 @@ func ChildNameSuffixes() []string {
 	return []string{
 		SuffixHeadlessService, SuffixConfigMap, SuffixServiceRegistration, SuffixUpgradeServiceAccount,
 		SuffixBackupServiceAccount, SuffixRestoreServiceAccount, SuffixDrillServiceAccount, SuffixTLSCA, SuffixTLSServer,
-		SuffixUnsealKey, SuffixSelfInit, SuffixRootToken, SuffixBackupProvenance, SuffixRecoveryKeys,
+		SuffixUnsealKey, SuffixSelfInit, SuffixRootToken, SuffixBackupProvenance, SuffixRecoveryKeys, SuffixRead,
 	}
 }
 
@@ -155,6 +160,51 @@ func (c *OpenBaoCluster) PodNames() []string {
 		names[i] = c.PodName(i)
 	}
 	return names
+}
+
+// ReadStatefulSetName runs the read replicas (spec.readReplicas).
+func (c *OpenBaoCluster) ReadStatefulSetName() string { return c.Name + SuffixRead }
+
+// ReadServiceName is the Service that routes to the read replicas.
+func (c *OpenBaoCluster) ReadServiceName() string { return c.Name + SuffixRead }
+
+// ReadServiceDNSName is the read Service's name inside the cluster; the
+// server certificate holds it.
+func (c *OpenBaoCluster) ReadServiceDNSName() string {
+	return fmt.Sprintf("%s.%s.svc", c.ReadServiceName(), c.Namespace)
+}
+
+// ReadHeadlessServiceName gives each read replica a stable DNS name.
+func (c *OpenBaoCluster) ReadHeadlessServiceName() string {
+	return c.ReadStatefulSetName() + SuffixHeadlessService
+}
+
+// ReadConfigMapName holds the read replicas' config.hcl, which joins Raft
+// as a non-voter.
+func (c *OpenBaoCluster) ReadConfigMapName() string { return c.ReadStatefulSetName() + SuffixConfigMap }
+
+// ReadPodName is the name, and the Raft node id, of the read replica with
+// the given ordinal.
+func (c *OpenBaoCluster) ReadPodName(ordinal int) string {
+	return fmt.Sprintf("%s-%d", c.ReadStatefulSetName(), ordinal)
+}
+
+// ReadPodNames are the names of every read replica the cluster may run,
+// which the service-registration Role lets the servers label (see
+// PodNames) while read replicas are rendered.
+func (c *OpenBaoCluster) ReadPodNames() []string {
+	names := make([]string, MaxReadReplicas)
+	for i := range names {
+		names[i] = c.ReadPodName(i)
+	}
+	return names
+}
+
+// ReadPodSelectorLabels select the read replicas. Their instance label is
+// the read StatefulSet's name, so that no selector of the voters (their
+// StatefulSet's, the Services', the PDB's, auto_join's) matches them.
+func (c *OpenBaoCluster) ReadPodSelectorLabels() map[string]string {
+	return map[string]string{LabelAppName: AppName, LabelAppInstance: c.ReadStatefulSetName()}
 }
 
 // DataVolumeName is the claim the StatefulSet makes for the Raft data of

@@ -140,3 +140,25 @@ func TestChildNamesAreTheClusterNameAndASuffix(t *testing.T) {
 		}
 	}
 }
+
+// TestReadChildNamesCannotBeAnotherClustersChildren: the read replicas'
+// children are the cluster's name, SuffixRead and at most one more suffix.
+// Another cluster's child could share such a name only if that cluster's
+// name ended in SuffixRead, which admission refuses.
+func TestReadChildNamesCannotBeAnotherClustersChildren(t *testing.T) {
+	c := cluster("bao")
+	suffixes := v1alpha1.ChildNameSuffixes()
+	if !slices.Contains(suffixes, v1alpha1.SuffixRead) {
+		t.Fatalf("SuffixRead is not refused at the end of a cluster name: %v", suffixes)
+	}
+	for _, name := range []string{c.ReadStatefulSetName(), c.ReadServiceName(), c.ReadHeadlessServiceName(), c.ReadConfigMapName()} {
+		rest := strings.TrimPrefix(name, "bao"+v1alpha1.SuffixRead)
+		if rest == name || (rest != "" && !slices.Contains(suffixes, rest)) {
+			t.Errorf("read child %q is not bao%s and at most one suffix of %v", name, v1alpha1.SuffixRead, suffixes)
+		}
+	}
+	names := c.ReadPodNames()
+	if len(names) != v1alpha1.MaxReadReplicas || names[0] != "bao-read-0" || slices.Contains(c.PodNames(), names[0]) {
+		t.Fatalf("ReadPodNames = %v", names)
+	}
+}

@@ -218,6 +218,14 @@ type RaftStatus struct {
 	// FailureTolerance is how many voters the cluster can lose and keep
 	// its quorum.
 	FailureTolerance int32 `json:"failureTolerance"`
+	// Voters are the node ids of the voters (the leader included), which
+	// make up the quorum.
+	// +optional
+	Voters []string `json:"voters,omitempty"`
+	// NonVoters are the node ids of the non-voters: the read replicas,
+	// and a new server autopilot has not promoted yet.
+	// +optional
+	NonVoters []string `json:"nonVoters,omitempty"`
 	// Servers are the Raft peers, by node id.
 	// +listType=map
 	// +listMapKey=id

@@ -18,6 +18,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.fromBackup) || self.unseal.type != 'static' || has(self.bootstrap.fromBackup.unsealKeySecretRef)",message="bootstrap.fromBackup.unsealKeySecretRef is required with unseal.type static: name the Secret holding the source cluster's static seal key"
 // +kubebuilder:validation:XValidation:rule="!has(self.rootToken) || !has(self.rootToken.recoveryKeys) || !has(self.selfInit) || !self.selfInit.enabled",message="rootToken.recoveryKeys apply to the operator's sys/init: with selfInit enabled OpenBao initializes itself and the operator holds no root token"
 // +kubebuilder:validation:XValidation:rule="!has(self.rootToken) || !has(self.rootToken.recoveryKeys) || !has(self.bootstrap) || !has(self.bootstrap.fromBackup)",message="rootToken.recoveryKeys cannot be used with bootstrap.fromBackup: the restored snapshot replaces the recovery keys (and the root token) of the cluster's own initialization with the source's"
+// +kubebuilder:validation:XValidation:rule="!has(self.readReplicas) || !has(self.tls) || !has(self.tls.mode) || self.tls.mode != 'ACME'",message="readReplicas cannot be used with tls.mode ACME: each read replica would order the ACME certificate of the cluster's domains itself, and the challenge reaches the active server only"
 // +kubebuilder:validation:XValidation:rule="self.replicas >= 3 || oldSelf.replicas < 3",message="replicas cannot go below 3 once a cluster has 3 or more servers: fewer than 3 Raft voters tolerate no failure. To run fewer servers, bootstrap a new cluster from a backup"
 type OpenBaoClusterSpec struct {
 	// Version is the OpenBao release to run, as semantic version X.Y.Z; it is
@@ -165,6 +166,13 @@ type OpenBaoClusterSpec struct {
 	// PriorityClassName of the OpenBao pods.
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// ReadReplicas are OpenBao servers that join Raft as non-voters, behind
+	// the Service <name>-read: they replicate the data without counting
+	// toward quorum or autopilot's failure tolerance, and never become
+	// active. They start once the cluster is initialized.
+	// +optional
+	ReadReplicas *ReadReplicasSpec `json:"readReplicas,omitempty"`
 
 	// Upgrade configures how pod-template changes (version, image,
 	// config.hcl, resources) are rolled out.
@@ -716,4 +724,52 @@ type NetworkPolicyPeer struct {
 	// PodSelector selects pods.
 	// +optional
 	PodSelector *metav1.LabelSelector `json:"podSelector,omitempty"`
+}
+
+// MaxReadReplicas is the largest spec.readReplicas.replicas the API accepts
+// (its +kubebuilder:validation:Maximum).
+const MaxReadReplicas = 10
+
+// StandbyReadsVersion is the first OpenBao release whose standbys serve
+// reads themselves ("horizontal read scalability"); before it a standby
+// forwards every request to the active server.
+const StandbyReadsVersion = "2.5.0"
+
+// ReadReplicasSpec is the cluster's non-voting read replicas: a second
+// StatefulSet <name>-read, with the voters' image, configuration, TLS and
+// seal, whose servers join Raft with retry_join_as_non_voter.
+type ReadReplicasSpec struct {
+	// Replicas is the number of read replicas. A scale-down removes each
+	// departing server from the Raft configuration before its pod goes.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	Replicas int32 `json:"replicas"`
+	// StandbyReads lets the read Service also route to the voting
+	// standbys, which serve reads themselves from OpenBao 2.5.0
+	// (StandbyReadsVersion); earlier releases refuse it. Unset is false.
+	// +optional
+	StandbyReads *bool `json:"standbyReads,omitempty"`
+	// Resources of the read replicas' OpenBao container; the servers'
+	// spec.resources when unset.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Affinity of the read replica pods. Without it the chart spreads them
+	// across nodes by preference.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// Tolerations of the read replica pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// NodeSelector of the read replica pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// TopologySpreadConstraints of the read replica pods.
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+}
+
+// StandbyReadsOn says spec.readReplicas.standbyReads is true.
+func (c *OpenBaoCluster) StandbyReadsOn() bool {
+	r := c.Spec.ReadReplicas
+	return r != nil && r.StandbyReads != nil && *r.StandbyReads
 }

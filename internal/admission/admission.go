@@ -43,6 +43,7 @@ func ValidateCluster(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
 	errs = append(errs, validateRootToken(old, c)...)
 	errs = append(errs, validateTypedValues(c)...)
 	errs = append(errs, validateLabels(c)...)
+	errs = append(errs, validateStandbyReads(old, c)...)
 	return errs
 }
 
@@ -53,6 +54,19 @@ func validateLabels(c *v1alpha1.OpenBaoCluster) field.ErrorList {
 	var le *values.ProtectedLabelError
 	if err := values.CheckLabels(c); errors.As(err, &le) {
 		return field.ErrorList{field.Invalid(le.Path(), le.Key, le.Error())}
+	}
+	return nil
+}
+
+// validateStandbyReads refuses spec.readReplicas.standbyReads on a
+// version whose standbys cannot serve reads, when either changed: the rule
+// upgrade.StandbyReadsRefused, which the chart values hold the cluster to.
+func validateStandbyReads(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
+	if old != nil && old.Spec.Version == c.Spec.Version && old.StandbyReadsOn() == c.StandbyReadsOn() {
+		return nil
+	}
+	if msg := upgrade.StandbyReadsRefused(c.Spec.Version, c.StandbyReadsOn()); msg != "" {
+		return field.ErrorList{field.Invalid(specPath.Child("readReplicas", "standbyReads"), true, msg)}
 	}
 	return nil
 }

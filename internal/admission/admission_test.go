@@ -63,6 +63,12 @@ func midRollout(highest string) func(*v1alpha1.OpenBaoCluster) {
 	}
 }
 
+func standbyReads(on bool) func(*v1alpha1.OpenBaoCluster) {
+	return func(c *v1alpha1.OpenBaoCluster) {
+		c.Spec.ReadReplicas = &v1alpha1.ReadReplicasSpec{Replicas: 2, StandbyReads: ptr.To(on)}
+	}
+}
+
 func TestClusterRefusalsNameTheFieldAndWhatItTakes(t *testing.T) {
 	tests := map[string]struct {
 		old, new    *v1alpha1.OpenBaoCluster
@@ -113,6 +119,10 @@ func TestClusterRefusalsNameTheFieldAndWhatItTakes(t *testing.T) {
 			c.Spec.Monitoring = &v1alpha1.MonitoringSpec{ServiceMonitor: v1alpha1.ServiceMonitorSpec{Enabled: true,
 				Labels: map[string]string{"app.kubernetes.io/managed-by": "someone"}}}
 		}), "spec.monitoring.serviceMonitor.labels[app.kubernetes.io/managed-by]", "owns and cannot be set"},
+		"standby reads on 2.4": {nil, cluster(standbyReads(true)), "spec.readReplicas.standbyReads", "needs OpenBao 2.5.0 or later"},
+		"a downgrade to 2.4 under standby reads": {cluster(version("2.5.0"), standbyReads(true)),
+			cluster(version("2.4.0"), standbyReads(true), func(c *v1alpha1.OpenBaoCluster) { c.Spec.Upgrade.AllowDowngrade = true }),
+			"spec.readReplicas.standbyReads", "needs OpenBao 2.5.0 or later"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -140,6 +150,8 @@ func TestClusterChangesThatAreAllowed(t *testing.T) {
 		"a downgrade with allowDowngrade": {cluster(version("2.5.0"), running("2.5.0")),
 			cluster(version("2.4.0"), running("2.5.0"), func(c *v1alpha1.OpenBaoCluster) { c.Spec.Upgrade.AllowDowngrade = true })},
 		"an upgrade": {cluster(running("2.4.0")), cluster(version("2.5.0"), running("2.4.0"))},
+		"read replicas without standby reads on 2.4":      {nil, cluster(standbyReads(false))},
+		"standby reads on 2.5":                            {nil, cluster(version("2.5.0"), standbyReads(true))},
 		"a version change before any server reported one": {cluster(version("2.5.0")), cluster(version("2.4.0"))},
 		"a newer target mid-rollout":                      {cluster(version("2.4.1"), midRollout("2.4.1")), cluster(version("2.4.2"), midRollout("2.4.1"))},
 		"lease TTLs within OpenBao's defaults":            {nil, cluster(config("default_lease_ttl", `"1h"`), config("max_lease_ttl", `"0"`))},

@@ -167,6 +167,12 @@ type Raft struct {
 	LeaderTLSServerName string
 	AutoJoin            AutoJoin
 	Timers              Timers
+	// NonVoter joins as a Raft non-voter (retry_join_as_non_voter), as the
+	// read replicas do: it replicates, never votes and is never promoted,
+	// so it counts neither toward quorum nor autopilot's failure
+	// tolerance. Only with Initialized: a read replica joins a cluster
+	// that exists, and a non-voter cannot bootstrap one.
+	NonVoter bool
 }
 
 // AutoJoin is the go-discover "k8s" provider query used after initialization.

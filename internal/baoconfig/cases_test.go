@@ -95,6 +95,7 @@ func timers(t Timers) inputOption {
 var goldenCases = map[string]Input{
 	"static-bootstrap":   testInput(),
 	"static-initialized": testInput(initialized),
+	"read-replica":       testInput(initialized, func(in *Input) { in.Raft.NonVoter = true }),
 	"static-rotation": testInput(func(in *Input) {
 		in.Seal.KeyID, in.Seal.PreviousKeyID = "bao-unseal-2", "bao-unseal-1"
 		in.Seal.PreviousKeyFile = "/etc/bao/unseal-previous/key"

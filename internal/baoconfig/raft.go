@@ -15,6 +15,12 @@ func renderRaft(body *hclwrite.Body, r Raft) error {
 	if err := renderTimers(rb, r.Timers); err != nil {
 		return err
 	}
+	if r.NonVoter {
+		if !r.Initialized {
+			return invalidf("storage: a non-voter joins an initialized cluster; it cannot take part in the bootstrap")
+		}
+		rb.SetAttributeRaw("retry_join_as_non_voter", boolTokens(true))
+	}
 	rb.AppendNewline()
 	jb := rb.AppendNewBlock("retry_join", nil).Body()
 	if r.Initialized {

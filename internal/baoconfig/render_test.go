@@ -111,6 +111,9 @@ func TestRenderRejectsInvalidInput(t *testing.T) {
 		"an unknown log level is refused": {
 			testInput(func(in *Input) { in.LogLevel = "verbose" }), `"verbose"`,
 		},
+		"a non-voter cannot take part in the bootstrap": {
+			testInput(func(in *Input) { in.Raft.NonVoter = true }), "non-voter",
+		},
 		"a performance multiplier above 10 is refused": {
 			testInput(timers(Timers{PerformanceMultiplier: 11})), "11",
 		},

@@ -109,6 +109,13 @@ func TestAdmitReportsViolations(t *testing.T) {
 			spec:      "{version: 2.4.0, selfInit: {enabled: true}}",
 			wantField: "spec", wantText: "selfInit.requests must hold at least one request",
 		},
+		"read replicas with ACME": {
+			spec:      "{version: 2.4.0, tls: {mode: ACME, acme: {directory: 'https://acme.example.com/dir', domains: [bao.example.com]}}, readReplicas: {replicas: 1}}",
+			wantField: "spec", wantText: "readReplicas cannot be used with tls.mode ACME",
+		},
+		"read replicas above the maximum": {
+			spec: "{version: 2.4.0, readReplicas: {replicas: 11}}", wantField: "spec.readReplicas.replicas", wantText: "10",
+		},
 		"replicas above the maximum": {
 			spec: "{version: 2.4.0, replicas: 12}", wantField: "spec.replicas", wantText: "11",
 		},

@@ -74,6 +74,8 @@ type Spec struct {
 	// Replicas is the spec's replica count: the certificate covers ordinals
 	// 0..Replicas-1 so scaling out up to it needs no reissue.
 	Replicas int32
+	// Read is the read replicas the certificate covers too; zero without.
+	Read ReadReplicas
 	// ExtraSANs are added as IP SANs when they parse as IPs, DNS SANs otherwise.
 	ExtraSANs []string
 	// RotationPeriod is the server certificate's validity (default 90 days).
@@ -81,6 +83,13 @@ type Spec struct {
 	// BundlePropagation is how long a successor CA sits in the bundle before
 	// it starts signing (default 10 minutes).
 	BundlePropagation time.Duration
+}
+
+// ReadReplicas names the read replicas' StatefulSet and Services; the
+// certificate covers ordinals 0..Replicas-1 under ReadHeadlessService.
+type ReadReplicas struct {
+	StatefulSet, HeadlessService, Service string
+	Replicas                              int32
 }
 
 // Validate rejects a spec that would yield unusable certificates, or a CA

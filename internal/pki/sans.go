@@ -16,7 +16,7 @@ type SANs struct {
 
 // DesiredSANs lists every name a client or Raft peer may use to reach the
 // cluster: each pod's stable name under the headless Service (ordinals
-// 0..Replicas-1) and both Services, in the short, namespaced, .svc and fully
+// 0..Replicas-1) and both Services, the read replicas' likewise, in the short, namespaced, .svc and fully
 // qualified forms, plus localhost, the loopback addresses and ExtraSANs.
 func DesiredSANs(s Spec) SANs {
 	domain := s.clusterDomain()
@@ -33,7 +33,11 @@ func DesiredSANs(s Spec) SANs {
 		pod := fmt.Sprintf("%s-%d.%s", s.ClusterName, i, s.HeadlessService)
 		dns = append(dns, forms(pod)...)
 	}
-	for _, svc := range []string{s.HeadlessService, s.ClientService} {
+	for i := int32(0); i < s.Read.Replicas; i++ {
+		pod := fmt.Sprintf("%s-%d.%s", s.Read.StatefulSet, i, s.Read.HeadlessService)
+		dns = append(dns, forms(pod)...)
+	}
+	for _, svc := range []string{s.HeadlessService, s.ClientService, s.Read.HeadlessService, s.Read.Service} {
 		if svc != "" {
 			dns = append(dns, forms(svc)...)
 		}

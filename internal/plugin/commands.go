@@ -62,7 +62,11 @@ func (c *Commands) statusInput(ctx context.Context, name string) (StatusInput, e
 	if err := c.Client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(cluster.PodSelectorLabels())); err != nil {
 		return StatusInput{}, fmt.Errorf("list the pods of %s: %w", name, err)
 	}
-	in := StatusInput{Cluster: cluster, Pods: pods.Items, Now: c.Now(),
+	read := &corev1.PodList{}
+	if err := c.Client.List(ctx, read, client.InNamespace(c.Namespace), client.MatchingLabels(cluster.ReadPodSelectorLabels())); err != nil {
+		return StatusInput{}, fmt.Errorf("list the read replicas of %s: %w", name, err)
+	}
+	in := StatusInput{Cluster: cluster, Pods: pods.Items, ReadPods: read.Items, Now: c.Now(),
 		Certificates: map[string]time.Time{}, CertificateProblems: map[string]string{}}
 	certificateExpiry(cluster.Status.TLS, in)
 	return in, nil

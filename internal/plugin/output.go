@@ -131,7 +131,8 @@ func servers(in StatusInput) []ServerView {
 			raft[s.ID] = s
 		}
 	}
-	pods := podstate.NewSnapshot(in.Pods) // by ordinal
+	// The voters by ordinal, then the read replicas by ordinal.
+	pods := append(podstate.NewSnapshot(in.Pods), podstate.NewSnapshot(in.ReadPods)...)
 	out := []ServerView{}
 	for _, p := range pods {
 		v := ServerView{Name: p.Name, Role: labelWord(p, podstate.LabelActive, "active", "standby"),

@@ -24,6 +24,9 @@ import (
 type StatusInput struct {
 	Cluster *v1alpha1.OpenBaoCluster
 	Pods    []corev1.Pod
+	// ReadPods are the read replicas (spec.readReplicas), listed after
+	// the voters.
+	ReadPods []corev1.Pod
 	// Certificates are the expiry of each certificate by what it is ("server",
 	// "ca"); a missing entry prints the reason in CertificateProblems.
 	Certificates        map[string]time.Time

@@ -82,6 +82,32 @@ func TestStatusShowsEachServerWithItsRoleSealAndRaftState(t *testing.T) {
 	}
 }
 
+// TestStatusListsTheReadReplicasAfterTheVoters: a read replica shows as a
+// standby and a Raft non-voter, on its own line after the voters.
+func TestStatusListsTheReadReplicasAfterTheVoters(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	c := &v1alpha1.OpenBaoCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "bao"}}
+	c.Spec.Replicas, c.Spec.Version = 1, "2.4.0"
+	c.Status = v1alpha1.OpenBaoClusterStatus{Phase: v1alpha1.PhaseRunning, Raft: &v1alpha1.RaftStatus{ObservedAt: metav1.NewTime(now),
+		Leader: "bao-0", Healthy: true, Servers: []v1alpha1.RaftServer{{ID: "bao-0", Voter: true, Healthy: true},
+			{ID: "bao-read-0", Healthy: true, Lag: 1, LastContact: &metav1.Duration{Duration: 5 * time.Millisecond}}}}}
+	var out bytes.Buffer
+	if err := WriteStatus(&out, StatusInput{Cluster: c, Pods: []corev1.Pod{serverPod("bao-0", "true", "false", true)},
+		ReadPods: []corev1.Pod{serverPod("bao-read-0", "false", "false", true)}, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], "bao-") {
+			names = append(names, strings.Join(f, " "))
+		}
+	}
+	want := []string{"bao-0 active false true leader true 0 -", "bao-read-0 standby false true non-voter true 1 5ms"}
+	if strings.Join(names, "|") != strings.Join(want, "|") {
+		t.Fatalf("server lines %q, want %q", names, want)
+	}
+}
+
 func TestCertificateExpiryReadsNotAfter(t *testing.T) {
 	notAfter := time.Date(2027, 1, 2, 3, 4, 5, 0, time.UTC)
 	got, err := CertificateExpiry(selfSigned(t, notAfter))

@@ -26,25 +26,34 @@ const UnsettledInterval = 10 * time.Second
 // the pass after that. Without a period (no resync configured) a settled
 // copy is not read again: reading on every pass is what this guards
 // against.
-func Due(last *v1alpha1.RaftStatus, replicas int32, now time.Time, period time.Duration) bool {
+func Due(last *v1alpha1.RaftStatus, want Members, now time.Time, period time.Duration) bool {
 	if last == nil {
 		return true
 	}
 	age := now.Sub(last.ObservedAt.Time)
-	if !Settled(last, replicas) {
+	if !Settled(last, want) {
 		return age >= UnsettledInterval
 	}
 	return period > 0 && age >= period-period/10
 }
 
-// Settled says the copy shows what the cluster should be: as many servers
-// as replicas, every one a healthy voter, and autopilot content.
-func Settled(last *v1alpha1.RaftStatus, replicas int32) bool {
-	if last == nil || !last.Healthy || int32(len(last.Servers)) != replicas {
+// Members is what the Raft configuration of a settled cluster holds:
+// spec.replicas voters and, with read replicas, as many non-voters.
+type Members struct {
+	Voters, NonVoters int32
+}
+
+// Settled says the copy shows what the cluster should be: as many voters
+// as replicas and as many non-voters as read replicas, every one healthy,
+// and autopilot content. A new voter autopilot has not promoted yet
+// counts as a non-voter, so the copy is not settled until it is.
+func Settled(last *v1alpha1.RaftStatus, want Members) bool {
+	if last == nil || !last.Healthy || int32(len(last.Voters)) != want.Voters ||
+		int32(len(last.Servers)) != want.Voters+want.NonVoters {
 		return false
 	}
 	for _, s := range last.Servers {
-		if !s.Voter || !s.Healthy {
+		if !s.Healthy {
 			return false
 		}
 	}
@@ -77,6 +86,13 @@ func Of(state openbao.AutopilotState, raft *upgrade.Raft, now time.Time) *v1alph
 	// Map order is random; a sorted list keeps the status stable, so an
 	// unchanged cluster is not written again.
 	sort.Slice(out.Servers, func(i, j int) bool { return out.Servers[i].ID < out.Servers[j].ID })
+	for _, s := range out.Servers {
+		if s.Voter {
+			out.Voters = append(out.Voters, s.ID)
+		} else {
+			out.NonVoters = append(out.NonVoters, s.ID)
+		}
+	}
 	return out
 }
 

@@ -1,6 +1,7 @@
 package raftstatus
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -14,13 +15,13 @@ import (
 func TestDue(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	settled := func(ago time.Duration) *v1alpha1.RaftStatus {
-		return &v1alpha1.RaftStatus{ObservedAt: metav1.NewTime(now.Add(-ago)), Healthy: true, Servers: []v1alpha1.RaftServer{
-			{ID: "bao-0", Voter: true, Healthy: true}, {ID: "bao-1", Voter: true, Healthy: true}, {ID: "bao-2", Voter: true, Healthy: true}}}
+		return lists(&v1alpha1.RaftStatus{ObservedAt: metav1.NewTime(now.Add(-ago)), Healthy: true, Servers: []v1alpha1.RaftServer{
+			{ID: "bao-0", Voter: true, Healthy: true}, {ID: "bao-1", Voter: true, Healthy: true}, {ID: "bao-2", Voter: true, Healthy: true}}})
 	}
 	forming := func(ago time.Duration) *v1alpha1.RaftStatus {
 		r := settled(ago)
 		r.Servers = r.Servers[:1] // read right after init, before the others joined
-		return r
+		return lists(r)
 	}
 	for _, tc := range []struct {
 		name   string
@@ -39,25 +40,52 @@ func TestDue(t *testing.T) {
 		{"forming, no resync period: due all the same", forming(time.Minute), 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Due(tc.last, 3, now, tc.period); got != tc.want {
+			if got := Due(tc.last, Members{Voters: 3}, now, tc.period); got != tc.want {
 				t.Fatalf("Due = %v, want %v", got, tc.want)
 			}
 		})
 	}
 }
 
+// lists fills Voters and NonVoters from Servers, as Of does.
+func lists(r *v1alpha1.RaftStatus) *v1alpha1.RaftStatus {
+	r.Voters, r.NonVoters = nil, nil
+	for _, s := range r.Servers {
+		if s.Voter {
+			r.Voters = append(r.Voters, s.ID)
+		} else {
+			r.NonVoters = append(r.NonVoters, s.ID)
+		}
+	}
+	return r
+}
+
 func TestSettled(t *testing.T) {
 	voter := v1alpha1.RaftServer{ID: "a", Voter: true, Healthy: true}
-	if !Settled(&v1alpha1.RaftStatus{Healthy: true, Servers: []v1alpha1.RaftServer{voter}}, 1) {
+	read := v1alpha1.RaftServer{ID: "a-read-0", Healthy: true}
+	if !Settled(lists(&v1alpha1.RaftStatus{Healthy: true, Servers: []v1alpha1.RaftServer{voter}}), Members{Voters: 1}) {
 		t.Error("one healthy voter of one replica is settled")
 	}
+	if !Settled(lists(&v1alpha1.RaftStatus{Healthy: true, Servers: []v1alpha1.RaftServer{voter, read}}), Members{Voters: 1, NonVoters: 1}) {
+		t.Error("one healthy voter and the one read replica asked for are settled")
+	}
 	for name, r := range map[string]*v1alpha1.RaftStatus{
-		"fewer servers than replicas": {Healthy: true, Servers: []v1alpha1.RaftServer{voter}},
-		"a non-voter":                 {Healthy: true, Servers: []v1alpha1.RaftServer{voter, {ID: "b", Healthy: true}}},
-		"an unhealthy voter":          {Healthy: true, Servers: []v1alpha1.RaftServer{voter, {ID: "b", Voter: true}}},
-		"autopilot unhealthy":         {Servers: []v1alpha1.RaftServer{voter, {ID: "b", Voter: true, Healthy: true}}},
+		"fewer servers than replicas":                    {Healthy: true, Servers: []v1alpha1.RaftServer{voter}},
+		"a non-voter where a voter belongs (unpromoted)": {Healthy: true, Servers: []v1alpha1.RaftServer{voter, {ID: "b", Healthy: true}}},
+		"an unhealthy voter":                             {Healthy: true, Servers: []v1alpha1.RaftServer{voter, {ID: "b", Voter: true}}},
+		"autopilot unhealthy":                            {Servers: []v1alpha1.RaftServer{voter, {ID: "b", Voter: true, Healthy: true}}},
 	} {
-		if Settled(r, 2) {
+		if Settled(lists(r), Members{Voters: 2}) {
+			t.Errorf("%s: settled", name)
+		}
+	}
+	for name, r := range map[string]*v1alpha1.RaftStatus{
+		"a read replica missing":    {Healthy: true, Servers: []v1alpha1.RaftServer{voter, {ID: "b", Voter: true, Healthy: true}}},
+		"an unhealthy read replica": {Healthy: true, Servers: []v1alpha1.RaftServer{voter, {ID: "b", Voter: true, Healthy: true}, {ID: "a-read-0"}}},
+		"a read replica counted as a voter": {Healthy: true, Servers: []v1alpha1.RaftServer{voter, {ID: "b", Voter: true, Healthy: true},
+			{ID: "a-read-0", Voter: true, Healthy: true}}},
+	} {
+		if Settled(lists(r), Members{Voters: 2, NonVoters: 1}) {
 			t.Errorf("%s: settled", name)
 		}
 	}
@@ -87,5 +115,8 @@ func TestOfKeepsEveryServerSortedWithTheMeasuredLag(t *testing.T) {
 	}
 	if learner.Voter || learner.Healthy || learner.Lag != 0 || learner.LastContact.Duration != 2*time.Millisecond {
 		t.Errorf("non-voter (lag unknown must stay 0, contact rounded to ms): %+v", learner)
+	}
+	if !slices.Equal(got.Voters, []string{"bao-0", "bao-1"}) || !slices.Equal(got.NonVoters, []string{"bao-2"}) {
+		t.Errorf("voters %v and non-voters %v, want [bao-0 bao-1] and [bao-2] listed apart", got.Voters, got.NonVoters)
 	}
 }

@@ -62,6 +62,9 @@ func TestGolden(t *testing.T) {
 			cfg, vals, objs := renderFixture(t, r, c)
 			dir := filepath.Join("testdata", "golden", name)
 			set.Assert(t, filepath.Join(dir, "config.hcl"), []byte(cfg.HCL))
+			if cfg.ReadHCL != "" {
+				set.Assert(t, filepath.Join(dir, "read-config.hcl"), []byte(cfg.ReadHCL))
+			}
 			if cfg.SelfInitHCL != "" {
 				set.Assert(t, filepath.Join(dir, "self-init.hcl"), []byte(cfg.SelfInitHCL))
 			}

@@ -89,6 +89,24 @@ func typed(t testing.TB, objs []*unstructured.Unstructured, kind string, out any
 	}
 }
 
+// statefulSets are every StatefulSet rendered: the voters', and the read
+// replicas' where the cluster has them.
+func statefulSets(t testing.TB, objs []*unstructured.Unstructured) []*appsv1.StatefulSet {
+	t.Helper()
+	var out []*appsv1.StatefulSet
+	for _, obj := range find(objs, "StatefulSet") {
+		sts := &appsv1.StatefulSet{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, sts, true); err != nil {
+			t.Fatalf("StatefulSet %s: %v", obj.GetName(), err)
+		}
+		out = append(out, sts)
+	}
+	if len(out) == 0 {
+		t.Fatal("rendered no StatefulSet")
+	}
+	return out
+}
+
 func statefulSet(t testing.TB, objs []*unstructured.Unstructured) *appsv1.StatefulSet {
 	t.Helper()
 	var sts appsv1.StatefulSet

@@ -60,15 +60,17 @@ func TestPodTemplateIsRestricted(t *testing.T) {
 			t.Run(name+platform(openshift), func(t *testing.T) {
 				op := values.Operator{Namespace: testOperator.Namespace, OpenShift: openshift}
 				objs := renderWith(t, r, fixtures.Load(t, files[name]), op)
-				pod := statefulSet(t, objs).Spec.Template
-				for _, res := range evaluator.EvaluatePod(restricted, &pod.ObjectMeta, &pod.Spec) {
-					if !res.Allowed {
-						t.Errorf("pod security restricted: %s: %s", res.ForbiddenReason, res.ForbiddenDetail)
+				for _, sts := range statefulSets(t, objs) {
+					pod := sts.Spec.Template
+					for _, res := range evaluator.EvaluatePod(restricted, &pod.ObjectMeta, &pod.Spec) {
+						if !res.Allowed {
+							t.Errorf("%s: pod security restricted: %s: %s", sts.Name, res.ForbiddenReason, res.ForbiddenDetail)
+						}
 					}
-				}
-				checkRestrictedByHand(t, &pod.Spec)
-				if openshift {
-					checkNoIDs(t, &pod.Spec)
+					checkRestrictedByHand(t, &pod.Spec)
+					if openshift {
+						checkNoIDs(t, &pod.Spec)
+					}
 				}
 			})
 		}
@@ -211,10 +213,14 @@ func TestServersMayLabelOnlyTheirOwnPods(t *testing.T) {
 			c := fixtures.Load(t, files[name])
 			var role rbacv1.Role
 			typed(t, renderWith(t, r, c, testOperator), "Role", &role)
+			want := c.PodNames()
+			if c.Spec.ReadReplicas != nil && c.Status.Initialized {
+				want = append(want, c.ReadPodNames()...) // the read replicas label themselves too
+			}
 			for _, rule := range role.Rules {
 				if len(rule.ResourceNames) > 0 {
-					if !slices.Equal(rule.ResourceNames, c.PodNames()) {
-						t.Errorf("rule %v names %v, want the cluster's pods %v", rule.Verbs, rule.ResourceNames, c.PodNames())
+					if !slices.Equal(rule.ResourceNames, want) {
+						t.Errorf("rule %v names %v, want the cluster's pods %v", rule.Verbs, rule.ResourceNames, want)
 					}
 					continue
 				}

@@ -231,14 +231,35 @@ func unsafe(o Observed) string {
 	if o.Raft == nil {
 		return "the Raft state cannot be read, so quorum cannot be checked: " + o.RaftProblem
 	}
-	if !o.Raft.Healthy {
+	if !o.Raft.Healthy && !onlyNonVotersUnhealthy(o.Raft) {
 		return "autopilot reports the cluster unhealthy; the rollout starts once every server is healthy"
 	}
 	if lagging := laggingVoters(o); len(lagging) > 0 {
 		return fmt.Sprintf("voters trail the leader by more than %d Raft entries (%s); the rollout "+
 			"starts once they catch up", o.Settings.MaxRaftLag, strings.Join(lagging, ", "))
 	}
+	if behind := ReadBehind(o.Read, o.Raft, o.Settings.MaxRaftLag); behind != "" {
+		return "the read replicas roll first, so that a release that does not run shows on servers that hold no vote: " +
+			behind + "; the voters' rollout starts once they run it"
+	}
 	return ""
+}
+
+// onlyNonVotersUnhealthy says autopilot's verdict is down to non-voters
+// (read replicas) alone: they hold no vote, so a sick one costs the
+// voters' quorum nothing and does not hold the voters' rollout.
+func onlyNonVotersUnhealthy(r *Raft) bool {
+	sick := 0
+	for _, s := range r.Servers {
+		if s.Healthy {
+			continue
+		}
+		if s.Voter {
+			return false
+		}
+		sick++
+	}
+	return sick > 0
 }
 
 func notReady(pods []Pod) []string {

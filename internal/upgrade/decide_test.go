@@ -130,6 +130,17 @@ func TestDecide(t *testing.T) {
 			obs: cluster(func(o *upgrade.Observed) { o.Raft, o.RaftProblem = nil, "login refused" }), partition: 3, step: "-", problem: v1alpha1.ReasonPreflightFailed},
 		{name: "an unhealthy autopilot holds the start",
 			obs: cluster(func(o *upgrade.Observed) { o.Raft.Healthy = false }), partition: 3, step: "-", problem: v1alpha1.ReasonPreflightFailed},
+		{name: "an unhealthy read replica does not hold the start: a non-voter costs no quorum",
+			obs: cluster(func(o *upgrade.Observed) {
+				o.Raft.Healthy = false
+				o.Raft.Servers["bao-read-0"] = upgrade.Server{LagKnown: true, Lag: 500}
+			}), partition: 2, step: upgrade.StepPodReady},
+		{name: "an unhealthy voter beside a read replica holds the start",
+			obs: cluster(func(o *upgrade.Observed) {
+				o.Raft.Healthy = false
+				o.Raft.Servers["bao-read-0"] = upgrade.Server{LagKnown: true}
+				o.Raft.Servers["bao-1"] = upgrade.Server{Voter: true, LagKnown: true, Lag: 3}
+			}), partition: 3, step: "-", problem: v1alpha1.ReasonPreflightFailed},
 		{name: "a voter beyond maxRaftLag holds the start",
 			obs: cluster(func(o *upgrade.Observed) {
 				o.Raft.Servers["bao-1"] = upgrade.Server{Voter: true, LagKnown: true, Lag: 101}

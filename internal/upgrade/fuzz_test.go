@@ -1,6 +1,7 @@
 package upgrade_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -105,4 +106,52 @@ func checkPeers(t *testing.T, o upgrade.Observed, released string) {
 	if voters < 3 || o.Raft.FailureTolerance < 1 {
 		t.Fatalf("%s released with %d voters and a failure tolerance of %d", released, voters, o.Raft.FailureTolerance)
 	}
+}
+
+// FuzzReadReplicasChangeNoRolloutDecision: read replicas are Raft
+// non-voters outside the voters' StatefulSet. Added to any observation of
+// the script above, sick or lagging, and with autopilot's cluster verdict
+// turned unhealthy by them, they change nothing a rollout decides: no
+// partition, step-down, step or problem reason. They are neither required
+// for nor counted in the voters' quorum.
+func FuzzReadReplicasChangeNoRolloutDecision(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	f.Add([]byte{255, 0, 255, 0, 7, 7, 7, 7, 1, 2, 4, 8, 16, 32, 64, 128})
+	f.Fuzz(func(t *testing.T, script []byte) {
+		o := cluster()
+		for i, b := range script {
+			o.Now = t0.Add(time.Duration(i) * time.Duration(b%64+1) * time.Second)
+			applyObservation(&o, b, script[(i+1)%len(script)], script[(i+2)%len(script)])
+			// Autopilot's verdict, as it gives it: every server healthy.
+			o.Raft.Healthy = true
+			for _, s := range o.Raft.Servers {
+				o.Raft.Healthy = o.Raft.Healthy && s.Healthy
+			}
+			with := o
+			with.Raft = &upgrade.Raft{Healthy: o.Raft.Healthy, FailureTolerance: o.Raft.FailureTolerance, Servers: map[string]upgrade.Server{}}
+			for id, s := range o.Raft.Servers {
+				with.Raft.Servers[id] = s
+			}
+			for r := range 2 {
+				sick := b&(1<<(6+r)) != 0
+				with.Raft.Servers[fmt.Sprintf("bao-read-%d", r)] = upgrade.Server{Healthy: !sick, LagKnown: !sick, Lag: uint64(b)}
+				if sick {
+					with.Raft.Healthy = false
+				}
+			}
+			a, d := upgrade.Decide(o), upgrade.Decide(with)
+			if a.Partition != d.Partition || a.StepDown != d.StepDown || stepOf(a) != stepOf(d) || reasonOf(a.Problem) != reasonOf(d.Problem) {
+				t.Fatalf("read replicas changed the rollout:\nwithout: partition %d step-down %q step %q problem %+v\nwith:    partition %d step-down %q step %q problem %+v",
+					a.Partition, a.StepDown, stepOf(a), a.Problem, d.Partition, d.StepDown, stepOf(d), d.Problem)
+			}
+			o.Upgrade = a.Upgrade
+		}
+	})
+}
+
+func stepOf(d upgrade.Decision) string {
+	if d.Upgrade == nil {
+		return "-"
+	}
+	return string(d.Upgrade.Step)
 }

@@ -152,6 +152,10 @@ type Observed struct {
 	// Health holds the sys/health answers of the pods that gave one, by
 	// pod name.
 	Health map[string]Health
+	// Read is the read replicas' StatefulSet and pods, nil without read
+	// replicas; a rollout starts only once they run the new template,
+	// healthy and caught up (ReadBehind).
+	Read *ReadReplicas
 	// SnapshotDone says the pre-upgrade snapshot of this rollout
 	// succeeded; SnapshotProblem says why one cannot be taken.
 	SnapshotDone    bool

@@ -99,3 +99,21 @@ func Incompatible(to string, seal v1alpha1.UnsealType) string {
 	}
 	return ""
 }
+
+// StandbyReadsRefused says why spec.readReplicas.standbyReads cannot be
+// true with spec.version; "" when it can. Before StandbyReadsVersion a
+// standby forwards every request to the active server, so routing reads to
+// the voting standbys would only add a hop. The webhook and the chart
+// values hold the cluster to this one rule.
+func StandbyReadsRefused(version string, standbyReads bool) string {
+	if !standbyReads {
+		return ""
+	}
+	v := core(version)
+	if v != "" && semver.Compare(v, "v"+v1alpha1.StandbyReadsVersion) >= 0 {
+		return ""
+	}
+	return fmt.Sprintf("spec.readReplicas.standbyReads needs OpenBao %s or later, whose standbys serve reads; "+
+		"spec.version %s forwards every read to the active server. Unset it, or upgrade first",
+		v1alpha1.StandbyReadsVersion, version)
+}

@@ -53,6 +53,16 @@ func ConfigFor(input Input) (Config, error) {
 	}
 	sum := sha256.Sum256(steadyHCL)
 	cfg := Config{HCL: string(hcl), Checksum: hex.EncodeToString(sum[:])}
+	if input.ReadReplicas != nil {
+		read := steady
+		read.Raft.NonVoter = true
+		readHCL, err := baoconfig.Render(read)
+		if err != nil {
+			return Config{}, fmt.Errorf("render the read replicas' config.hcl: %w", err)
+		}
+		readSum := sha256.Sum256(readHCL)
+		cfg.ReadHCL, cfg.ReadChecksum = string(readHCL), hex.EncodeToString(readSum[:])
+	}
 	if cfg.SelfInitHCL, err = SelfInitFor(input); err != nil {
 		return Config{}, err
 	}

@@ -36,6 +36,10 @@ type Input struct {
 	// (status.restart.request): the handled one, never the spec's as such,
 	// so that clearing spec.restartRequest changes no template.
 	Restart string
+	// ReadReplicas is what the read StatefulSet runs; nil renders no read
+	// replica objects at all. Set only once the cluster is initialized: a
+	// non-voter joins a cluster that exists.
+	ReadReplicas *int32
 }
 
 // Image is an image reference: repository and tag, and the digest
@@ -65,6 +69,9 @@ func InputFor(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus)
 	}
 	if status.Initialized {
 		in.Replicas = c.Spec.Replicas
+		if r := c.Spec.ReadReplicas; r != nil {
+			in.ReadReplicas = &r.Replicas
+		}
 	}
 	if status.Restart != nil {
 		in.Restart = status.Restart.Request

@@ -19,13 +19,18 @@ func ownedValues(in Input, op Operator, cfg Config) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	read, err := readReplicaValues(in, cfg)
+	if err != nil {
+		return nil, err
+	}
 	return map[string]any{
-		"cluster":   clusterValues(c, in.Initialized, in.Restart),
-		"operator":  operatorValues(op),
-		"wrapper":   wrapperValues(op),
-		"replicas":  int64(in.Replicas),
-		"partition": int64(in.Partition),
-		"image":     imageValues(in.Image),
+		"readReplicas": read,
+		"cluster":      clusterValues(c, in.Initialized, in.ReadReplicas != nil, in.Restart),
+		"operator":     operatorValues(op),
+		"wrapper":      wrapperValues(op),
+		"replicas":     int64(in.Replicas),
+		"partition":    int64(in.Partition),
+		"image":        imageValues(in.Image),
 		"config": map[string]any{
 			"hcl": cfg.HCL, "checksum": cfg.Checksum,
 		},
@@ -46,17 +51,22 @@ func ownedValues(in Input, op Operator, cfg Config) (map[string]any, error) {
 // schedulingValues never holds null: Helm deletes null-valued keys when it
 // coalesces values, and the strict engine then fails on the missing key.
 func schedulingValues(c *v1alpha1.OpenBaoCluster) (map[string]any, error) {
-	out := map[string]any{"priorityClassName": c.Spec.PriorityClassName}
+	return schedulingOf(c.Spec.PriorityClassName, c.Spec.Resources, c.Spec.Affinity, c.Spec.NodeSelector,
+		c.Spec.Tolerations, c.Spec.TopologySpreadConstraints)
+}
+
+func schedulingOf(priorityClass string, resources, affinity, nodeSelector, tolerations, spread any) (map[string]any, error) {
+	out := map[string]any{"priorityClassName": priorityClass}
 	fields := []struct {
 		key   string
 		value any
 		empty any
 	}{
-		{"resources", c.Spec.Resources, map[string]any{}},
-		{"affinity", c.Spec.Affinity, map[string]any{}},
-		{"nodeSelector", c.Spec.NodeSelector, map[string]any{}},
-		{"tolerations", c.Spec.Tolerations, []any{}},
-		{"topologySpreadConstraints", c.Spec.TopologySpreadConstraints, []any{}},
+		{"resources", resources, map[string]any{}},
+		{"affinity", affinity, map[string]any{}},
+		{"nodeSelector", nodeSelector, map[string]any{}},
+		{"tolerations", tolerations, []any{}},
+		{"topologySpreadConstraints", spread, []any{}},
 	}
 	for _, f := range fields {
 		v, err := toValue(f.value)
@@ -85,18 +95,54 @@ func wrapperValues(op Operator) map[string]any {
 	return vals
 }
 
-// clusterValues set restartRequest only once a restart was handled, so
-// that the values of a cluster never restarted stay as they were.
-func clusterValues(c *v1alpha1.OpenBaoCluster, initialized bool, restart string) map[string]any {
+// clusterValues: with read replicas the servers may label the read pods
+// too, and the read selector is set; restartRequest is set only once a
+// restart was handled, so that the values of a cluster never restarted
+// stay as they were.
+func clusterValues(c *v1alpha1.OpenBaoCluster, initialized, read bool, restart string) map[string]any {
+	pods := c.PodNames()
+	readSelector := map[string]any{}
+	if read {
+		pods = append(pods, c.ReadPodNames()...)
+		readSelector = stringMap(c.ReadPodSelectorLabels())
+	}
 	vals := map[string]any{
-		"name": c.Name, "generation": strconv.FormatInt(c.Generation, 10), "names": childNames(c), "podNames": stringList(c.PodNames()), "initialized": initialized,
-		"selectorLabels": stringMap(c.PodSelectorLabels()), "clientServiceDNSName": c.ClientServiceDNSName(),
+		"name": c.Name, "generation": strconv.FormatInt(c.Generation, 10), "names": childNames(c), "podNames": stringList(pods), "initialized": initialized,
+		"selectorLabels": stringMap(c.PodSelectorLabels()), "readSelectorLabels": readSelector, "clientServiceDNSName": c.ClientServiceDNSName(),
 		"metricsListener": MetricsListener(c),
 	}
 	if restart != "" {
 		vals["restartRequest"] = restart
 	}
 	return vals
+}
+
+// readReplicaValues: the read StatefulSet's count, configuration and
+// scheduling; enabled false renders none of the read objects. Unset
+// resources take the servers'; scheduling fields do not, since read
+// replicas are often placed apart from the voters.
+func readReplicaValues(in Input, cfg Config) (map[string]any, error) {
+	c := in.Cluster
+	if in.ReadReplicas == nil {
+		return map[string]any{"enabled": false}, nil
+	}
+	spec := c.Spec.ReadReplicas
+	if spec == nil {
+		spec = &v1alpha1.ReadReplicasSpec{} // draining after spec.readReplicas was removed
+	}
+	resources := c.Spec.Resources
+	if spec.Resources != nil {
+		resources = *spec.Resources
+	}
+	scheduling, err := schedulingOf(c.Spec.PriorityClassName, resources, spec.Affinity, spec.NodeSelector,
+		spec.Tolerations, spec.TopologySpreadConstraints)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{
+		"enabled": true, "replicas": int64(*in.ReadReplicas), "standbyReads": c.StandbyReadsOn(),
+		"config": map[string]any{"hcl": cfg.ReadHCL, "checksum": cfg.ReadChecksum}, "scheduling": scheduling,
+	}, nil
 }
 
 func childNames(c *v1alpha1.OpenBaoCluster) map[string]any {
@@ -115,6 +161,10 @@ func childNames(c *v1alpha1.OpenBaoCluster) map[string]any {
 		"tlsServerSecret":       c.ServingSecretName(),
 		"unsealKeySecret":       c.UnsealKeySecretName(),
 		"selfInitSecret":        c.SelfInitSecretName(),
+		"readStatefulSet":       c.ReadStatefulSetName(),
+		"readService":           c.ReadServiceName(),
+		"readHeadlessService":   c.ReadHeadlessServiceName(),
+		"readConfigMap":         c.ReadConfigMapName(),
 	}
 }
 

@@ -18,6 +18,10 @@ func PKISpec(c *v1alpha1.OpenBaoCluster) pki.Spec {
 		HeadlessService: c.HeadlessServiceName(), ClientService: c.ClientServiceName(),
 		Replicas: c.Spec.Replicas, ExtraSANs: slices.Concat(c.Spec.TLS.ExtraSANs, routeHosts(c)),
 	}
+	if r := c.Spec.ReadReplicas; r != nil {
+		spec.Read = pki.ReadReplicas{StatefulSet: c.ReadStatefulSetName(), HeadlessService: c.ReadHeadlessServiceName(),
+			Service: c.ReadServiceName(), Replicas: r.Replicas}
+	}
 	if c.Spec.TLS.RotationPeriod != nil {
 		spec.RotationPeriod = c.Spec.TLS.RotationPeriod.Duration
 	}

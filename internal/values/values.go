@@ -18,6 +18,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/podstate"
+	"github.com/openbao/operator/internal/upgrade"
 )
 
 // ownedKeys are top-level chart values derived from the spec or status. A
@@ -25,7 +26,7 @@ import (
 // CRD's CEL rule on spec.values lists the same keys plus operatorWideKeys.
 var ownedKeys = []string{
 	"backup", "cluster", "config", "gateway", "image", "ingress", "networkPolicy", "operator",
-	"partition", "persistentVolumeClaimRetentionPolicy", "replicas", "scheduling",
+	"partition", "persistentVolumeClaimRetentionPolicy", "readReplicas", "replicas", "scheduling",
 	"seal", "service", "serviceAccount", "storage", "tls", "wrapper",
 }
 
@@ -87,12 +88,20 @@ type Config struct {
 	HCL         string // config.hcl
 	SelfInitHCL string // initialize stanzas, kept in Secret <cluster>-self-init; empty once initialized
 	Checksum    string // of the steady-state configuration; rolls pods when it changes
+	// ReadHCL is the read replicas' config.hcl: the voters' steady state
+	// joining as a non-voter; ReadChecksum rolls them. Empty without
+	// Input.ReadReplicas.
+	ReadHCL      string
+	ReadChecksum string
 }
 
 // Compute returns the chart values for the pass's input.
 func Compute(in Input, op Operator, cfg Config) (map[string]any, error) {
 	user, err := specValues(in.Cluster)
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckStandbyReads(in.Cluster); err != nil {
 		return nil, err
 	}
 	owned, err := ownedValues(in, op, cfg)
@@ -142,6 +151,21 @@ func decodeSpecValues(c *v1alpha1.OpenBaoCluster) (map[string]any, error) {
 		return nil, fmt.Errorf("spec.values must be an object: %w", err)
 	}
 	return vals, nil
+}
+
+// StandbyReadsError refuses spec.readReplicas.standbyReads on a release
+// whose standbys cannot serve reads (upgrade.StandbyReadsRefused).
+type StandbyReadsError struct{ Message string }
+
+func (e *StandbyReadsError) Error() string { return e.Message }
+
+// CheckStandbyReads holds the cluster to upgrade.StandbyReadsRefused, the
+// rule the webhook refuses the same spec with.
+func CheckStandbyReads(c *v1alpha1.OpenBaoCluster) error {
+	if msg := upgrade.StandbyReadsRefused(c.Spec.Version, c.StandbyReadsOn()); msg != "" {
+		return &StandbyReadsError{Message: msg}
+	}
+	return nil
 }
 
 // merge returns base with over laid on top: maps merge key by key, any

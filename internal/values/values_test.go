@@ -9,6 +9,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/pki"
@@ -332,5 +333,72 @@ func TestNoOneButTheOperatorNamesTheWrapperImage(t *testing.T) {
 	}
 	if v := lookup(got, "wrapper.image"); v != "registry.example/bao-wrapper:1.0.0" {
 		t.Errorf("wrapper.image = %v, want the operator's --wrapper-image", v)
+	}
+}
+
+// TestCertificateNamesCoverTheReadReplicas: a client of the read Service
+// and a voter dialing a read replica by its stable name verify the one
+// server certificate, so it names both; without read replicas it names
+// neither.
+func TestCertificateNamesCoverTheReadReplicas(t *testing.T) {
+	c := cluster(func(c *v1alpha1.OpenBaoCluster) {
+		c.Spec.ReadReplicas = &v1alpha1.ReadReplicasSpec{Replicas: 2}
+	})
+	sans := pki.DesiredSANs(values.PKISpec(c)).DNSNames
+	ns := c.Namespace
+	for _, want := range []string{"bao-read." + ns + ".svc", "bao-read-1.bao-read-internal." + ns + ".svc", "bao-read-internal." + ns + ".svc"} {
+		if !slices.Contains(sans, want) {
+			t.Errorf("certificate names %v lack %s", sans, want)
+		}
+	}
+	if slices.Contains(sans, "bao-read-2.bao-read-internal."+ns+".svc") {
+		t.Errorf("certificate names a read replica beyond spec.readReplicas.replicas: %v", sans)
+	}
+	c.Spec.ReadReplicas = nil
+	for _, name := range pki.DesiredSANs(values.PKISpec(c)).DNSNames {
+		if strings.Contains(name, "-read") {
+			t.Errorf("without read replicas the certificate still names %s", name)
+		}
+	}
+}
+
+// TestReadReplicasStartOnlyOnceInitializedAndStandbyReadsWaitFor25: a
+// non-voter joins a cluster that exists, so nothing of the read replicas
+// is rendered before initialization; and the controller refuses standby
+// reads on 2.4 with the webhook's message.
+func TestReadReplicasStartOnlyOnceInitializedAndStandbyReadsWaitFor25(t *testing.T) {
+	c := cluster(func(c *v1alpha1.OpenBaoCluster) {
+		c.Spec.ReadReplicas = &v1alpha1.ReadReplicasSpec{Replicas: 2}
+	})
+	compute := func() map[string]any {
+		t.Helper()
+		in := inputOf(c)
+		cfg, err := values.ConfigFor(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals, err := values.Compute(in, values.Operator{}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vals["readReplicas"].(map[string]any)
+	}
+	if read := compute(); read["enabled"] != false {
+		t.Fatalf("before initialization: readReplicas %v, want disabled", read)
+	}
+	c.Status.Initialized = true
+	read := compute()
+	if read["enabled"] != true || read["replicas"] != int64(2) {
+		t.Fatalf("once initialized: readReplicas %v, want 2 enabled", read)
+	}
+	if hcl, _ := read["config"].(map[string]any)["hcl"].(string); !strings.Contains(strings.Join(strings.Fields(hcl), " "), "retry_join_as_non_voter = true") {
+		t.Errorf("the read replicas' config.hcl does not join as a non-voter:\n%s", hcl)
+	}
+
+	c.Spec.ReadReplicas.StandbyReads = ptr.To(true)
+	_, err := values.Compute(inputOf(c), values.Operator{}, values.Config{})
+	var sr *values.StandbyReadsError
+	if !errors.As(err, &sr) || !strings.Contains(err.Error(), "spec.readReplicas.standbyReads") {
+		t.Fatalf("standby reads on 2.4: %v, want a StandbyReadsError naming the field", err)
 	}
 }

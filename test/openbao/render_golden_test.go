@@ -33,6 +33,14 @@ func TestEveryRenderedClusterConfigPassesOpenBaosOwnChecks(t *testing.T) {
 			if out, ok := runChecker(t, group); !ok {
 				t.Errorf("OpenBao rejects the config rendered for %s:\n%s", filepath.Base(dir), out)
 			}
+			// The read replicas' config.hcl, where the cluster has them.
+			read := filepath.Join(dir, "read-config.hcl")
+			if _, err := os.Stat(read); err != nil {
+				return
+			}
+			if out, ok := runChecker(t, read); !ok {
+				t.Errorf("OpenBao rejects the read replicas' config rendered for %s:\n%s", filepath.Base(dir), out)
+			}
 		})
 	}
 }

@@ -1,6 +1,18 @@
 {{/* Labels on every object: standard names, the cluster, and commonLabels. */}}
 {{- define "openbao.labels" -}}
 {{ include "openbao.selectorLabels" . }}
+{{ include "openbao.ownLabels" . }}
+{{- end }}
+
+{{/* Labels on the read replicas' objects: their own selector labels (which
+     no selector of the voters matches) and the rest of openbao.labels. */}}
+{{- define "openbao.readLabels" -}}
+{{ toYaml .Values.cluster.readSelectorLabels }}
+{{ include "openbao.ownLabels" . }}
+{{- end }}
+
+{{/* openbao.labels without the selector labels. */}}
+{{- define "openbao.ownLabels" -}}
 app.kubernetes.io/component: server
 app.kubernetes.io/version: {{ .Values.image.tag | quote }}
 app.kubernetes.io/managed-by: openbao-operator
@@ -61,9 +73,7 @@ openbao.org/cluster: {{ .Values.cluster.name }}
      operator's namespace, and the backup Jobs, which take snapshots from
      the active server. */}}
 {{- define "openbao.operatorPeers" -}}
-- podSelector:
-    matchLabels:
-      {{- include "openbao.selectorLabels" . | nindent 6 }}
+{{ include "openbao.serverPeers" . }}
 {{- if .Values.operator.namespace }}
 - namespaceSelector:
     matchLabels:
@@ -74,5 +84,18 @@ openbao.org/cluster: {{ .Values.cluster.name }}
     matchLabels:
       app.kubernetes.io/component: backup
       openbao.org/cluster: {{ .Values.cluster.name }}
+{{- end }}
+{{- end }}
+
+{{/* NetworkPolicy peers that are this cluster's servers: the voters, and
+     the read replicas when there are any. */}}
+{{- define "openbao.serverPeers" -}}
+- podSelector:
+    matchLabels:
+      {{- include "openbao.selectorLabels" . | nindent 6 }}
+{{- if .Values.readReplicas.enabled }}
+- podSelector:
+    matchLabels:
+      {{- toYaml .Values.cluster.readSelectorLabels | nindent 6 }}
 {{- end }}
 {{- end }}

@@ -1,0 +1,70 @@
+package upgrade
+
+import (
+	"fmt"
+	"sort"
+)
+
+// ReadReplicas is what a rollout of the voters looks at of the read
+// replicas (spec.readReplicas). Their StatefulSet has no partition: its
+// controller rolls them, one at a time and each once Ready, in the pass
+// that renders a changed template, which is a pass before the voters'
+// rollout can start (it starts once the voters' StatefulSet reports the
+// new revision).
+type ReadReplicas struct {
+	// Replicas is the read StatefulSet's count; Observed says its
+	// controller has seen its latest spec; Rolled says every pod runs the
+	// update revision (currentRevision equals updateRevision and
+	// updatedReplicas equals replicas).
+	Replicas int32
+	Observed bool
+	Rolled   bool
+	// Pods are the read replicas by name: Ready, unsealed by their own
+	// service-registration label.
+	Pods map[string]ReadPod
+}
+
+// ReadPod is one read replica as the rollout sees it.
+type ReadPod struct {
+	Ready, Unsealed bool
+}
+
+// ReadBehind says why the read replicas are not yet all on the new
+// template, Ready, unsealed, and healthy and caught up as the leader's
+// autopilot sees them (the checks a voter passes before the next one is
+// released); "" when they are, or there are none. The voters' rollout
+// waits for it, so that a release that does not run shows on servers that
+// hold no vote first.
+func ReadBehind(r *ReadReplicas, raft *Raft, maxLag uint64) string {
+	if r == nil || r.Replicas == 0 {
+		return ""
+	}
+	if !r.Observed || !r.Rolled {
+		return fmt.Sprintf("the StatefulSet controller has not rolled all %d read replicas onto the new template yet", r.Replicas)
+	}
+	if int32(len(r.Pods)) < r.Replicas {
+		return fmt.Sprintf("%d of %d read replicas have a pod", len(r.Pods), r.Replicas)
+	}
+	names := make([]string, 0, len(r.Pods))
+	for name := range r.Pods {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p := r.Pods[name]
+		if !p.Ready || !p.Unsealed {
+			return fmt.Sprintf("the read replica %s is not Ready and unsealed on the new template", name)
+		}
+		if raft == nil {
+			return "the Raft state cannot be read, so the read replicas cannot be checked"
+		}
+		s, ok := raft.Servers[name]
+		if !ok || !s.Healthy {
+			return fmt.Sprintf("autopilot does not report the read replica %s healthy", name)
+		}
+		if !s.LagKnown || s.Lag > maxLag {
+			return fmt.Sprintf("the read replica %s trails the leader by %s (at most %d count as caught up)", name, lagText(s), maxLag)
+		}
+	}
+	return ""
+}
