@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,9 +49,13 @@ func (r *OpenBaoClusterReconciler) reconcileRootToken(ctx context.Context, p *pa
 	obs := bootstrap.RevokeObserved{
 		Revoke: c.RootTokenPolicyOf() == v1alpha1.RootTokenRevoke, Initialized: st.Initialized,
 		SelfInitialized: st.SelfInitialized, SecretExists: st.RootToken.Held, RecoveryKeysStored: shares > 0,
-		IdentityCurrent:        identity.RecordedRevision(st) >= identity.Revision,
+		// The stored status, not this pass's: an identity set up in this
+		// pass whose status write is lost, with the root token revoked
+		// in the same pass, could never be recorded again.
+		IdentityCurrent:        identity.RecordedRevision(&c.Status) >= identity.Revision,
 		SecretName:             c.RootTokenSecretName(),
 		RecoveryKeysSecretName: c.RecoveryKeysSecretName(),
+		RevokedRecorded:        c.Status.RootToken != nil && c.Status.RootToken.RevokedAt != nil,
 	}
 	switch d := bootstrap.DecideRevoke(withLogin(obs)); {
 	case d.Action == bootstrap.RevokeHold:
@@ -100,6 +105,14 @@ func (r *OpenBaoClusterReconciler) revokeRootToken(ctx context.Context, p *pass,
 				log.Info("revoke-self did not succeed; looking the token up", "reason", err.Error())
 			}
 			obs.RevokeSent, obs.Token = true, r.lookUpToken(ctx, p, token)
+		case bootstrap.RevokeRecord:
+			if p.status.RootToken.RevokedAt == nil {
+				now := metav1.NewTime(p.now)
+				p.status.RootToken.RevokedAt = &now
+			}
+			log.Info("the root token is proven dead; its Secret goes once the revocation is recorded in status")
+			p.requeueAfter(revokeRecordedRequeue)
+			return nil
 		case bootstrap.RevokeDeleteSecret:
 			return r.deleteRevokedToken(ctx, p, secret)
 		case bootstrap.RevokeHold:
@@ -111,6 +124,10 @@ func (r *OpenBaoClusterReconciler) revokeRootToken(ctx context.Context, p *pass,
 	}
 	return nil
 }
+
+// revokeRecordedRequeue is how soon the pass after the one that recorded
+// the revocation comes, to delete the Secret.
+const revokeRecordedRequeue = time.Second
 
 // holdRevoke reports a revocation that waits, as Degraded when a person
 // must act.
@@ -174,8 +191,7 @@ func (r *OpenBaoClusterReconciler) deleteRevokedToken(ctx context.Context, p *pa
 		return fmt.Errorf("delete Secret %s of the revoked root token: %w", s.Name, secrets.Redact(err))
 	}
 	p.rootTokenSecret = nil
-	now := metav1.NewTime(p.now)
-	p.status.RootToken.Held, p.status.RootToken.RevokedAt = false, &now
+	p.status.RootToken.Held = false
 	msg := fmt.Sprintf("the root token was revoked, proven dead, and Secret %s deleted (spec.rootToken.policy Revoke); "+
 		"to make a root token again, run bao operator generate-root with the recovery keys of Secret %s", s.Name, c.RecoveryKeysSecretName())
 	ctrl.LoggerFrom(ctx).Info("the root token is revoked and its Secret deleted", "audit", true,

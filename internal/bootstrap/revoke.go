@@ -49,6 +49,10 @@ type RevokeObserved struct {
 	// revoke-self was sent in this pass.
 	Token      TokenState
 	RevokeSent bool
+	// RevokedRecorded says status.rootToken.revokedAt is stored: the
+	// status as read at the start of the pass holds it, not only the one
+	// being built.
+	RevokedRecorded bool
 	// SecretName and RecoveryKeysSecretName name the Secrets, for messages.
 	SecretName             string
 	RecoveryKeysSecretName string
@@ -67,8 +71,16 @@ const (
 	// RevokeSelf: call auth/token/revoke-self with the stored token, then
 	// look it up again.
 	RevokeSelf RevokeAction = "RevokeSelf"
+	// RevokeRecord: the token was proven dead; record
+	// status.rootToken.revokedAt and keep the Secret until that status is
+	// stored. A Secret deleted first, with the status write lost (a
+	// conflict, a restart), would leave a cluster whose token is gone and
+	// whose status never says it was revoked: without the Secret there is
+	// nothing left to decide from.
+	RevokeRecord RevokeAction = "Record"
 	// RevokeDeleteSecret: delete the Secret whose token was proven dead
-	// (guarded by its UID and resourceVersion), record status.rootToken.revokedAt.
+	// in this pass, once its revocation is recorded (guarded by its UID
+	// and resourceVersion).
 	RevokeDeleteSecret RevokeAction = "DeleteSecret"
 	// RevokeHold: not now; Reason and Message say why (Degraded when
 	// Degraded is set), retried after DegradedRequeue.
@@ -118,6 +130,9 @@ func DecideRevoke(o RevokeObserved) RevokeDecision {
 		}
 		return RevokeDecision{Action: RevokeSelf}
 	case TokenDead:
+		if !o.RevokedRecorded {
+			return RevokeDecision{Action: RevokeRecord, Reason: ReasonRootTokenRevoked}
+		}
 		return RevokeDecision{Action: RevokeDeleteSecret, Reason: ReasonRootTokenRevoked}
 	}
 	return hold(ReasonRevokeUnconfirmed, fmt.Sprintf("whether the token of Secret %s still works is unknown (OpenBao "+

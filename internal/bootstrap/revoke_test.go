@@ -51,8 +51,10 @@ func TestDecideRevoke(t *testing.T) {
 		"an unanswered lookup keeps the Secret": {
 			obs:  ready(func(o *bootstrap.RevokeObserved) { o.Token, o.RevokeSent = bootstrap.TokenUnknown, true }),
 			want: bootstrap.RevokeHold, reason: bootstrap.ReasonRevokeUnconfirmed},
-		"a token proven dead has its Secret deleted": {
-			obs: ready(func(o *bootstrap.RevokeObserved) { o.Token, o.RevokeSent = bootstrap.TokenDead, true }), want: bootstrap.RevokeDeleteSecret},
+		"a token proven dead has its revocation recorded, its Secret kept until that is stored": {
+			obs: ready(func(o *bootstrap.RevokeObserved) { o.Token, o.RevokeSent = bootstrap.TokenDead, true }), want: bootstrap.RevokeRecord},
+		"a token proven dead whose revocation is stored has its Secret deleted": {
+			obs: ready(func(o *bootstrap.RevokeObserved) { o.Token, o.RevokedRecorded = bootstrap.TokenDead, true }), want: bootstrap.RevokeDeleteSecret},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := bootstrap.DecideRevoke(tc.obs)
@@ -81,16 +83,18 @@ func TestRevokeRefusal(t *testing.T) {
 // once per pass; the Secret is deleted only under the same conditions and
 // only once a lookup proved the token dead.
 func FuzzDecideRevoke(f *testing.F) {
-	f.Add(true, true, false, true, true, true, true, 0, false)
-	f.Add(true, true, false, true, true, true, true, 1, false)
-	f.Add(true, true, false, true, true, true, true, 2, true)
-	f.Add(true, true, false, true, false, true, true, 1, false)
-	f.Add(true, true, false, true, true, true, true, 3, true)
-	f.Fuzz(func(t *testing.T, revoke, initialized, selfInit, secret, keys, identity, login bool, token int, sent bool) {
+	f.Add(true, true, false, true, true, true, true, 0, false, false)
+	f.Add(true, true, false, true, true, true, true, 1, false, false)
+	f.Add(true, true, false, true, true, true, true, 2, true, false)
+	f.Add(true, true, false, true, false, true, true, 1, false, false)
+	f.Add(true, true, false, true, true, true, true, 3, true, false)
+	f.Add(true, true, false, true, true, true, true, 2, false, false)
+	f.Add(true, true, false, true, true, true, true, 2, false, true)
+	f.Fuzz(func(t *testing.T, revoke, initialized, selfInit, secret, keys, identity, login bool, token int, sent, recorded bool) {
 		o := bootstrap.RevokeObserved{
 			Revoke: revoke, Initialized: initialized, SelfInitialized: selfInit, SecretExists: secret,
 			RecoveryKeysStored: keys, IdentityCurrent: identity, OperatorLoggedIn: login,
-			Token: bootstrap.TokenState(((token % 4) + 4) % 4), RevokeSent: sent,
+			Token: bootstrap.TokenState(((token % 4) + 4) % 4), RevokeSent: sent, RevokedRecorded: recorded,
 		}
 		d := bootstrap.DecideRevoke(o)
 		preconditions := revoke && initialized && !selfInit && secret && keys && identity && login
@@ -100,8 +104,12 @@ func FuzzDecideRevoke(f *testing.F) {
 				t.Fatalf("revoke-self on %+v", o)
 			}
 		case bootstrap.RevokeDeleteSecret:
-			if !preconditions || o.Token != bootstrap.TokenDead {
+			if !preconditions || o.Token != bootstrap.TokenDead || !o.RevokedRecorded {
 				t.Fatalf("Secret deleted on %+v", o)
+			}
+		case bootstrap.RevokeRecord:
+			if !preconditions || o.Token != bootstrap.TokenDead {
+				t.Fatalf("revocation recorded on %+v", o)
 			}
 		case bootstrap.RevokeLookup:
 			if !preconditions || o.Token != bootstrap.TokenUnchecked {

@@ -80,7 +80,14 @@ func TestProductionSampleFormsWithLocalStandIns(t *testing.T) {
 		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: prodName}, c); err != nil {
 			return false, err.Error()
 		}
-		return c.Status.RootToken != nil && c.Status.RootToken.RevokedAt != nil, fmt.Sprintf("%+v", c.Status.RootToken)
+		var conds []string
+		for _, cond := range c.Status.Conditions {
+			if cond.Status != metav1.ConditionTrue || cond.Type == v1alpha1.ConditionDegraded {
+				conds = append(conds, cond.Type+"="+string(cond.Status)+" "+cond.Reason+": "+cond.Message)
+			}
+		}
+		return c.Status.RootToken != nil && c.Status.RootToken.RevokedAt != nil,
+			fmt.Sprintf("%+v; conditions not true: %s", c.Status.RootToken, strings.Join(conds, "; "))
 	})
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.RootTokenSecretName()}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("Secret %s is still there after the revocation (%v)", c.RootTokenSecretName(), err)

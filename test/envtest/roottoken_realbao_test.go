@@ -22,6 +22,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -43,9 +44,11 @@ type revokeFaults struct {
 	// revokeNotSent fails revoke-self without sending it; revokeLost sends
 	// it and then reports a lost answer.
 	revokeNotSent, revokeLost atomic.Bool
-	// deleteFails refuses the delete of the root-token Secret.
-	deleteFails atomic.Bool
-	revokes     atomic.Int32
+	// deleteFails refuses the delete of the root-token Secret;
+	// statusConflicts answers every status write of the cluster with a
+	// conflict, as when the cluster changed during the pass.
+	deleteFails, statusConflicts atomic.Bool
+	revokes                      atomic.Int32
 }
 
 type faultyClient struct {
@@ -127,8 +130,13 @@ spec:
 
 	assertPluginSays(t, c, "HELD in Secret boot-root-token, to be revoked")
 
-	// A revoke that was never sent keeps the Secret.
+	// The pass that sets the identity up records it; the next one
+	// revokes. A revoke that was never sent keeps the Secret.
 	r.Issuer = issuer
+	mustPass(t, pass)
+	if faults.revokes.Load() != 0 {
+		t.Fatal("revoke-self sent in the pass that set the identity up, before its status was stored")
+	}
 	faults.revokeNotSent.Store(true)
 	mustPass(t, pass)
 	if faults.revokes.Load() == 0 || secretData(t, c, c.RootTokenSecretName()) == nil || tokenState(t, bao, token) != "alive" {
@@ -149,17 +157,44 @@ spec:
 	if faults.revokes.Load() != sent || tokenState(t, bao, token) != "alive" {
 		t.Fatalf("revoke-self sent while the identity was at revision 1; token %s", tokenState(t, bao, token))
 	}
+	// The identity brought up to date is recorded first; the revocation
+	// waits for the stored status to say so, since the pass that revokes
+	// the token could lose its status write and the identity could then
+	// never be recorded again.
 	r.Issuer = issuer
-	// A revoke whose answer is lost, then a failed delete: the token is
-	// dead, and the Secret stays until a delete succeeds.
+	mustPass(t, pass)
+	if faults.revokes.Load() != sent || tokenState(t, bao, token) != "alive" ||
+		identity.RecordedRevision(&latestCluster(t, c).Status) != identity.Revision {
+		t.Fatalf("in the pass that brought the identity up to date: revoke-self sent %t, token %s, identity revision %d recorded",
+			faults.revokes.Load() != sent, tokenState(t, bao, token), identity.RecordedRevision(&latestCluster(t, c).Status))
+	}
+	// A revoke whose answer is lost, in a pass whose status write is
+	// lost: the token is dead, and the Secret stays, since no status says
+	// the token was revoked.
 	faults.revokeLost.Store(true)
+	faults.statusConflicts.Store(true)
+	mustPass(t, pass)
+	faults.statusConflicts.Store(false)
+	if tokenState(t, bao, token) != "dead" || secretData(t, c, c.RootTokenSecretName()) == nil {
+		t.Fatalf("after a lost revoke answer and a lost status write: token %s, Secret kept %v", tokenState(t, bao, token),
+			secretData(t, c, c.RootTokenSecretName()) != nil)
+	}
+	if s := latestCluster(t, c).Status.RootToken; s == nil || s.RevokedAt != nil {
+		t.Fatalf("status.rootToken %+v: a lost status write cannot have stored the revocation", s)
+	}
+	// The next pass records the revocation; the Secret stays until the
+	// one after, and there a failed delete keeps it.
 	faults.deleteFails.Store(true)
+	mustPass(t, pass)
+	if s := latestCluster(t, c).Status.RootToken; s == nil || s.RevokedAt == nil || secretData(t, c, c.RootTokenSecretName()) == nil {
+		t.Fatalf("status.rootToken %+v, Secret kept %v: want the revocation recorded and the Secret kept", s,
+			secretData(t, c, c.RootTokenSecretName()) != nil)
+	}
 	if err := pass(); err == nil {
 		t.Fatal("a pass whose delete failed returned no error")
 	}
-	if tokenState(t, bao, token) != "dead" || secretData(t, c, c.RootTokenSecretName()) == nil {
-		t.Fatalf("after a lost revoke answer and a failed delete: token %s, Secret kept %v", tokenState(t, bao, token),
-			secretData(t, c, c.RootTokenSecretName()) != nil)
+	if secretData(t, c, c.RootTokenSecretName()) == nil {
+		t.Fatal("the Secret is gone after a failed delete")
 	}
 	faults.deleteFails.Store(false)
 	mustPass(t, pass)
@@ -234,6 +269,13 @@ func revokeReconciler(t *testing.T, c *v1alpha1.OpenBaoCluster, rec *events.Fake
 				return errors.New("the delete is refused by the test")
 			}
 			return cl.Delete(ctx, obj, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if sub == "status" && obj.GetName() == c.Name && f.statusConflicts.Load() {
+				return apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("openbaoclusters").GroupResource(), c.Name,
+					errors.New("the test changed the cluster"))
+			}
+			return cl.SubResource(sub).Update(ctx, obj, opts...)
 		},
 	})
 	r, err := newReconciler(failing, k8s, rec)
