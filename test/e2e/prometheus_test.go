@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,13 +31,19 @@ import (
 // ServiceMonitors and PrometheusRules stored on the node's API server, as
 // the install chart and the operator rendered them. The Prometheus
 // Operator itself is not built here (see docs/development.md); promConfig
-// translates those objects the way it does: kubernetes_sd_configs with
-// role endpoints, the relabelings that keep the Service the selector names
-// and the endpoint's port, job from the Service's name, honorLabels,
-// scheme, path, params, interval, TLS and the bearer token from the Secret
-// the endpoint names. Rules are copied with their expressions, labels and
-// annotations as rendered; only each `for:` is divided by forScale, so an
-// alert held 5m in a user's cluster is held 5s here.
+// translates those objects the way it does: role endpoints discovery, the
+// relabelings that keep the Service the selector names and the endpoint's
+// port, job from the Service's name, honorLabels, scheme, path, params,
+// interval, TLS and the bearer token from the Secret the endpoint names.
+// Debian builds Prometheus without Kubernetes service discovery (client-go
+// is not packaged there), so endpointsSD stands in for
+// kubernetes_sd_configs: it serves the targets of the namespace's
+// Endpoints, read from the API server at each refresh, with the
+// __meta_kubernetes_* labels that discovery gives them, over
+// http_sd_configs; the relabelings act on them unchanged. Rules are copied
+// with their expressions, labels and annotations as rendered; only each
+// `for:` is divided by forScale, so an alert held 5m in a user's cluster is
+// held 5s here.
 const (
 	forScale         = 60
 	promEvalInterval = 2 * time.Second
@@ -70,7 +78,9 @@ func startPrometheus(ctx context.Context, t *testing.T, cl client.Client, namesp
 	t.Helper()
 	bin := prometheusBinary(t)
 	dir := t.TempDir()
-	cfg, scrape := promConfig(ctx, t, cl, dir, namespaces)
+	sd := httptest.NewServer(endpointsSD(cl))
+	t.Cleanup(sd.Close)
+	cfg, scrape := promConfig(ctx, t, cl, dir, sd.URL, namespaces)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +123,7 @@ func startPrometheus(ctx context.Context, t *testing.T, cl client.Client, namesp
 // promConfig is Prometheus' configuration for the ServiceMonitors and
 // PrometheusRules of namespaces, with the files it names written to dir,
 // and the longest scrape interval in it.
-func promConfig(ctx context.Context, t *testing.T, cl client.Client, dir string, namespaces []string) ([]byte, time.Duration) {
+func promConfig(ctx context.Context, t *testing.T, cl client.Client, dir, sdURL string, namespaces []string) ([]byte, time.Duration) {
 	t.Helper()
 	var scrapes []map[string]any
 	var ruleFiles []string
@@ -123,6 +133,7 @@ func promConfig(ctx context.Context, t *testing.T, cl client.Client, dir string,
 			endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
 			for i, ep := range endpoints {
 				sc := scrapeConfig(ctx, t, cl, dir, sm, i, ep.(map[string]any))
+				sc["http_sd_configs"] = []map[string]any{{"url": sdURL + "/" + ns, "refresh_interval": "1s"}}
 				scrapes = append(scrapes, sc)
 				if d, _ := model.ParseDuration(sc["scrape_interval"].(string)); time.Duration(d) > longest {
 					longest = time.Duration(d)
@@ -217,8 +228,6 @@ func scrapeConfig(ctx context.Context, t *testing.T, cl client.Client, dir strin
 		"scheme":          orDefault(ep["scheme"], "http"),
 		"metrics_path":    orDefault(ep["path"], "/metrics"),
 		"scrape_interval": orDefault(ep["interval"], "30s"),
-		"kubernetes_sd_configs": []map[string]any{{"role": "endpoints", "kubeconfig_file": node.Kubeconfig(),
-			"namespaces": map[string]any{"names": []string{ns}}}},
 		"relabel_configs": relabel,
 	}
 	if params, ok := ep["params"]; ok {
@@ -239,6 +248,67 @@ func orDefault(v any, def string) string {
 		return s
 	}
 	return def
+}
+
+// endpointsSD serves, at /<namespace>, Prometheus' HTTP service
+// discovery format for every address (ready or not) and port of every
+// Endpoints object of the namespace, labelled as kubernetes_sd_configs
+// with role endpoints labels them (those the relabelings read).
+func endpointsSD(cl client.Client) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ns := strings.TrimPrefix(r.URL.Path, "/")
+		groups, err := endpointTargets(r.Context(), cl, ns)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(groups)
+	})
+}
+
+type targetGroup struct {
+	Targets []string          `json:"targets"`
+	Labels  map[string]string `json:"labels"`
+}
+
+func endpointTargets(ctx context.Context, cl client.Client, ns string) ([]targetGroup, error) {
+	var services corev1.ServiceList
+	var endpoints corev1.EndpointsList
+	if err := cl.List(ctx, &services, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	if err := cl.List(ctx, &endpoints, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	serviceLabels := map[string]map[string]string{}
+	for _, s := range services.Items {
+		serviceLabels[s.Name] = s.Labels
+	}
+	groups := []targetGroup{}
+	for _, ep := range endpoints.Items {
+		for _, subset := range ep.Subsets {
+			for _, port := range subset.Ports {
+				for ready, addrs := range map[string][]corev1.EndpointAddress{"true": subset.Addresses, "false": subset.NotReadyAddresses} {
+					for _, a := range addrs {
+						labels := map[string]string{"__meta_kubernetes_namespace": ns, "__meta_kubernetes_service_name": ep.Name,
+							"__meta_kubernetes_endpoint_port_name": port.Name, "__meta_kubernetes_endpoint_ready": ready}
+						for k, v := range serviceLabels[ep.Name] {
+							name := labelNameChars.ReplaceAllString(k, "_")
+							labels["__meta_kubernetes_service_label_"+name] = v
+							labels["__meta_kubernetes_service_labelpresent_"+name] = "true"
+						}
+						if a.TargetRef != nil && a.TargetRef.Kind == "Pod" {
+							labels["__meta_kubernetes_pod_name"] = a.TargetRef.Name
+						}
+						target := net.JoinHostPort(a.IP, strconv.Itoa(int(port.Port)))
+						groups = append(groups, targetGroup{Targets: []string{target}, Labels: labels})
+					}
+				}
+			}
+		}
+	}
+	return groups, nil
 }
 
 // tokenRef is the Secret key an endpoint's bearer token is read from:
