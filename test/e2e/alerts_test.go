@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -138,6 +139,15 @@ func TestClusterAlertsFireOnRealFaultsAndResolve(t *testing.T) {
 		return st["phase"] == "Running" && fmt.Sprint(st["readyReplicas"]) == fmt.Sprint(replicas) && st["identityConfigured"] == true, fmt.Sprint(st)
 	})
 	setBackupToMinIO(ctx, t, cl, ns, m, "alerts", func(b *v1alpha1.BackupSpec) { b.JWTAuthRole = "backup" })
+	// The backup alerts are rendered once spec.backup is set.
+	waitFor(ctx, t, time.Minute, "the cluster's PrometheusRule with the backup alerts", func() (bool, string) {
+		for _, pr := range listMonitoring(ctx, t, cl, ns, "PrometheusRule") {
+			if raw, _ := json.Marshal(pr.Object); strings.Contains(string(raw), "OpenBaoBackupFailing") {
+				return true, ""
+			}
+		}
+		return false, "not yet"
+	})
 	prom := startPrometheus(ctx, t, cl, localnode.OperatorNamespace, ns)
 	waitFor(ctx, t, time.Minute, "the operator's and the three servers' targets up", func() (bool, string) {
 		servers := prom.query(t, fmt.Sprintf(`up{namespace=%q} == 1`, ns))
@@ -163,15 +173,13 @@ func externalNames(ns string) []string {
 }
 
 // createAlertsCluster creates the three-server cluster with External TLS
-// (Secret externalSecret), the ServiceMonitor and PrometheusRule, and a
-// short PodReadyTimeout so that a rollout halts within seconds.
+// (Secret externalSecret), the ServiceMonitor and PrometheusRule.
 func createAlertsCluster(ctx context.Context, t *testing.T, cl client.Client, ns string) {
 	t.Helper()
 	obj := clusterObject(t, ns, "bao", nil)
 	spec := obj.Object["spec"].(map[string]any)
 	spec["tls"] = map[string]any{"mode": "External", "external": map[string]any{"serverSecretRef": map[string]any{"name": externalSecret}}}
 	spec["monitoring"] = map[string]any{"serviceMonitor": map[string]any{"enabled": true, "interval": localnode.MonitoringScrapeInterval}}
-	spec["upgrade"] = map[string]any{"podReadyTimeout": "15s"}
 	if err := cl.Create(ctx, obj); err != nil {
 		t.Fatalf("create OpenBaoCluster: %v", err)
 	}
@@ -340,15 +348,17 @@ func (f *faults) backupsFailing(m *miniotest.Server) {
 	f.prom.expectResolved(f.ctx, t, "OpenBaoBackupFailing", "warning", self, time.Minute)
 }
 
-// rolloutHalted asks for more CPU than the node has: the first rolled pod
-// stays Pending, the rollout halts after PodReadyTimeout (15s) and
+// rolloutHalted asks for more CPU than the node has, with a short
+// PodReadyTimeout (15s): the first rolled pod stays Pending, the rollout
+// halts and
 // OpenBaoUpgradeHalted fires. Taking the request back and resuming
 // (spec.upgrade.resumeRequest, what kubectl openbao resume-upgrade sets)
 // resolves it.
 func (f *faults) rolloutHalted() {
 	t, self := f.t, f.self()
 	f.requireQuiet("OpenBaoUpgradeHalted", "critical", self)
-	patchSpec(f.ctx, t, f.cl, f.ns, map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": "64"}}})
+	patchSpec(f.ctx, t, f.cl, f.ns, map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": "64"}},
+		"upgrade": map[string]any{"podReadyTimeout": "15s"}})
 	at := f.inPlace("openbao_upgrade_status", "", func(v float64) bool { return v == 2 })
 	f.prom.expectFiring(f.ctx, t, "OpenBaoUpgradeHalted", "critical", self, at, 0)
 
