@@ -47,8 +47,11 @@ func TestOperatorDownAlertFiresAndResolves(t *testing.T) {
 	t.Cleanup(restore)
 	inPlace := waitNoMetricsEndpoint(ctx, t, cl)
 	// The target leaves Prometheus through service discovery, which may
-	// hold a change for promSDDelay.
-	prom.expectFiring(ctx, t, "OpenBaoOperatorDown", "critical", self, inPlace, promSDDelay)
+	// hold a change for promSDDelay, and Prometheus marks the series of a
+	// target that is gone stale only after two of its scrape intervals and
+	// a tenth (in case the target comes back): until then up == 1 holds.
+	stale := 2*prom.scrape + prom.scrape/10
+	prom.expectFiring(ctx, t, "OpenBaoOperatorDown", "critical", self, inPlace, promSDDelay+stale)
 
 	restore()
 	prom.expectResolved(ctx, t, "OpenBaoOperatorDown", "critical", self, time.Minute)
