@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -94,12 +95,15 @@ func startPrometheus(ctx context.Context, t *testing.T, cl client.Client, namesp
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--log.level=warn")
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--log.level=debug")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		if t.Failed() {
+			logPrometheusState(t, "http://"+addr)
+		}
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		logFile.Close()
@@ -118,6 +122,21 @@ func startPrometheus(ctx context.Context, t *testing.T, cl client.Client, namesp
 		return resp.StatusCode == http.StatusOK, resp.Status
 	})
 	return p
+}
+
+// logPrometheusState logs what a failed test needs to see: the targets
+// and the series up, as Prometheus has them.
+func logPrometheusState(t *testing.T, base string) {
+	for _, path := range []string{"/api/v1/targets?state=active", "/api/v1/query?query=up", "/api/v1/alerts"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Logf("GET %s: %v", path, err)
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Logf("GET %s at %s: %s", path, time.Now().Format(time.TimeOnly), body)
+	}
 }
 
 // promConfig is Prometheus' configuration for the ServiceMonitors and
