@@ -46,8 +46,11 @@ import (
 // `for:` is divided by forScale, so an alert held 5m in a user's cluster is
 // held 5s here.
 const (
-	forScale         = 60
-	promEvalInterval = 2 * time.Second
+	forScale = 60
+	// promEvalInterval divides every shortened hold (whole seconds), so
+	// a hold ends on an evaluation and the bound of expectFiring needs no
+	// rounding up to the next one.
+	promEvalInterval = time.Second
 	// promSDDelay is how long Prometheus' discovery manager may hold a
 	// change of the targets before handing it to the scrapers.
 	promSDDelay = 5 * time.Second
