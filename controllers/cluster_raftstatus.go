@@ -19,8 +19,10 @@ func (r *OpenBaoClusterReconciler) publishRaft(ctx context.Context, p *pass) err
 		return nil
 	}
 	want := raftMembers(p.cluster)
-	if p.openbao == nil && !raftstatus.Due(p.status.Raft, want, p.now, r.ResyncPeriod) {
-		p.requeueUnlessSettled(want)
+	// Observed by the servers step, earlier in the pass.
+	down := sealedServers(p) > 0 || p.status.ReadyReplicas < p.cluster.Spec.Replicas
+	if p.openbao == nil && !raftstatus.Due(p.status.Raft, want, p.now, r.ResyncPeriod, down) {
+		p.requeueUnlessSettled(want, down)
 		return nil
 	}
 	v := r.view(ctx, p)
@@ -28,14 +30,15 @@ func (r *OpenBaoClusterReconciler) publishRaft(ctx context.Context, p *pass) err
 		return nil
 	}
 	p.status.Raft = raftstatus.Of(*v.autopilot, v.raft, p.now)
-	p.requeueUnlessSettled(want)
+	p.requeueUnlessSettled(want, down)
 	return nil
 }
 
 // requeueUnlessSettled looks again soon at a cluster whose Raft copy shows
-// it still forming, promoting or recovering, even when no event comes.
-func (p *pass) requeueUnlessSettled(want raftstatus.Members) {
-	if !raftstatus.Settled(p.status.Raft, want) {
+// it still forming, promoting or recovering, or whose pods show a server
+// down, even when no event comes.
+func (p *pass) requeueUnlessSettled(want raftstatus.Members, down bool) {
+	if down || !raftstatus.Settled(p.status.Raft, want) {
 		p.requeueAfter(raftstatus.UnsettledInterval)
 	}
 }

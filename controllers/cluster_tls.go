@@ -87,8 +87,8 @@ func (r *OpenBaoClusterReconciler) observeExternalTLS(ctx context.Context, p *pa
 		return nil
 	}
 	certPEM := s.Data[pki.CertKey]
-	recordExpiry(p, "ca", s.Data[pki.CAKey])
-	recordExpiry(p, "server", certPEM)
+	recordExpiry(p, "ca", s.Data[pki.CAKey], 0)
+	recordExpiry(p, "server", certPEM, 0)
 	p.setCondition(v1alpha1.ConditionTLSReady, true, v1alpha1.ReasonExternalSecretsReady,
 		fmt.Sprintf("serving the certificate from Secret %s, trusted through its ca.crt", name))
 	p.tls = servedTLS{certPEM: certPEM, caPEM: s.Data[pki.CAKey], ready: true}
@@ -128,8 +128,8 @@ func (r *OpenBaoClusterReconciler) reconcileOperatorTLS(ctx context.Context, p *
 		}
 		plan = pki.Decide(obs, spec, p.now) // for NextCheck
 	}
-	recordExpiry(p, "ca", obs.CA.CertPEM)
-	recordExpiry(p, "server", obs.Server.CertPEM)
+	recordExpiry(p, "ca", obs.CA.CertPEM, spec.CARenewBefore())
+	recordExpiry(p, "server", obs.Server.CertPEM, spec.RenewBefore())
 	p.setCondition(v1alpha1.ConditionTLSReady, true, v1alpha1.ReasonCertificatesReady,
 		fmt.Sprintf("server certificate in Secret %s is valid and signed by the CA in Secret %s",
 			c.TLSServerSecretName(), c.TLSCASecretName()))
@@ -203,14 +203,21 @@ func tlsEvent(plan pki.Plan) event {
 
 // recordExpiry puts a certificate's expiry into the metric and into
 // status.tls, where kubectl openbao status reads it: the Secrets also hold
-// the private keys, which a reader of expiry dates must not need.
-func recordExpiry(p *pass, kind string, certPEM []byte) {
-	notAfter, err := pki.NotAfter(certPEM)
+// the private keys, which a reader of expiry dates must not need. Its
+// renewal is due renewBefore ahead of expiry; 0 (a certificate renewed
+// outside the operator) stands for a third of its lifetime, cert-manager's
+// default and the operator's own ratio for server certificates.
+func recordExpiry(p *pass, kind string, certPEM []byte, renewBefore time.Duration) {
+	notBefore, notAfter, err := pki.Validity(certPEM)
 	if err != nil {
 		return
 	}
+	if renewBefore == 0 {
+		renewBefore = notAfter.Sub(notBefore) / 3
+	}
 	c := p.cluster
 	tlsCertExpiry.WithLabelValues(c.Namespace, c.Name, kind).Set(float64(notAfter.Unix()))
+	tlsCertRenewalDue.WithLabelValues(c.Namespace, c.Name, kind).Set(float64(notAfter.Add(-renewBefore).Unix()))
 	if p.status.TLS == nil {
 		p.status.TLS = &v1alpha1.TLSStatus{}
 	}

@@ -18,6 +18,13 @@ var (
 		Name: "openbao_tls_cert_expiry_timestamp",
 		Help: "Expiry of a cluster's TLS certificate, in seconds since the epoch; type is ca or server.",
 	}, []string{"namespace", "name", "type"})
+	// The alert compares a certificate's age against this, not against a
+	// fixed number of days: a 24h rotation period would always be "within
+	// 7 days of expiry".
+	tlsCertRenewalDue = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_tls_cert_renewal_due_timestamp",
+		Help: "When a cluster's TLS certificate is due for renewal (the operator's own schedule; a third of its lifetime before expiry for external certificates), in seconds since the epoch; type is ca or server.",
+	}, []string{"namespace", "name", "type"})
 	tlsRotations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "openbao_tls_rotation_total",
 		Help: "Server certificates the operator issued for a cluster.",
@@ -149,7 +156,7 @@ func MetricsServerOptions(addr string, plainHTTP bool) metricsserver.Options {
 }
 
 // exported are every collector the operator registers.
-var exported = []prometheus.Collector{tlsCertExpiry, tlsRotations, reconcileDuration, renderDuration,
+var exported = []prometheus.Collector{tlsCertExpiry, tlsCertRenewalDue, tlsRotations, reconcileDuration, renderDuration,
 	upgradeStatus, upgradeDuration, upgradeStepDowns,
 	backupSuccesses, backupFailures, backupLastSuccess, backupLastSize, backupLastDuration, backupConsecutiveFailures,
 	clusterReadyReplicas, clusterDesiredReplicas, clusterSealedReplicas, clusterPhase,
@@ -233,7 +240,7 @@ func recordReconcileError(namespace, name string) {
 func forgetClusterMetrics(namespace, name string) {
 	labels := prometheus.Labels{"namespace": namespace, "name": name}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
-		tlsCertExpiry, tlsRotations, upgradeStatus, upgradeDuration, upgradeStepDowns,
+		tlsCertExpiry, tlsCertRenewalDue, tlsRotations, upgradeStatus, upgradeDuration, upgradeStepDowns,
 		backupSuccesses, backupFailures, backupLastSuccess, backupLastSize, backupLastDuration, backupConsecutiveFailures,
 		restorePhase, restoreDuration, restoresTotal, drillsTotal, drillLastSuccess, drillLastDuration,
 		clusterReadyReplicas, clusterDesiredReplicas, clusterSealedReplicas, clusterPhase,

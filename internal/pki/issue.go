@@ -193,3 +193,12 @@ func NotAfter(certPEM []byte) (time.Time, error) {
 	}
 	return cert.NotAfter, nil
 }
+
+// Validity is the validity window of the first certificate in certPEM.
+func Validity(certPEM []byte) (notBefore, notAfter time.Time, err error) {
+	cert, err := parseCert(certPEM)
+	if err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("read certificate validity: %w", err)
+	}
+	return cert.NotBefore, cert.NotAfter, nil
+}

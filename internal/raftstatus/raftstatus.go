@@ -20,18 +20,21 @@ import (
 const UnsettledInterval = 10 * time.Second
 
 // Due says whether status.raft should be read again: never read; or the
-// copy shows the cluster unsettled (Settled) and is UnsettledInterval
-// old; or it is most of a period old. The tenth of slack lets the resync
-// pass that comes one period after the last read refresh it, instead of
-// the pass after that. Without a period (no resync configured) a settled
-// copy is not read again: reading on every pass is what this guards
-// against.
-func Due(last *v1alpha1.RaftStatus, want Members, now time.Time, period time.Duration) bool {
+// copy shows the cluster unsettled (Settled), or the pods show a server
+// down (serversDown: sealed or not ready) whatever the copy says, and it is
+// UnsettledInterval old; or it is most of a period old. Without
+// serversDown a settled copy would hide a sealed voter, and the failure
+// tolerance its alert reads, until the next resync. The tenth of slack
+// lets the resync pass that comes one period after the last read refresh
+// it, instead of the pass after that. Without a period (no resync
+// configured) a settled copy of a cluster with every server up is not
+// read again: reading on every pass is what this guards against.
+func Due(last *v1alpha1.RaftStatus, want Members, now time.Time, period time.Duration, serversDown bool) bool {
 	if last == nil {
 		return true
 	}
 	age := now.Sub(last.ObservedAt.Time)
-	if !Settled(last, want) {
+	if serversDown || !Settled(last, want) {
 		return age >= UnsettledInterval
 	}
 	return period > 0 && age >= period-period/10

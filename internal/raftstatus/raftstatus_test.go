@@ -27,20 +27,24 @@ func TestDue(t *testing.T) {
 		name   string
 		last   *v1alpha1.RaftStatus
 		period time.Duration
+		down   bool
 		want   bool
 	}{
-		{"never read: due", nil, 10 * time.Minute, true},
-		{"settled, read a minute ago with a ten-minute period: not due", settled(time.Minute), 10 * time.Minute, false},
-		{"settled, read just under a period ago (the resync pass): due", settled(9*time.Minute + 30*time.Second), 10 * time.Minute, true},
-		{"settled, read two periods ago: due", settled(20 * time.Minute), 10 * time.Minute, true},
-		{"no resync period, never read: due", nil, 0, true},
-		{"no resync period, settled, read long ago: not due (no read on every pass)", settled(24 * time.Hour), 0, false},
-		{"forming, read 5 s ago: not yet", forming(5 * time.Second), 10 * time.Minute, false},
-		{"forming, read 10 s ago: due, not a period later", forming(10 * time.Second), 10 * time.Minute, true},
-		{"forming, no resync period: due all the same", forming(time.Minute), 0, true},
+		{"never read: due", nil, 10 * time.Minute, false, true},
+		{"settled, read a minute ago with a ten-minute period: not due", settled(time.Minute), 10 * time.Minute, false, false},
+		{"settled, read just under a period ago (the resync pass): due", settled(9*time.Minute + 30*time.Second), 10 * time.Minute, false, true},
+		{"settled, read two periods ago: due", settled(20 * time.Minute), 10 * time.Minute, false, true},
+		{"no resync period, never read: due", nil, 0, false, true},
+		{"no resync period, settled, read long ago: not due (no read on every pass)", settled(24 * time.Hour), 0, false, false},
+		{"forming, read 5 s ago: not yet", forming(5 * time.Second), 10 * time.Minute, false, false},
+		{"forming, read 10 s ago: due, not a period later", forming(10 * time.Second), 10 * time.Minute, false, true},
+		{"forming, no resync period: due all the same", forming(time.Minute), 0, false, true},
+		{"settled copy but a server down (sealed), read 10 s ago: due, not a period later", settled(10 * time.Second), 10 * time.Minute, true, true},
+		{"settled copy but a server down, read 5 s ago: not yet", settled(5 * time.Second), 10 * time.Minute, true, false},
+		{"settled copy but a server down, no resync period: due", settled(time.Minute), 0, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Due(tc.last, Members{Voters: 3}, now, tc.period); got != tc.want {
+			if got := Due(tc.last, Members{Voters: 3}, now, tc.period, tc.down); got != tc.want {
 				t.Fatalf("Due = %v, want %v", got, tc.want)
 			}
 		})

@@ -182,15 +182,21 @@ func newExternalCA(t *testing.T) *externalCA {
 // its own serial, as a renewal does.
 func (ca *externalCA) issue(t *testing.T, names []string) (certPEM, keyPEM []byte) {
 	t.Helper()
+	now := time.Now()
+	return ca.issueValid(t, names, now.Add(-time.Hour), now.Add(24*time.Hour))
+}
+
+// issueValid is issue with the validity window given.
+func (ca *externalCA) issueValid(t *testing.T, names []string, notBefore, notAfter time.Time) (certPEM, keyPEM []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ca.serial++
-	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(ca.serial), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		NotBefore: notBefore, NotAfter: notAfter,
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}

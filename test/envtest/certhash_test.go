@@ -60,6 +60,12 @@ spec: {version: 2.4.0}
 	if int64(expiry) != notAfter.Unix() {
 		t.Errorf("openbao_tls_cert_expiry_timestamp = %v, want %d", expiry, notAfter.Unix())
 	}
+	// The default rotation period (90 days) renews a third of it before expiry.
+	due := gaugeValue(t, "openbao_tls_cert_renewal_due_timestamp", map[string]string{
+		"namespace": managedNamespace, "name": "hashed", "type": "server"})
+	if want := notAfter.Add(-pki.DefaultRotationPeriod / 3).Unix(); int64(due) != want {
+		t.Errorf("openbao_tls_cert_renewal_due_timestamp = %v, want %d (30 days before expiry)", due, want)
+	}
 }
 
 // fakeServerPod creates the cluster's pod of this ordinal, as the

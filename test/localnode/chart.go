@@ -81,6 +81,12 @@ func installChart(ctx context.Context, c Config, cl client.Client, image, wrappe
 	// The platform's image policy: the node runs only the images built
 	// here and imported into containerd, all named localhost/<name>.
 	maps.Copy(vals, NodeValues(LocalRegistry))
+	// Monitoring as a Prometheus Operator user turns it on: the e2e tier's
+	// Prometheus reads these objects (monitoring.go).
+	if err := ensureMonitoringCRDs(ctx, cl); err != nil {
+		return err
+	}
+	vals["serviceMonitor"] = monitoringValues()
 	return InstallChart(ctx, c, cl, chrt, OperatorChartDir, vals, logf)
 }
 

@@ -160,11 +160,21 @@ func cases() []alertCase {
 		{"OpenBaoNoFailureTolerance", map[string]string{sel("openbao_cluster_raft_failure_tolerance"): "0x60",
 			sel("openbao_cluster_desired_replicas"): "1x60"}, "40m", nil},
 		{"OpenBaoRaftUnhealthy", map[string]string{sel("openbao_cluster_raft_healthy"): "0x60"}, "40m", []map[string]string{sameCluster}},
-		// Expiry at 3 days after time 0: the warning fires, the critical not.
-		{"OpenBaoCertificateExpiresSoon", map[string]string{sel("openbao_tls_cert_expiry_timestamp", `type="server"`): "259200x200"},
-			"2h", []map[string]string{withLabels(sameCluster, "type", "server", "severity", "warning")}},
-		{"OpenBaoCertificateExpiresSoon", map[string]string{sel("openbao_tls_cert_expiry_timestamp", `type="server"`): "2592000x200"},
-			"2h", nil},
+		// A server certificate of a 24h rotation period issued at time 0:
+		// expiry at 24h, renewal due at 16h (a third before expiry). Healthy
+		// at 2h although it expires within 7 days; overdue by a quarter of
+		// its 8h window at 18h (warning), half of it gone at 20h (critical).
+		{"OpenBaoCertificateExpiresSoon", map[string]string{sel("openbao_tls_cert_expiry_timestamp", `type="server"`): "86400x1300",
+			sel("openbao_tls_cert_renewal_due_timestamp", `type="server"`): "57600x1300"}, "2h", nil},
+		{"OpenBaoCertificateExpiresSoon", map[string]string{sel("openbao_tls_cert_expiry_timestamp", `type="server"`): "86400x1300",
+			sel("openbao_tls_cert_renewal_due_timestamp", `type="server"`): "57600x1300"}, "17h50m", nil},
+		{"OpenBaoCertificateExpiresSoon", map[string]string{sel("openbao_tls_cert_expiry_timestamp", `type="server"`): "86400x1300",
+			sel("openbao_tls_cert_renewal_due_timestamp", `type="server"`): "57600x1300"},
+			"18h10m", []map[string]string{withLabels(sameCluster, "type", "server", "severity", "warning")}},
+		{"OpenBaoCertificateExpiresSoon", map[string]string{sel("openbao_tls_cert_expiry_timestamp", `type="server"`): "86400x1300",
+			sel("openbao_tls_cert_renewal_due_timestamp", `type="server"`): "57600x1300"},
+			"20h10m", []map[string]string{withLabels(sameCluster, "type", "server", "severity", "warning"),
+				withLabels(sameCluster, "type", "server", "severity", "critical")}},
 		{"OpenBaoBackupMissing", map[string]string{sel("openbao_backup_last_success_timestamp"): "0x1700"}, "27h", []map[string]string{sameCluster}},
 		{"OpenBaoBackupMissing", map[string]string{sel("openbao_backup_last_success_timestamp"): "0x1700"}, "20h", nil},
 		{"OpenBaoBackupFailing", map[string]string{sel("openbao_backup_consecutive_failures"): "0 1 2x20"}, "10m", []map[string]string{sameCluster}},

@@ -140,7 +140,10 @@ func TestTheOperatorDownAlertFiresAfterItsHoldAndResolves(t *testing.T) {
 	writeYAML(t, filepath.Join(dir, "rules.yaml"), spec)
 	runPromtool(t, dir, "check", "rules", "rules.yaml")
 	job := `up{job="openbao-operator-metrics",namespace="` + operatorNamespace + `"`
-	firing := []map[string]any{{"exp_labels": map[string]string{"severity": "critical"}, "exp_annotations": r[0].Annotations}}
+	// absent() of a comparison carries no label of its own: the rule names
+	// the installation's namespace, for routing as the clusters' alerts are.
+	firing := []map[string]any{{"exp_labels": map[string]string{"severity": "critical", "namespace": operatorNamespace},
+		"exp_annotations": r[0].Annotations}}
 	at := func(evalTime string, exp []map[string]any) map[string]any {
 		return map[string]any{"eval_time": evalTime, "alertname": "OpenBaoOperatorDown", "exp_alerts": exp}
 	}
