@@ -47,7 +47,8 @@ const zoneLabel = "topology.kubernetes.io/zone"
 // for what a cloud provides: an OpenBao dev server with the transit
 // engine as the unsealer (its own TLS, a token limited to its key),
 // MinIO as the bucket, a zone label on the node, the Prometheus
-// Operator's two CRDs, and PGP keys made here. Only the namespace, the
+// Operator's two CRDs (installed with the operator, test/localnode), and
+// PGP keys made here. Only the namespace, the
 // image, the unsealer's address and the store are changed. The cluster
 // must turn Ready; its root token is revoked and the recovery keys
 // stored; two of the three keys' holders make a new root token, with
@@ -61,7 +62,6 @@ func TestProductionSampleFormsWithLocalStandIns(t *testing.T) {
 	cl := backupClient(t)
 	ctx := context.Background()
 	start := time.Now()
-	installMonitoringCRDs(ctx, t, cl)
 	labelZone(ctx, t, cl)
 	m := startBridgeMinIO(t)
 	ns := createNamespace(ctx, t, cl, "e2e-production")
@@ -500,51 +500,6 @@ func labelZone(ctx context.Context, t *testing.T, cl client.Client) {
 			if err := patch("null"); err != nil {
 				t.Errorf("remove the zone label of node %s: %v", n.Name, err)
 			}
-		})
-	}
-}
-
-// installMonitoringCRDs stands in for the Prometheus Operator: its two
-// CRDs the sample's monitoring renders, with an open schema (no
-// Prometheus runs here to read them). They go when the test ends if it
-// made them.
-func installMonitoringCRDs(ctx context.Context, t *testing.T, cl client.Client) {
-	t.Helper()
-	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
-		plural := strings.ToLower(kind) + "s"
-		crd := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-			"metadata": map[string]any{"name": plural + ".monitoring.coreos.com"},
-			"spec": map[string]any{
-				"group": "monitoring.coreos.com", "scope": "Namespaced",
-				"names": map[string]any{"kind": kind, "listKind": kind + "List", "plural": plural, "singular": strings.ToLower(kind)},
-				"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
-					"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
-			},
-		}}
-		err := cl.Create(ctx, crd)
-		if apierrors.IsAlreadyExists(err) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := cl.Delete(context.Background(), crd); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("delete CRD %s: %v", crd.GetName(), err)
-			}
-		})
-		waitFor(ctx, t, time.Minute, "CRD "+crd.GetName()+" established", func() (bool, string) {
-			if err := cl.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
-				return false, err.Error()
-			}
-			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-			for _, c := range conds {
-				if c, _ := c.(map[string]any); c["type"] == "Established" && c["status"] == "True" {
-					return true, ""
-				}
-			}
-			return false, fmt.Sprint(conds)
 		})
 	}
 }
