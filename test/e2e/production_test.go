@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -31,6 +30,7 @@ import (
 	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/podstate"
+	"github.com/openbao/operator/test/fixtures"
 	"github.com/openbao/operator/test/localnode"
 	"github.com/openbao/operator/test/miniotest"
 	"github.com/openbao/operator/test/testbin"
@@ -354,20 +354,11 @@ func createRecoveryPGPKeys(ctx context.Context, t *testing.T, cl client.Client, 
 	var holders openpgp.EntityList
 	data := map[string]string{}
 	for _, name := range []string{"alice", "bob", "carol"} {
-		e, err := openpgp.NewEntity(name, "break glass", name+"@example.org", nil)
+		e, armored, err := fixtures.PGPKey(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var buf bytes.Buffer
-		w, err := armor.Encode(&buf, openpgp.PublicKeyType, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Serialize(w); err != nil {
-			t.Fatal(err)
-		}
-		w.Close()
-		holders, data[name+".asc"] = append(holders, e), buf.String()
+		holders, data[name+".asc"] = append(holders, e), armored
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "openbao-recovery-pgp-keys", Namespace: ns}, Data: data}
 	if err := cl.Create(ctx, cm); err != nil {

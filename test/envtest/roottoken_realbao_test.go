@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -36,6 +35,7 @@ import (
 	"github.com/openbao/operator/internal/identity"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/plugin"
+	"github.com/openbao/operator/test/fixtures"
 )
 
 // revokeFaults injects faults into the operator's OpenBao client and its
@@ -357,20 +357,11 @@ func requestToken(t *testing.T, sa *corev1.ServiceAccount, audience string) open
 // private key) and the armored public key.
 func pgpKey(t *testing.T) (*openpgp.Entity, string) {
 	t.Helper()
-	e, err := openpgp.NewEntity("Alice", "break glass", "alice@example.org", nil)
+	e, armored, err := fixtures.PGPKey("Alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	w, err := armor.Encode(&buf, openpgp.PublicKeyType, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Serialize(w); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	return e, buf.String()
+	return e, armored
 }
 
 // openShare decrypts a stored share with the user's private key, as
