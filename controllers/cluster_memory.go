@@ -42,6 +42,10 @@ type clusterMemory struct {
 	// reads each one exactly, so it runs again only when the spec changes.
 	referencesClean      bool
 	referencesGeneration int64
+	// raftReadAt is when the autopilot state was last read for
+	// status.raft: a read that changed nothing leaves the copy, and its
+	// observedAt, as they were (raftstatus.Next).
+	raftReadAt time.Time
 }
 
 // with runs f on the memory of the cluster, made afresh for a new UID.

@@ -2,6 +2,9 @@ package controllers
 
 import (
 	"context"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/raftstatus"
@@ -11,9 +14,10 @@ import (
 // read in this pass; otherwise it reads OpenBao only when the copy in the
 // status is about one resync period old, or, while the copy shows the
 // cluster unsettled (servers joining, promoted, recovering), every 10 s.
-// A settled idle cluster costs one read of OpenBao (and one status write)
-// per resync, never one per pass. A read that fails keeps the last copy:
-// its observedAt shows its age.
+// A settled idle cluster costs one read of OpenBao per resync, never one
+// per pass, and no status write while the read tells what the copy does
+// (raftstatus.Next; the read's time is remembered instead). A read that
+// fails keeps the last copy: its observedAt shows its age.
 func (r *OpenBaoClusterReconciler) publishRaft(ctx context.Context, p *pass) error {
 	if !p.status.Initialized || !r.canUseUpgradeToken(p) {
 		return nil
@@ -21,7 +25,10 @@ func (r *OpenBaoClusterReconciler) publishRaft(ctx context.Context, p *pass) err
 	want := raftMembers(p.cluster)
 	// Observed by the servers step, earlier in the pass.
 	down := sealedServers(p) > 0 || p.status.ReadyReplicas < p.cluster.Spec.Replicas
-	if p.openbao == nil && !raftstatus.Due(p.status.Raft, want, p.now, r.ResyncPeriod, down) {
+	key := client.ObjectKeyFromObject(p.cluster)
+	var readAt time.Time
+	r.memory.with(key, p.cluster.UID, func(m *clusterMemory) { readAt = m.raftReadAt })
+	if p.openbao == nil && !raftstatus.Due(p.status.Raft, want, p.now, r.ResyncPeriod, down, readAt) {
 		p.requeueUnlessSettled(want, down)
 		return nil
 	}
@@ -29,7 +36,8 @@ func (r *OpenBaoClusterReconciler) publishRaft(ctx context.Context, p *pass) err
 	if v.autopilot == nil {
 		return nil
 	}
-	p.status.Raft = raftstatus.Of(*v.autopilot, v.raft, p.now)
+	p.status.Raft = raftstatus.Next(p.status.Raft, raftstatus.Of(*v.autopilot, v.raft, p.now), want)
+	r.memory.with(key, p.cluster.UID, func(m *clusterMemory) { m.raftReadAt = p.now })
 	p.requeueUnlessSettled(want, down)
 	return nil
 }

@@ -208,7 +208,10 @@ type TLSStatus struct {
 
 // RaftStatus is the Raft membership and autopilot's verdict on it.
 type RaftStatus struct {
-	// ObservedAt is when the operator read it.
+	// ObservedAt is when the operator read what this copy shows. A
+	// settled cluster is read again every resync period, and the copy is
+	// rewritten only when more than its Raft indexes and contacts changed,
+	// so on a settled cluster it is when that state was first seen.
 	ObservedAt metav1.Time `json:"observedAt"`
 	// Leader is the node id (pod name) of the Raft leader.
 	// +optional

@@ -29,11 +29,19 @@ const UnsettledInterval = 10 * time.Second
 // it, instead of the pass after that. Without a period (no resync
 // configured) a settled copy of a cluster with every server up is not
 // read again: reading on every pass is what this guards against.
-func Due(last *v1alpha1.RaftStatus, want Members, now time.Time, period time.Duration, serversDown bool) bool {
+//
+// readAt is when the operator last read the state, when it remembers (a
+// read that left the copy as it was, see Next); the later of it and the
+// copy's observedAt counts.
+func Due(last *v1alpha1.RaftStatus, want Members, now time.Time, period time.Duration, serversDown bool, readAt time.Time) bool {
 	if last == nil {
 		return true
 	}
-	age := now.Sub(last.ObservedAt.Time)
+	read := last.ObservedAt.Time
+	if readAt.After(read) {
+		read = readAt
+	}
+	age := now.Sub(read)
 	if serversDown || !Settled(last, want) {
 		return age >= UnsettledInterval
 	}
@@ -57,6 +65,33 @@ func Settled(last *v1alpha1.RaftStatus, want Members) bool {
 	}
 	for _, s := range last.Servers {
 		if !s.Healthy {
+			return false
+		}
+	}
+	return true
+}
+
+// Next is the copy status.raft holds after a read: fresh, unless last and
+// fresh both show the cluster settled and tell the same (leader, health,
+// failure tolerance, every server's vote and health); then last stays as
+// it is. Rewriting it would only move the Raft indexes, contacts and
+// observedAt: a status write per resync period for a cluster where nothing
+// happened.
+func Next(last, fresh *v1alpha1.RaftStatus, want Members) *v1alpha1.RaftStatus {
+	if !Settled(last, want) || !Settled(fresh, want) || !sameVerdict(last, fresh) {
+		return fresh
+	}
+	return last
+}
+
+func sameVerdict(a, b *v1alpha1.RaftStatus) bool {
+	if a.Leader != b.Leader || a.Healthy != b.Healthy || a.FailureTolerance != b.FailureTolerance ||
+		len(a.Servers) != len(b.Servers) {
+		return false
+	}
+	for i := range a.Servers {
+		x, y := a.Servers[i], b.Servers[i]
+		if x.ID != y.ID || x.Voter != y.Voter || x.Healthy != y.Healthy {
 			return false
 		}
 	}

@@ -44,8 +44,75 @@ func TestDue(t *testing.T) {
 		{"settled copy but a server down, no resync period: due", settled(time.Minute), 0, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Due(tc.last, Members{Voters: 3}, now, tc.period, tc.down); got != tc.want {
+			if got := Due(tc.last, Members{Voters: 3}, now, tc.period, tc.down, time.Time{}); got != tc.want {
 				t.Fatalf("Due = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDueCountsARememberedRead: a read that left a settled copy as it was
+// (Next) counts as the last read, so the next one is a period later, not
+// on every pass after the copy's observedAt is a period old.
+func TestDueCountsARememberedRead(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	last := lists(&v1alpha1.RaftStatus{ObservedAt: metav1.NewTime(now.Add(-time.Hour)), Healthy: true, Servers: []v1alpha1.RaftServer{
+		{ID: "bao-0", Voter: true, Healthy: true}}})
+	for _, tc := range []struct {
+		name   string
+		readAt time.Time
+		want   bool
+	}{
+		{"copy an hour old, read a minute ago: not due", now.Add(-time.Minute), false},
+		{"copy an hour old, read a period ago: due", now.Add(-10 * time.Minute), true},
+		{"copy an hour old, no read remembered (an operator restart): due", time.Time{}, true},
+		{"a remembered read older than the copy: the copy counts", now.Add(-2 * time.Hour), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Due(last, Members{Voters: 1}, now, 10*time.Minute, false, tc.readAt); got != tc.want {
+				t.Fatalf("Due = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNext(t *testing.T) {
+	at := func(minute int) metav1.Time { return metav1.NewTime(time.Date(2026, 1, 1, 12, minute, 0, 0, time.UTC)) }
+	copyAt := func(minute int, edit func(*v1alpha1.RaftStatus)) *v1alpha1.RaftStatus {
+		r := &v1alpha1.RaftStatus{ObservedAt: at(minute), Leader: "bao-0", Healthy: true, FailureTolerance: 1,
+			Servers: []v1alpha1.RaftServer{
+				{ID: "bao-0", Voter: true, Healthy: true, LastIndex: int64(100 * minute)},
+				{ID: "bao-1", Voter: true, Healthy: true, LastIndex: int64(100*minute - 1), Lag: 1},
+				{ID: "bao-2", Voter: true, Healthy: true, LastIndex: int64(100 * minute)}}}
+		if edit != nil {
+			edit(r)
+		}
+		return lists(r)
+	}
+	three := Members{Voters: 3}
+	for _, tc := range []struct {
+		name      string
+		last      *v1alpha1.RaftStatus
+		fresh     *v1alpha1.RaftStatus
+		keepsLast bool
+	}{
+		{"settled and only the indexes moved: the copy stays (no write)", copyAt(0, nil), copyAt(10, nil), true},
+		{"never read: the fresh copy", nil, copyAt(10, nil), false},
+		{"another leader: the fresh copy", copyAt(0, nil), copyAt(10, func(r *v1alpha1.RaftStatus) { r.Leader = "bao-1" }), false},
+		{"a server unhealthy now: the fresh copy", copyAt(0, nil), copyAt(10, func(r *v1alpha1.RaftStatus) {
+			r.Servers[2].Healthy, r.Healthy, r.FailureTolerance = false, false, 0
+		}), false},
+		{"the last copy unsettled (a server joining): the fresh copy", copyAt(0, func(r *v1alpha1.RaftStatus) { r.Servers = r.Servers[:2] }), copyAt(10, nil), false},
+		{"the failure tolerance changed: the fresh copy", copyAt(0, nil), copyAt(10, func(r *v1alpha1.RaftStatus) { r.FailureTolerance = 2 }), false},
+		{"a voter demoted: the fresh copy", copyAt(0, nil), copyAt(10, func(r *v1alpha1.RaftStatus) { r.Servers[1].Voter = false }), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Next(tc.last, tc.fresh, three)
+			if keeps := got == tc.last; keeps != tc.keepsLast {
+				t.Fatalf("Next kept the last copy: %v, want %v", keeps, tc.keepsLast)
+			}
+			if !tc.keepsLast && got != tc.fresh {
+				t.Fatalf("Next returned neither copy")
 			}
 		})
 	}

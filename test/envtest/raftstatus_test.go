@@ -25,17 +25,27 @@ func (ro *rollout) latest() *v1alpha1.OpenBaoCluster {
 
 // TestRaftStatusIsReadOncePerResyncPeriodNotEveryPass: a settled cluster's
 // passes read no autopilot state until about a resync period after the
-// last read; then one pass reads it and publishes it in status.raft.
+// last read; then one pass reads it. A read that tells what status.raft
+// already says (only the Raft indexes moved) writes nothing, and counts as
+// the last read; a read that tells something new (another leader) is
+// published.
 func TestRaftStatusIsReadOncePerResyncPeriodNotEveryPass(t *testing.T) {
 	ro := newRollout(t, "raft-status", 3)
 	r := ro.r.(*controllers.OpenBaoClusterReconciler)
 	start := time.Now()
 	clock := clocktesting.NewFakePassiveClock(start)
 	r.Clock = clock
-	ro.bao.AutopilotStateAnswer.Leader = "bao-0"
-	first := ro.latest().Status.Raft
-	if first == nil {
-		t.Fatal("status.raft is not published after the cluster's first passes")
+	// Every server Ready, as the StatefulSet controller would report it: a
+	// server down is read again every 10 s, whatever the copy says.
+	sts := ro.statefulSet()
+	sts.Status.ReadyReplicas = 3
+	if err := k8s.Status().Update(context.Background(), sts); err != nil {
+		t.Fatal(err)
+	}
+	ro.pass()
+	first := ro.latest()
+	if first.Status.Raft == nil || len(first.Status.Raft.Servers) != 3 || first.Status.ReadyReplicas != 3 {
+		t.Fatalf("status.raft after the cluster's first passes: %+v, %d ready", first.Status.Raft, first.Status.ReadyReplicas)
 	}
 	reads := ro.bao.CallCount("AutopilotState")
 	for range 3 {
@@ -44,20 +54,40 @@ func TestRaftStatusIsReadOncePerResyncPeriodNotEveryPass(t *testing.T) {
 	if got := ro.bao.CallCount("AutopilotState"); got != reads {
 		t.Fatalf("passes within the resync period read the autopilot state %d more times, want 0", got-reads)
 	}
-	clock.SetTime(first.ObservedAt.Add(r.ResyncPeriod))
+
+	// A period later the indexes moved, nothing else did.
+	for id, s := range ro.bao.AutopilotStateAnswer.Servers {
+		s.LastIndex += 500
+		ro.bao.AutopilotStateAnswer.Servers[id] = s
+	}
+	clock.SetTime(start.Add(r.ResyncPeriod))
 	ro.pass()
 	if got := ro.bao.CallCount("AutopilotState"); got != reads+1 {
 		t.Fatalf("the pass a resync period later read the autopilot state %d times, want 1", got-reads)
 	}
+	if now := ro.latest(); now.ResourceVersion != first.ResourceVersion {
+		t.Fatalf("a read that changed nothing but the Raft indexes wrote the cluster: resourceVersion %s -> %s, status.raft %+v",
+			first.ResourceVersion, now.ResourceVersion, now.Status.Raft)
+	}
+	// That read counts: the passes after it read nothing until a period later.
+	clock.SetTime(start.Add(r.ResyncPeriod + r.ResyncPeriod/2))
+	ro.pass()
+	if got := ro.bao.CallCount("AutopilotState"); got != reads+1 {
+		t.Fatalf("a pass half a period after the last read read the autopilot state again (%d reads)", got-reads)
+	}
+
+	ro.bao.AutopilotStateAnswer.Leader = "bao-1"
+	clock.SetTime(start.Add(2 * r.ResyncPeriod))
+	ro.pass()
 	raft := ro.latest().Status.Raft
-	if raft.Leader != "bao-0" || !raft.Healthy || raft.FailureTolerance != 1 || len(raft.Servers) != 3 {
-		t.Fatalf("status.raft: %+v", raft)
+	if raft.Leader != "bao-1" || !raft.Healthy || raft.FailureTolerance != 1 || len(raft.Servers) != 3 {
+		t.Fatalf("status.raft after the leader changed: %+v", raft)
 	}
-	if s := raft.Servers[1]; s.ID != "bao-1" || !s.Voter || s.LastIndex != 98 || s.Lag != 2 {
-		t.Errorf("bao-1 in status.raft: %+v (want voter, last index 98, lag 2 behind the committed 100)", s)
+	if s := raft.Servers[1]; s.ID != "bao-1" || !s.Voter || s.LastIndex != 598 {
+		t.Errorf("bao-1 in status.raft: %+v (want voter, last index 598)", s)
 	}
-	if !raft.ObservedAt.After(first.ObservedAt.Time) {
-		t.Errorf("observedAt did not move: %v then %v", first.ObservedAt, raft.ObservedAt)
+	if !raft.ObservedAt.After(first.Status.Raft.ObservedAt.Time) {
+		t.Errorf("observedAt did not move: %v then %v", first.Status.Raft.ObservedAt, raft.ObservedAt)
 	}
 }
 
