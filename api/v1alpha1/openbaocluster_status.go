@@ -134,7 +134,8 @@ type OpenBaoClusterStatus struct {
 	// Raft is the cluster's Raft membership as autopilot last reported it
 	// to the operator, so that readers need no OpenBao token. It is
 	// refreshed when a rollout or scale-down reads it anyway, else at most
-	// once per resync period; observedAt says how old it is.
+	// once per resync period, and written only when it tells something
+	// new; observedAt says since when it holds.
 	// +optional
 	Raft *RaftStatus `json:"raft,omitempty"`
 
