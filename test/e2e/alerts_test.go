@@ -160,10 +160,10 @@ func TestClusterAlertsFireOnRealFaultsAndResolve(t *testing.T) {
 	logf("alerts: cluster Running and scraped %s after the test started", time.Since(start).Round(100*time.Millisecond))
 	f := &faults{ctx: ctx, t: t, cl: cl, prom: prom, ns: ns, token: string(secretData(ctx, t, cl, localnode.OperatorNamespace, scraperTokenSecret, "token"))}
 
-	f.certificateNotRenewed(secret, ca, names)
-	f.activeServerSealed()
-	f.backupsFailing(m)
-	f.rolloutHalted()
+	f.withoutOperatorKills(func() { f.certificateNotRenewed(secret, ca, names) })
+	f.withoutOperatorKills(f.activeServerSealed)
+	f.withoutOperatorKills(func() { f.backupsFailing(m) })
+	f.withoutOperatorKills(f.rolloutHalted)
 	logf("cluster alerts test took %s", time.Since(start).Round(100*time.Millisecond))
 }
 
@@ -204,6 +204,23 @@ func (f *faults) self(extra ...string) map[string]string {
 		m[extra[i]] = extra[i+1]
 	}
 	return m
+}
+
+// withoutOperatorKills runs one fault with kills of the manager (by the
+// parallel rollout and restore tests) held off: most alerts read the
+// operator's metrics, and each must fire within its bound. It first waits
+// until Prometheus scrapes the running manager, which a kill before it
+// replaced.
+func (f *faults) withoutOperatorKills(fault func()) {
+	f.t.Helper()
+	resume := holdOperatorKills(f.t)
+	defer resume()
+	pod := managerPod(f.ctx, f.t, f.cl).Name
+	waitFor(f.ctx, f.t, time.Minute, "Prometheus scraping the running manager "+pod, func() (bool, string) {
+		up := f.prom.query(f.t, fmt.Sprintf(`up{job="openbao-operator-metrics",pod=%q} == 1`, pod))
+		return len(up) == 1, fmt.Sprint(up)
+	})
+	fault()
 }
 
 // inPlace waits until the operator's own metrics show the fault (series

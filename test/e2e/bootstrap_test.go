@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -182,8 +183,16 @@ func waitFormed(ctx context.Context, t *testing.T, cl client.Client, ns, port st
 // killManager deletes the manager pod at once, as a node crash would, and
 // says when; the Deployment starts another, which takes the leader lease
 // once it expires. The killed manager's log is kept to its last line.
-// Tests that call it must not call t.Parallel (see the package comment).
+// It waits while a parallel test holds kills off (holdOperatorKills).
 func killManager(ctx context.Context, t *testing.T, cl client.Client) (killed time.Time) {
+	t.Helper()
+	end := reserveKills(t)
+	defer end()
+	return killReserved(ctx, t, cl)
+}
+
+// killReserved is killManager for a test that reserved kills.
+func killReserved(ctx context.Context, t *testing.T, cl client.Client) (killed time.Time) {
 	t.Helper()
 	pod := managerPod(ctx, t, cl)
 	kept := keepLogsOf(ctx, t, pod)
@@ -193,6 +202,32 @@ func killManager(ctx context.Context, t *testing.T, cl client.Client) (killed ti
 	}
 	kept()
 	return killed
+}
+
+// operatorKills keeps killManager out of a window in which a parallel test
+// reads what a manager's restart resets (its counters).
+var operatorKills sync.RWMutex
+
+// holdOperatorKills holds kills off until the returned func (or the end
+// of the test) lets them go on; calling it twice is harmless.
+func holdOperatorKills(t testing.TB) (resume func()) {
+	operatorKills.RLock()
+	var once sync.Once
+	resume = func() { once.Do(operatorKills.RUnlock) }
+	t.Cleanup(resume)
+	return resume
+}
+
+// reserveKills waits until no parallel test holds kills off and keeps
+// them off for the others until end (or the end of the test): a test
+// whose kills must land at given moments (each partition of a rollout, a
+// restore's stream) reserves them first, then kills with killReserved.
+func reserveKills(t testing.TB) (end func()) {
+	operatorKills.Lock()
+	var once sync.Once
+	end = func() { once.Do(operatorKills.Unlock) }
+	t.Cleanup(end)
+	return end
 }
 
 // createClusterWith creates the test cluster from the locally built OpenBao

@@ -31,12 +31,7 @@ type bootstrapAudit struct {
 // run: the killed ones (kept by killManager) and the running one.
 func readBootstrapAudit(ctx context.Context, t *testing.T, cl client.Client, ns string) bootstrapAudit {
 	t.Helper()
-	logs := podLogs(ctx, t, clientset(t), managerPod(ctx, t, cl))
-	goneLogs.Lock()
-	for _, text := range goneLogs.byPod {
-		logs += text
-	}
-	goneLogs.Unlock()
+	logs := operatorLogs(ctx, t, cl)
 	var a bootstrapAudit
 	sc := bufio.NewScanner(strings.NewReader(logs))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)

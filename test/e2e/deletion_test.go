@@ -316,7 +316,7 @@ func comeBackAdopted(ctx context.Context, t *testing.T, cl client.Client, ns str
 func checkFinalizerAudit(ctx context.Context, t *testing.T, cl client.Client, ns string, tc deletionCase) {
 	t.Helper()
 	var lines []map[string]any
-	scan := bufio.NewScanner(strings.NewReader(podLogs(ctx, t, clientset(t), managerPod(ctx, t, cl))))
+	scan := bufio.NewScanner(strings.NewReader(operatorLogs(ctx, t, cl)))
 	scan.Buffer(nil, 1<<20)
 	for scan.Scan() {
 		line := map[string]any{}

@@ -164,9 +164,17 @@ func deleteNamespace(ctx context.Context, t testing.TB, cl client.Client, name s
 	if err := cl.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(name), client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
 		t.Fatalf("stop the pods of %s: %v", name, err)
 	}
-	waitFor(ctx, t, 2*time.Minute, "namespace "+name+" to be gone", func() (bool, string) {
+	// Four minutes: finalizers wait for the operator, which a parallel test
+	// may have killed (each kill costs it a lease expiry).
+	waitFor(ctx, t, 4*time.Minute, "namespace "+name+" to be gone", func() (bool, string) {
 		err := cl.Get(ctx, client.ObjectKey{Name: name}, ns)
-		return apierrors.IsNotFound(err), fmt.Sprintf("phase %s (%v)", ns.Status.Phase, err)
+		var why []string
+		for _, c := range ns.Status.Conditions {
+			if c.Status == corev1.ConditionTrue {
+				why = append(why, c.Message)
+			}
+		}
+		return apierrors.IsNotFound(err), fmt.Sprintf("phase %s %v (%v)", ns.Status.Phase, why, err)
 	})
 	waitFor(ctx, t, 2*time.Minute, "the volumes of "+name+" to be gone", func() (bool, string) {
 		var pvs corev1.PersistentVolumeList

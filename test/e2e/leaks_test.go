@@ -29,6 +29,24 @@ import (
 var goneLogs struct {
 	sync.Mutex
 	byPod map[string]string
+	order []string // pods in the order their logs were kept
+}
+
+// operatorLogs is every manager's log of the run: the killed ones in the
+// order they were killed, then the running one's. A test reading the
+// operator's audit lines reads them all: a parallel test may kill the
+// operator between an act and the check of its line.
+func operatorLogs(ctx context.Context, t testing.TB, cl client.Client) string {
+	t.Helper()
+	current := podLogs(ctx, t, clientset(t), managerPod(ctx, t, cl))
+	goneLogs.Lock()
+	defer goneLogs.Unlock()
+	var all strings.Builder
+	for _, pod := range goneLogs.order {
+		all.WriteString(goneLogs.byPod[pod])
+	}
+	all.WriteString(current)
+	return all.String()
 }
 
 // keepLogsOf follows every container log of a pod that is about to go,
@@ -69,7 +87,11 @@ func keepLogsOf(ctx context.Context, t testing.TB, pod *corev1.Pod) (kept func()
 		if goneLogs.byPod == nil {
 			goneLogs.byPod = map[string]string{}
 		}
-		goneLogs.byPod[pod.Namespace+"/"+pod.Name] += text.String()
+		key := pod.Namespace + "/" + pod.Name
+		if _, seen := goneLogs.byPod[key]; !seen {
+			goneLogs.order = append(goneLogs.order, key)
+		}
+		goneLogs.byPod[key] += text.String()
 	}
 }
 

@@ -12,8 +12,10 @@
 // another test's sys/init would change that count. Go runs all serial
 // tests before the first parallel one starts. The parallel tests that kill
 // the operator (mid-rollout, mid-restore) kill it once their clusters have
-// formed, and every parallel test's checks hold across a kill (they read
-// the kept logs of killed managers, see keepLogsOf).
+// formed, and every parallel test's checks hold across a kill: they read
+// every manager's log (operatorLogs, with the kept logs of killed ones),
+// find the running manager (managerPod waits for it), and a test reading
+// what a restart resets holds kills off meanwhile (holdOperatorKills).
 package e2e_test
 
 import (

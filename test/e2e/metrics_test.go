@@ -77,23 +77,31 @@ func scraperToken(ctx context.Context, t *testing.T, cl client.Client, name stri
 // the tier checks who may scrape, not the certificate.
 func scrapeManager(ctx context.Context, t testing.TB, cl client.Client, token string) (int, string) {
 	t.Helper()
-	pod := managerPod(ctx, t, cl)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort(pod.Status.PodIP, "8443")+"/metrics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	insecure := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // self-signed
-	resp, err := (&http.Client{Transport: insecure, Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatalf("scrape the manager: %v", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(body)
+	var code int
+	var body string
+	// A parallel test may kill the manager between finding it and asking
+	// it: ask its successor.
+	waitFor(ctx, t, 2*time.Minute, "an answer from the manager's metrics endpoint", func() (bool, string) {
+		pod := managerPod(ctx, t, cl)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort(pod.Status.PodIP, "8443")+"/metrics", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		insecure := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // self-signed
+		resp, err := (&http.Client{Transport: insecure, Timeout: 10 * time.Second}).Do(req)
+		if err != nil {
+			return false, "scrape " + pod.Name + ": " + err.Error()
+		}
+		defer resp.Body.Close()
+		text, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return false, "read the answer of " + pod.Name + ": " + err.Error()
+		}
+		code, body = resp.StatusCode, string(text)
+		return true, ""
+	})
+	return code, body
 }

@@ -116,22 +116,30 @@ func TestRestrictedNamespaceRejectsARootPod(t *testing.T) {
 
 func managerPod(ctx context.Context, t testing.TB, cl client.Client) *corev1.Pod {
 	t.Helper()
-	var pods corev1.PodList
-	err := cl.List(ctx, &pods, client.InNamespace(localnode.OperatorNamespace),
-		client.MatchingLabels{"control-plane": "controller-manager"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var running []corev1.Pod
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil {
-			running = append(running, p)
+	var ready *corev1.Pod
+	// A parallel test may have just killed the manager: its successor is
+	// the one, once Ready.
+	waitFor(ctx, t, 2*time.Minute, "one Ready manager pod", func() (bool, string) {
+		var pods corev1.PodList
+		err := cl.List(ctx, &pods, client.InNamespace(localnode.OperatorNamespace),
+			client.MatchingLabels{"control-plane": "controller-manager"})
+		if err != nil {
+			return false, err.Error()
 		}
-	}
-	if len(running) != 1 {
-		t.Fatalf("found %d manager pods, want 1", len(running))
-	}
-	return &running[0]
+		var running []corev1.Pod
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				running = append(running, p)
+			}
+		}
+		if len(running) != 1 || !podReady(&running[0]) {
+			return false, fmt.Sprintf("%d manager pods not being deleted, the first Ready: %t", len(running),
+				len(running) > 0 && podReady(&running[0]))
+		}
+		ready = &running[0]
+		return true, ""
+	})
+	return ready
 }
 
 func podReady(p *corev1.Pod) bool {

@@ -32,6 +32,7 @@ import (
 // restore is created by `kubectl openbao restore --backup`.
 func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
 	installOperator(t)
+	t.Parallel()
 	cl := backupClient(t)
 	ctx := context.Background()
 	start := time.Now()
@@ -85,6 +86,7 @@ func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
 	// The same restore again, with the operator killed while the Job
 	// streams the snapshot: the next operator must finish it.
 	activeBaoAPI(ctx, t, cl, ns, root).call(t, http.MethodPost, "kv/after", map[string]any{"value": "three"})
+	endKills := reserveKills(t) // before the restore, so that the kill lands while it streams
 	restoreStart = time.Now()
 	rs2 := pluginRestoreBackup(ctx, t, cl, plugin, ns, b, "r2")
 	waitEvery(ctx, t, 100*time.Millisecond, 5*time.Minute, "restore r2 streaming", func() (bool, string) {
@@ -94,7 +96,8 @@ func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
 		return rs2.Status.Step == v1alpha1.RestoreStepRestoring || rs2.Status.Phase.Done(), fmt.Sprintf("%s/%s", rs2.Status.Phase, rs2.Status.Step)
 	})
 	killedAt := fmt.Sprintf("%s/%s", rs2.Status.Phase, rs2.Status.Step)
-	killManager(ctx, t, cl)
+	killReserved(ctx, t, cl)
+	endKills()
 	waitEvery(ctx, t, time.Second, 10*time.Minute, "restore r2 finished", func() (bool, string) {
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(rs2), rs2); err != nil {
 			return false, err.Error()

@@ -28,6 +28,7 @@ import (
 // leaves 3 Raft peers.
 func TestRolloutsKeepWritesFlowing(t *testing.T) {
 	cl := installOperator(t)
+	t.Parallel()
 	ctx := context.Background()
 	next := importNextOpenBao(t)
 	ns := createNamespace(ctx, t, cl, "e2e-rollout")
@@ -128,6 +129,8 @@ type rolloutFigures struct {
 	ackedBefore     int
 	// twice counts the pods replaced more than once by the rollout.
 	twice map[string]int
+	// firstGone is when the first voter was seen deleted.
+	firstGone time.Time
 }
 
 // replacedTwice logs the pods a rollout replaced more than once. It is a
@@ -163,6 +166,10 @@ func rollBy(ctx context.Context, t *testing.T, cl client.Client, ns string, trig
 	t.Helper()
 	tracker := trackRestarts(ctx, t, cl, ns)
 	before := statefulSetRevisions(ctx, t, cl, ns)
+	if kills > 0 {
+		end := reserveKills(t)
+		defer end()
+	}
 	start := time.Now()
 	trigger()
 	killed, lastPartition, lastStep := 0, "", ""
@@ -177,7 +184,7 @@ func rollBy(ctx context.Context, t *testing.T, cl client.Client, ns string, trig
 		}
 		if up != nil && killed < kills && fmt.Sprint(up["currentPartition"]) != lastPartition {
 			lastPartition = fmt.Sprint(up["currentPartition"])
-			killManager(ctx, t, cl)
+			killReserved(ctx, t, cl)
 			killed++
 			logf("  %5.1fs operator killed", time.Since(start).Seconds())
 		}
@@ -201,7 +208,13 @@ func rollBy(ctx context.Context, t *testing.T, cl client.Client, ns string, trig
 	if killed < kills {
 		t.Errorf("the operator was killed %d times, want %d", killed, kills)
 	}
-	return rolloutFigures{total: total.Round(100 * time.Millisecond), restarts: sum.Round(100 * time.Millisecond), twice: twice}
+	m := rolloutFigures{total: total.Round(100 * time.Millisecond), restarts: sum.Round(100 * time.Millisecond), twice: twice}
+	for _, at := range tracker.goneAt() {
+		if m.firstGone.IsZero() || at.Before(m.firstGone) {
+			m.firstGone = at
+		}
+	}
+	return m
 }
 
 func conditionMessage(status map[string]any, condType string) string {
@@ -244,10 +257,15 @@ type restartTracker struct {
 
 func trackRestarts(ctx context.Context, t *testing.T, cl client.Client, ns string) *restartTracker {
 	t.Helper()
+	return trackRestartsOf(ctx, cl, ns, serverPods(ctx, t, cl, ns, replicas))
+}
+
+// trackRestartsOf tracks the given pods.
+func trackRestartsOf(ctx context.Context, cl client.Client, ns string, pods []corev1.Pod) *restartTracker {
 	tr := &restartTracker{gone: map[string]time.Time{}, successor: map[string]time.Time{}, took: map[string]time.Duration{},
 		successorUID: map[string]types.UID{}, again: map[string]int{}, stopped: make(chan struct{}), done: make(chan struct{})}
 	uids := map[string]types.UID{}
-	for _, p := range serverPods(ctx, t, cl, ns, replicas) {
+	for _, p := range pods {
 		uids[p.Name] = p.UID
 	}
 	go func() {
@@ -287,6 +305,17 @@ func (tr *restartTracker) observe(ctx context.Context, cl client.Client, ns stri
 				tr.successor[name].Sub(tr.gone[name]).Round(100*time.Millisecond), now.Sub(tr.successor[name]).Round(100*time.Millisecond))
 		}
 	}
+}
+
+// goneAt says when each pod was seen deleted, and readyAt when its
+// successor was seen Ready; call them after stop.
+func (tr *restartTracker) goneAt() map[string]time.Time { return tr.gone }
+func (tr *restartTracker) readyAt() map[string]time.Time {
+	out := map[string]time.Time{}
+	for name, d := range tr.took {
+		out[name] = tr.gone[name].Add(d)
+	}
+	return out
 }
 
 // stop ends the tracking and returns how long each replaced pod took,
