@@ -155,3 +155,44 @@ func stepOf(d upgrade.Decision) string {
 	}
 	return string(d.Upgrade.Step)
 }
+
+// FuzzNoVoterReleasedWhileReadReplicasBehind: with two read replicas whose
+// StatefulSet progress, pods, health and lag the script also varies, a
+// pass that lowers the partition (releases a voter) does so only when
+// ReadBehind, in that very observation, says the read replicas are all
+// rolled, Ready, unsealed, healthy and caught up; and no timeout, halt or
+// resume ever releases one otherwise.
+func FuzzNoVoterReleasedWhileReadReplicasBehind(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	f.Add([]byte{255, 0, 255, 0, 7, 7, 7, 7, 1, 2, 4, 8, 16, 32, 64, 128})
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, script []byte) {
+		o := cluster()
+		for i, b := range script {
+			c, e := script[(i+1)%len(script)], script[(i+2)%len(script)]
+			o.Now = t0.Add(time.Duration(i) * time.Duration(b%64+1) * 10 * time.Second)
+			applyObservation(&o, b, c, e)
+			o.Read = &upgrade.ReadReplicas{Replicas: 2, Observed: e&0x40 == 0, Rolled: e&0x80 == 0, Pods: map[string]upgrade.ReadPod{}}
+			for r := range 2 {
+				name := fmt.Sprintf("bao-read-%d", r)
+				bits := (b ^ c) >> (2 * r)
+				if bits&0x3 != 0x3 {
+					o.Read.Pods[name] = upgrade.ReadPod{Ready: bits&1 == 0 || b&0x80 == 0, Unsealed: bits&2 == 0 || c&0x20 == 0}
+				}
+				o.Raft.Servers[name] = upgrade.Server{Healthy: e&(0x10<<r) == 0 || b&1 == 0, LagKnown: true, Lag: uint64(c&0x7) * 40}
+			}
+			if i%5 == 4 {
+				o.Settings.ResumeRequest = fmt.Sprint(i)
+			}
+			before := o.Replicas
+			if o.Upgrade != nil {
+				before = o.Upgrade.CurrentPartition
+			}
+			d := upgrade.Decide(o)
+			if behind := upgrade.ReadBehind(o.Read, o.Raft, o.Settings.MaxRaftLag); d.Partition < before && behind != "" {
+				t.Fatalf("partition lowered from %d to %d while the read replicas are behind: %s", before, d.Partition, behind)
+			}
+			o.Upgrade = d.Upgrade
+		}
+	})
+}

@@ -3,6 +3,8 @@ package upgrade
 import (
 	"fmt"
 	"sort"
+
+	"github.com/openbao/operator/api/v1alpha1"
 )
 
 // ReadReplicas is what a rollout of the voters looks at of the read
@@ -67,4 +69,24 @@ func ReadBehind(r *ReadReplicas, raft *Raft, maxLag uint64) string {
 		}
 	}
 	return ""
+}
+
+const readFirstText = "the read replicas roll first, so that a release that does not run shows on servers that hold no vote: "
+
+// readFirst holds every voter while ReadBehind says the read replicas are
+// not all rolled and caught up: at the start of a rollout (StepReadReplicas,
+// timed from the rollout's start, when the read StatefulSet took the new
+// template), and before any later release. It waits under
+// spec.upgrade.podReadyTimeout, the wait of a released voter, and then
+// halts the rollout as a voter's step does, until resumeRequest changes.
+func readFirst(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) bool {
+	if behind := ReadBehind(o.Read, o.Raft, o.Settings.MaxRaftLag); behind != "" {
+		return waitOrHalt(o, up, d, o.Settings.PodReadyTimeout, v1alpha1.ReasonPodReadyTimeout, readFirstText+behind)
+	}
+	if up.Step == StepReadReplicas {
+		next(o, up, "")
+		d.event(false, "ReadReplicasRolled", fmt.Sprintf("the %d read replicas run the new template, unsealed and caught up: "+
+			"the voters roll now", o.Read.Replicas))
+	}
+	return true
 }

@@ -3,6 +3,7 @@ package upgrade_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/upgrade"
@@ -24,10 +25,13 @@ func rolledReads(change func(*upgrade.ReadReplicas, map[string]upgrade.Server)) 
 	}
 }
 
-// TestTheReadReplicasRollBeforeTheVoters: the voters' rollout starts only
-// once every read replica runs the new template and passes the checks a
-// released voter passes (Ready, unsealed, healthy, caught up); until then
-// no voter is released and the hold says which read replica is behind.
+// TestTheReadReplicasRollBeforeTheVoters: a rollout starts by waiting for
+// the read replicas (step ReadReplicas): no voter is released until every
+// read replica runs the new template and passes the checks a released
+// voter passes (Ready, unsealed, healthy, caught up), and the wait says
+// which one is behind. Once spec.upgrade.podReadyTimeout has passed since
+// the rollout began, it halts as a voter's PodReady step does, still
+// without touching a voter.
 func TestTheReadReplicasRollBeforeTheVoters(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -54,16 +58,69 @@ func TestTheReadReplicasRollBeforeTheVoters(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := upgrade.Decide(cluster(rolledReads(tc.change)))
 			if tc.held == "" {
-				if d.Partition != 2 || d.Problem != nil {
-					t.Fatalf("partition %d problem %+v; want bao-2 released", d.Partition, d.Problem)
+				if d.Partition != 2 || d.Problem != nil || stepOf(d) != upgrade.StepPodReady {
+					t.Fatalf("partition %d step %q problem %+v; want bao-2 released", d.Partition, stepOf(d), d.Problem)
 				}
 				return
 			}
-			if d.Partition != 3 || reasonOf(d.Problem) != v1alpha1.ReasonPreflightFailed || !strings.Contains(d.Problem.Message, tc.held) ||
-				!strings.Contains(d.Problem.Message, "read replicas roll first") {
-				t.Fatalf("partition %d problem %+v; want every voter held, naming %q", d.Partition, d.Problem, tc.held)
+			if d.Partition != 3 || d.Problem != nil || stepOf(d) != upgrade.StepReadReplicas || !d.Started ||
+				d.Upgrading == nil || !strings.Contains(d.Upgrading.Message, tc.held) || !strings.Contains(d.Upgrading.Message, "read replicas roll first") {
+				t.Fatalf("partition %d step %q problem %+v upgrading %+v; want the rollout started, every voter held, naming %q",
+					d.Partition, stepOf(d), d.Problem, d.Upgrading, tc.held)
+			}
+			o := cluster(rolledReads(tc.change), at(upgrade.DefaultPodReadyTimeout))
+			o.Upgrade = d.Upgrade
+			h := upgrade.Decide(o)
+			if h.Partition != 3 || h.Upgrade == nil || h.Upgrade.Halted != v1alpha1.ReasonPodReadyTimeout ||
+				reasonOf(h.Problem) != v1alpha1.ReasonPodReadyTimeout || !strings.Contains(h.Problem.Message, tc.held) ||
+				reasonOf(h.Upgrading) != v1alpha1.ReasonUpgradeHalted {
+				t.Fatalf("after podReadyTimeout: partition %d status %+v problem %+v upgrading %+v; want halted on PodReadyTimeout, naming %q",
+					h.Partition, h.Upgrade, h.Problem, h.Upgrading, tc.held)
 			}
 		})
+	}
+}
+
+// TestAHaltOnTheReadReplicasResumesLikeAVoterStep: a rollout halted on the
+// read replicas stays halted (and says what still holds it) until
+// resumeRequest changes; a resume with a read replica still behind waits
+// a new podReadyTimeout and releases no voter; one with the read replicas
+// fixed releases the highest voter in the same pass.
+func TestAHaltOnTheReadReplicasResumesLikeAVoterStep(t *testing.T) {
+	sick := func(r *upgrade.ReadReplicas, _ map[string]upgrade.Server) { r.Pods["bao-read-1"] = upgrade.ReadPod{} }
+	halted := func(o *upgrade.Observed) {
+		inProgress(3, upgrade.StepReadReplicas, -time.Hour)(o)
+		o.Upgrade.Halted, o.Upgrade.ResumeRequest = v1alpha1.ReasonPodReadyTimeout, "first"
+		o.Settings.ResumeRequest = "first"
+	}
+	d := upgrade.Decide(cluster(rolledReads(sick), halted))
+	if d.Partition != 3 || reasonOf(d.Problem) != v1alpha1.ReasonPodReadyTimeout || !strings.Contains(d.Problem.Message, "Now: the read replicas roll first") {
+		t.Fatalf("halted: partition %d problem %+v; want held, saying the read replicas still hold it", d.Partition, d.Problem)
+	}
+	resumed := func(o *upgrade.Observed) { o.Settings.ResumeRequest = "second" }
+	d = upgrade.Decide(cluster(rolledReads(sick), halted, resumed))
+	if d.Partition != 3 || d.Upgrade.Halted != "" || d.Problem != nil || !d.Upgrade.StepStartedAt.Time.Equal(t0) {
+		t.Fatalf("resumed with a read replica down: partition %d status %+v problem %+v; want a new wait, no voter released",
+			d.Partition, d.Upgrade, d.Problem)
+	}
+	d = upgrade.Decide(cluster(rolledReads(nil), halted, resumed))
+	if d.Partition != 2 || stepOf(d) != upgrade.StepPodReady {
+		t.Fatalf("resumed with the read replicas fixed: partition %d step %q; want bao-2 released", d.Partition, stepOf(d))
+	}
+}
+
+// TestAReadReplicaLostMidRolloutHoldsTheNextVoter: after the read step, a
+// read replica that stops being Ready holds the release of the next voter,
+// under the same timeout, and then halts.
+func TestAReadReplicaLostMidRolloutHoldsTheNextVoter(t *testing.T) {
+	sick := func(r *upgrade.ReadReplicas, _ map[string]upgrade.Server) { r.Pods["bao-read-0"] = upgrade.ReadPod{} }
+	d := upgrade.Decide(cluster(rolledReads(sick), rolled(2), inProgress(2, "", 0, "bao-2")))
+	if d.Partition != 2 || d.Problem != nil || !strings.Contains(d.Upgrading.Message, "bao-read-0 is not Ready") {
+		t.Fatalf("partition %d problem %+v upgrading %+v; want bao-1 held, naming bao-read-0", d.Partition, d.Problem, d.Upgrading)
+	}
+	d = upgrade.Decide(cluster(rolledReads(sick), rolled(2), inProgress(2, "", 0, "bao-2"), at(upgrade.DefaultPodReadyTimeout)))
+	if d.Partition != 2 || reasonOf(d.Problem) != v1alpha1.ReasonPodReadyTimeout {
+		t.Fatalf("after podReadyTimeout: partition %d problem %+v; want halted on PodReadyTimeout", d.Partition, d.Problem)
 	}
 }
 

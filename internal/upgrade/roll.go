@@ -59,6 +59,9 @@ func advance(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) bool {
 		complete(o, up, d)
 		return false
 	}
+	if !readFirst(o, up, d) {
+		return false
+	}
 	return release(o, up, d)
 }
 
@@ -120,6 +123,9 @@ func blocker(o Observed, up *v1alpha1.UpgradeStatus) string {
 	}
 	if problem := releasedProblem(o, up); problem != "" || up.CurrentPartition <= 0 {
 		return problem
+	}
+	if behind := ReadBehind(o.Read, o.Raft, o.Settings.MaxRaftLag); behind != "" {
+		return readFirstText + behind
 	}
 	return peersProblem(o, podName(o, up.CurrentPartition-1))
 }
