@@ -100,7 +100,21 @@ func (r *OpenBaoClusterReconciler) observeReadRollout(ctx context.Context, c *v1
 	for i := range pods.Items {
 		pod := podstate.FromKube(&pods.Items[i])
 		sealed, known := pod.LabelState(podstate.LabelSealed)
-		out.Pods[pod.Name] = upgrade.ReadPod{Ready: pod.Ready, Unsealed: known && !sealed}
+		out.Pods[pod.Name] = upgrade.ReadPod{Ready: pod.Ready, Unsealed: known && !sealed, Why: whyNotReady(&pods.Items[i], pod)}
 	}
 	return out, nil
+}
+
+// whyNotReady is what Kubernetes says holds a pod: the scheduler's word on
+// a pod it cannot place, or the container's waiting reason.
+func whyNotReady(k *corev1.Pod, pod podstate.Pod) string {
+	if pod.Ready {
+		return ""
+	}
+	for _, c := range k.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return c.Reason + " (" + c.Message + ")"
+		}
+	}
+	return pod.WaitingReason
 }

@@ -128,10 +128,10 @@ func (r *OpenBaoClusterReconciler) observeRollout(ctx context.Context, p *pass) 
 	v := r.view(ctx, p)
 	v.measureLag(ctx)
 	o.Pods, o.Raft, o.RaftProblem, o.Health = rolloutPods(p.servers, v), v.raft, v.problem, v.health
-	if o.Upgrade == nil {
-		if o.Read, err = r.observeReadRollout(ctx, c); err != nil {
-			return o, err
-		}
+	// Every release waits for the read replicas (upgrade.ReadBehind), not
+	// only the rollout's start.
+	if o.Read, err = r.observeReadRollout(ctx, c); err != nil {
+		return o, err
 	}
 	if o.Upgrade == nil {
 		// Claimed after OpenBao answered, so the claim is not held across

@@ -3,6 +3,7 @@ package upgrade
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/openbao/operator/api/v1alpha1"
 )
@@ -29,6 +30,10 @@ type ReadReplicas struct {
 // ReadPod is one read replica as the rollout sees it.
 type ReadPod struct {
 	Ready, Unsealed bool
+	// Why is what Kubernetes says holds a pod that is not Ready (the
+	// scheduler's Unschedulable message, the container's waiting reason),
+	// which a message about it repeats.
+	Why string
 }
 
 // ReadBehind says why the read replicas are not yet all on the new
@@ -42,7 +47,8 @@ func ReadBehind(r *ReadReplicas, raft *Raft, maxLag uint64) string {
 		return ""
 	}
 	if !r.Observed || !r.Rolled {
-		return fmt.Sprintf("the StatefulSet controller has not rolled all %d read replicas onto the new template yet", r.Replicas)
+		return fmt.Sprintf("the StatefulSet controller has not rolled all %d read replicas onto the new template yet%s",
+			r.Replicas, notReadyReads(r))
 	}
 	if int32(len(r.Pods)) < r.Replicas {
 		return fmt.Sprintf("%d of %d read replicas have a pod", len(r.Pods), r.Replicas)
@@ -55,7 +61,7 @@ func ReadBehind(r *ReadReplicas, raft *Raft, maxLag uint64) string {
 	for _, name := range names {
 		p := r.Pods[name]
 		if !p.Ready || !p.Unsealed {
-			return fmt.Sprintf("the read replica %s is not Ready and unsealed on the new template", name)
+			return fmt.Sprintf("the read replica %s is not Ready and unsealed on the new template%s", name, because(p.Why))
 		}
 		if raft == nil {
 			return "the Raft state cannot be read, so the read replicas cannot be checked"
@@ -69,6 +75,28 @@ func ReadBehind(r *ReadReplicas, raft *Raft, maxLag uint64) string {
 		}
 	}
 	return ""
+}
+
+// notReadyReads names the read replicas whose pod is not Ready, and why.
+func notReadyReads(r *ReadReplicas) string {
+	var out []string
+	for name, p := range r.Pods {
+		if !p.Ready {
+			out = append(out, name+" is not Ready"+because(p.Why))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	sort.Strings(out)
+	return " (" + strings.Join(out, "; ") + ")"
+}
+
+func because(why string) string {
+	if why == "" {
+		return ""
+	}
+	return ": " + why
 }
 
 const readFirstText = "the read replicas roll first, so that a release that does not run shows on servers that hold no vote: "
