@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -124,6 +125,13 @@ var (
 		Name: "openbao_cluster_raft_healthy",
 		Help: "Autopilot's verdict on a cluster as last read (status.raft): 1 healthy, 0 not.",
 	}, []string{"namespace", "name"})
+	// Autopilot's verdict turns unhealthy for a sick read replica too,
+	// which costs the voters' quorum nothing: split by voter, an alert
+	// can tell the two apart.
+	raftUnhealthyServers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "openbao_cluster_raft_unhealthy_servers",
+		Help: "Servers autopilot last reported unhealthy (status.raft), by voter (true) or non-voter, a read replica (false).",
+	}, []string{"namespace", "name", "voter"})
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "openbao_reconcile_errors_total",
 		Help: "Reconcile passes of a cluster that ended in an error (and were retried with backoff).",
@@ -160,7 +168,7 @@ var exported = []prometheus.Collector{tlsCertExpiry, tlsCertRenewalDue, tlsRotat
 	upgradeStatus, upgradeDuration, upgradeStepDowns,
 	backupSuccesses, backupFailures, backupLastSuccess, backupLastSize, backupLastDuration, backupConsecutiveFailures,
 	clusterReadyReplicas, clusterDesiredReplicas, clusterSealedReplicas, clusterPhase,
-	raftFailureTolerance, raftHealthy, reconcileErrors,
+	raftFailureTolerance, raftHealthy, raftUnhealthyServers, reconcileErrors,
 	restorePhase, restoreDuration, restoresTotal, drillsTotal, drillLastSuccess, drillLastDuration,
 }
 
@@ -220,6 +228,7 @@ func recordCluster(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterSt
 	if status.Raft == nil {
 		raftFailureTolerance.DeleteLabelValues(ns, name)
 		raftHealthy.DeleteLabelValues(ns, name)
+		raftUnhealthyServers.DeletePartialMatch(prometheus.Labels{"namespace": ns, "name": name})
 		return
 	}
 	raftFailureTolerance.WithLabelValues(ns, name).Set(float64(status.Raft.FailureTolerance))
@@ -228,6 +237,15 @@ func recordCluster(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterSt
 		healthy = 1
 	}
 	raftHealthy.WithLabelValues(ns, name).Set(healthy)
+	unhealthy := map[bool]float64{true: 0, false: 0}
+	for _, s := range status.Raft.Servers {
+		if !s.Healthy {
+			unhealthy[s.Voter]++
+		}
+	}
+	for voter, n := range unhealthy {
+		raftUnhealthyServers.WithLabelValues(ns, name, strconv.FormatBool(voter)).Set(n)
+	}
 }
 
 // recordReconcileError counts a pass that failed; the pass of a cluster
@@ -244,7 +262,7 @@ func forgetClusterMetrics(namespace, name string) {
 		backupSuccesses, backupFailures, backupLastSuccess, backupLastSize, backupLastDuration, backupConsecutiveFailures,
 		restorePhase, restoreDuration, restoresTotal, drillsTotal, drillLastSuccess, drillLastDuration,
 		clusterReadyReplicas, clusterDesiredReplicas, clusterSealedReplicas, clusterPhase,
-		raftFailureTolerance, raftHealthy, reconcileErrors,
+		raftFailureTolerance, raftHealthy, raftUnhealthyServers, reconcileErrors,
 	} {
 		v.DeletePartialMatch(labels)
 	}

@@ -160,6 +160,14 @@ func cases() []alertCase {
 		{"OpenBaoNoFailureTolerance", map[string]string{sel("openbao_cluster_raft_failure_tolerance"): "0x60",
 			sel("openbao_cluster_desired_replicas"): "1x60"}, "40m", nil},
 		{"OpenBaoRaftUnhealthy", map[string]string{sel("openbao_cluster_raft_healthy"): "0x60"}, "40m", []map[string]string{sameCluster}},
+		// A sick read replica (non-voter) alone: autopilot's verdict is
+		// unhealthy, no voter is; a sick voter beside it fires.
+		{"OpenBaoRaftUnhealthy", map[string]string{sel("openbao_cluster_raft_healthy"): "0x60",
+			sel("openbao_cluster_raft_unhealthy_servers", `voter="false"`): "1x60",
+			sel("openbao_cluster_raft_unhealthy_servers", `voter="true"`): "0x60"}, "40m", nil},
+		{"OpenBaoRaftUnhealthy", map[string]string{sel("openbao_cluster_raft_healthy"): "0x60",
+			sel("openbao_cluster_raft_unhealthy_servers", `voter="false"`): "1x60",
+			sel("openbao_cluster_raft_unhealthy_servers", `voter="true"`): "1x60"}, "40m", []map[string]string{sameCluster}},
 		// A server certificate of a 24h rotation period issued at time 0:
 		// expiry at 24h, renewal due at 16h (a third before expiry). Healthy
 		// at 2h although it expires within 7 days; overdue by a quarter of
