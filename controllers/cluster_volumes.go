@@ -66,8 +66,8 @@ func (r *OpenBaoClusterReconciler) reconcileVolumes(ctx context.Context, p *pass
 }
 
 // observeVolumes lists the claims carrying the cluster's pod selector
-// labels, from the API server (claims are not cached), and reads their
-// class.
+// labels, and its read replicas' (from the API server: claims are not
+// cached), and reads their class.
 func (r *OpenBaoClusterReconciler) observeVolumes(ctx context.Context, p *pass, want resource.Quantity) (volumes.Observed, map[string]*corev1.PersistentVolumeClaim, error) {
 	c := p.cluster
 	list := &corev1.PersistentVolumeClaimList{}
@@ -80,6 +80,20 @@ func (r *OpenBaoClusterReconciler) observeVolumes(ctx context.Context, p *pass, 
 	}
 	o := volumes.Observed{Want: want, Class: class, StatefulSet: c.StatefulSetName(),
 		ClusterCreated: c.CreationTimestamp.Time, Initialized: p.status.Initialized}
+	// The read replicas' claims come from the same claim template (the
+	// chart renders the voters' size into both) and grow the same way.
+	read, err := r.readStatefulSet(ctx, c)
+	if err != nil {
+		return volumes.Observed{}, nil, err
+	}
+	if read != nil && apply.Ours(c.UID, read) {
+		o.ReadStatefulSet = read.Name
+		reads := &corev1.PersistentVolumeClaimList{}
+		if err := r.APIReader.List(ctx, reads, client.InNamespace(c.Namespace), client.MatchingLabels(c.ReadPodSelectorLabels())); err != nil {
+			return volumes.Observed{}, nil, fmt.Errorf("list the read replicas' volumes of %s: %w", c.Name, err)
+		}
+		list.Items = append(list.Items, reads.Items...)
+	}
 	byName := make(map[string]*corev1.PersistentVolumeClaim, len(list.Items))
 	for i := range list.Items {
 		claim := &list.Items[i]

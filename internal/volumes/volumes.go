@@ -89,9 +89,13 @@ type Observed struct {
 	// says one of that name exists that is not the cluster's.
 	StatefulSet        string
 	ForeignStatefulSet bool
-	ClusterCreated     time.Time
-	Initialized        bool
-	Claims             []Claim
+	// ReadStatefulSet is the read replicas' StatefulSet's name when the
+	// cluster has one of its own (spec.readReplicas): its claims come from
+	// the same claim template and grow by the same rule; empty otherwise.
+	ReadStatefulSet string
+	ClusterCreated  time.Time
+	Initialized     bool
+	Claims          []Claim
 }
 
 // Decision is what the storage step carries out and reports.
@@ -133,10 +137,11 @@ func Decide(o Observed) Decision {
 }
 
 // ours is internal/deletion's test of a claim that is provably the
-// cluster's.
+// cluster's, a voter's or a read replica's.
 func ours(o Observed, c Claim) bool {
-	return !o.ForeignStatefulSet && deletion.IsDataVolume(o.StatefulSet, c.Name) &&
-		(o.Initialized || !v1alpha1.CreatedBefore(c.Created, o.ClusterCreated))
+	named := deletion.IsDataVolume(o.StatefulSet, c.Name) ||
+		o.ReadStatefulSet != "" && deletion.IsDataVolume(o.ReadStatefulSet, c.Name)
+	return !o.ForeignStatefulSet && named && (o.Initialized || !v1alpha1.CreatedBefore(c.Created, o.ClusterCreated))
 }
 
 // DefaultSize is spec.storage.size when the spec sets none (the CRD's

@@ -58,6 +58,18 @@ func TestTheStorageStepGrowsOnlyTheClustersClaimsAndNeverShrinksOne(t *testing.T
 			o.Class = volumes.Class{Name: "gone"}
 			return o
 		}(), refused: "is not found"},
+		"a larger size grows the read replicas' claims by the same rule": {o: func() volumes.Observed {
+			o := observed("20Gi", claim("data-bao-read-1", "10Gi", "10Gi"), claim("data-bao-0", "10Gi", "10Gi"), claim("data-bao-read-x", "10Gi", "10Gi"))
+			o.ReadStatefulSet = "bao-read"
+			return o
+		}(), grow: []string{"data-bao-0", "data-bao-read-1"}, resizing: []string{"data-bao-0", "data-bao-read-1"}},
+		"a read replica's claim is not the cluster's without its read StatefulSet": {
+			o: observed("20Gi", claim("data-bao-read-0", "10Gi", "10Gi"))},
+		"a read replica's claim is not shrunk either": {o: func() volumes.Observed {
+			o := observed("5Gi", claim("data-bao-read-0", "10Gi", "10Gi"))
+			o.ReadStatefulSet = "bao-read"
+			return o
+		}(), refused: "may not decrease"},
 		"a grown claim whose file system waits for a restart is reported": {o: func() volumes.Observed {
 			c := claim("data-bao-0", "20Gi", "20Gi")
 			c.FileSystemResizePending = true

@@ -214,3 +214,63 @@ func TestWithoutTheWebhookTheControllerGrowsNothingTheRuleRefuses(t *testing.T) 
 	}
 	expectVolumesGrown(t, k8s, c, metav1.ConditionFalse, v1alpha1.ReasonVolumeGrowthRefused, `"no-expansion" has no allowVolumeExpansion: true`)
 }
+
+// TestTheReadReplicasClaimsGrowLikeTheVoters: with read replicas, a
+// larger spec.storage.size grows the read replicas' claims by the same
+// rule as the voters' (only names their own StatefulSet gives, with their
+// labels), and leaves both StatefulSets' claim templates as created.
+func TestTheReadReplicasClaimsGrowLikeTheVoters(t *testing.T) {
+	ctx := context.Background()
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "grows-read"}, Provisioner: "example.com/none", AllowVolumeExpansion: ptr.To(true)}
+	if err := k8s.Create(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	ns := "volumes-read"
+	createNamespace(t, ns)
+	c := newCluster(t, ns, "metadata: {name: bao}\nspec: {version: 2.4.0, readReplicas: {replicas: 1}, storage: {size: 1Gi, storageClassName: grows-read}}")
+	if err := k8s.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	c.Status = v1alpha1.OpenBaoClusterStatus{Initialized: true, IdentityConfigured: true, CurrentVersion: "2.4.0"}
+	if err := k8s.Status().Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	r, err := newReconciler(k8s, k8s, events.NewFakeRecorder(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reconcile := reconcileFunc(t, ctx, r, c)
+	for range 3 {
+		reconcile()
+	}
+	claims := map[string]map[string]string{ // name: labels
+		"data-bao-0":       c.PodSelectorLabels(),
+		"data-bao-read-0":  c.ReadPodSelectorLabels(),
+		"data-bao-read-01": c.ReadPodSelectorLabels(), // not a name the read StatefulSet gives
+		"data-bao-read-1":  {"app": "other"},          // not the cluster's labels
+	}
+	for name, labels := range claims {
+		createBoundClaim(t, k8s, ns, name, labels, "grows-read", "1Gi")
+	}
+	setSize(t, k8s, c, "2Gi", "")
+	reconcile()
+	for name := range claims {
+		want := "1Gi"
+		if name == "data-bao-0" || name == "data-bao-read-0" {
+			want = "2Gi"
+		}
+		if got := claimRequest(t, k8s, ns, name); got != want {
+			t.Errorf("claim %s requests %s, want %s", name, got, want)
+		}
+	}
+	read := &appsv1.StatefulSet{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.ReadStatefulSetName()}, read); err != nil {
+		t.Fatal(err)
+	}
+	if q := read.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != "1Gi" || templateRequest(t, k8s, c) != "1Gi" {
+		t.Errorf("claim templates ask for %s (read) and %s (voters), want the 1Gi they were created with", q.String(), templateRequest(t, k8s, c))
+	}
+	setClaimStatus(t, k8s, ns, "data-bao-0", "2Gi", false)
+	reconcile()
+	expectVolumesGrown(t, k8s, c, metav1.ConditionFalse, v1alpha1.ReasonVolumesGrowing, "data-bao-read-0")
+}

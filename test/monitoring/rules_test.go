@@ -164,10 +164,10 @@ func cases() []alertCase {
 		// unhealthy, no voter is; a sick voter beside it fires.
 		{"OpenBaoRaftUnhealthy", map[string]string{sel("openbao_cluster_raft_healthy"): "0x60",
 			sel("openbao_cluster_raft_unhealthy_servers", `voter="false"`): "1x60",
-			sel("openbao_cluster_raft_unhealthy_servers", `voter="true"`): "0x60"}, "40m", nil},
+			sel("openbao_cluster_raft_unhealthy_servers", `voter="true"`):  "0x60"}, "40m", nil},
 		{"OpenBaoRaftUnhealthy", map[string]string{sel("openbao_cluster_raft_healthy"): "0x60",
 			sel("openbao_cluster_raft_unhealthy_servers", `voter="false"`): "1x60",
-			sel("openbao_cluster_raft_unhealthy_servers", `voter="true"`): "1x60"}, "40m", []map[string]string{sameCluster}},
+			sel("openbao_cluster_raft_unhealthy_servers", `voter="true"`):  "1x60"}, "40m", []map[string]string{sameCluster}},
 		// A server certificate of a 24h rotation period issued at time 0:
 		// expiry at 24h, renewal due at 16h (a third before expiry). Healthy
 		// at 2h although it expires within 7 days; overdue by a quarter of
