@@ -132,9 +132,9 @@ type UpgradeStatus struct {
 	// to step down.
 	// +optional
 	LastStepDownTime *metav1.Time `json:"lastStepDownTime,omitempty"`
-	// Step is the wait the rollout is in: StepDown (the active server is
-	// asked to step down), PodReady, HealthCheck, RaftSync; empty between
-	// pods.
+	// Step is the wait the rollout is in: ReadReplicas (at the start, the
+	// read replicas roll first), StepDown (the active server is asked to
+	// step down), PodReady, HealthCheck, RaftSync; empty between pods.
 	// +optional
 	Step string `json:"step,omitempty"`
 	// StepStartedAt is when the current wait began; its timeout counts
