@@ -33,7 +33,7 @@ func cluster(opts ...func(*upgrade.Observed)) upgrade.Observed {
 	for i := range 3 {
 		name := fmt.Sprintf("bao-%d", i)
 		o.Pods = append(o.Pods, upgrade.Pod{Name: name, Ordinal: i, Revision: oldRev, Ready: true, Active: i == 0})
-		o.Raft.Servers[name] = upgrade.Server{Voter: true, Healthy: true, LagKnown: true, Lag: 3}
+		o.Raft.Servers[name] = upgrade.Server{Voter: true, Healthy: true, LagKnown: true, Lag: 3, Received: true, ContactKnown: true, LastContact: time.Second}
 		o.Health[name] = upgrade.Health{Initialized: true}
 	}
 	for _, opt := range opts {

@@ -1,9 +1,12 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,10 +41,15 @@ func TestRolloutsKeepWritesFlowing(t *testing.T) {
 	w := startWriter(ctx, t, cl, ns, token, caPEM)
 	from := clusterStatus(ctx, t, cl, ns, "bao")["currentVersion"]
 
+	w.resetGap()
+	_, failedBefore, _ := w.mark()
 	m := rollTo(ctx, t, cl, ns, map[string]any{"version": next}, 0)
 	m.replacedTwice("the version rollout")
-	logf("rollout %s -> %s: %s, sum of the pod restarts %s (%.2fx); %d writes acked so far, longest gap %s",
-		from, images.OpenBaoNextVersion, m.total, m.restarts, m.ratio(), m.acked(w), m.gap(w))
+	acked, failedAfter, gap := w.mark()
+	logf("rollout %s -> %s: %s, sum of the pod restarts %s (%.2fx); a plain client (one write every %s, one retry after %s) "+
+		"failed %d writes in it, longest gap between acks %s; %d writes acked so far",
+		from, images.OpenBaoNextVersion, m.total, m.restarts, m.ratio(), writeEvery, writeRetryAfter, failedAfter-failedBefore,
+		gap.Round(10*time.Millisecond), acked)
 	if st := clusterStatus(ctx, t, cl, ns, "bao"); st["currentVersion"] != images.OpenBaoNextVersion {
 		t.Fatalf("currentVersion %v after the rollout, want %s", st["currentVersion"], images.OpenBaoNextVersion)
 	}
@@ -59,9 +68,10 @@ func TestRolloutsKeepWritesFlowing(t *testing.T) {
 	scaleTo(ctx, t, cl, ns, token, caPEM, 3)
 	pausedHoldsThenConverges(ctx, t, cl, ns, token, caPEM)
 
+	_, plainFailed, _ := w.mark()
 	acked, failed, longest := w.finish(t)
-	logf("writer: %d writes acknowledged and read back, %d failed after %s of retries, longest gap between acks %s",
-		acked, failed, writeRetryFor, longest.Round(10*time.Millisecond))
+	logf("writer: %d writes acknowledged and read back, %d failed for a plain client, %d failed after %s of retries, "+
+		"longest gap between acks since the version rollout %s", acked, plainFailed, failed, writeRetryFor, longest.Round(10*time.Millisecond))
 	if failed > 0 {
 		t.Errorf("%d writes failed after retrying for %s", failed, writeRetryFor)
 	}
@@ -145,14 +155,6 @@ func (m rolloutFigures) replacedTwice(what string) {
 }
 
 func (m rolloutFigures) ratio() float64 { return m.total.Seconds() / m.restarts.Seconds() }
-func (m rolloutFigures) acked(w *writer) int {
-	n, _ := w.mark()
-	return n
-}
-func (m rolloutFigures) gap(w *writer) time.Duration {
-	_, g := w.mark()
-	return g.Round(10 * time.Millisecond)
-}
 
 // rollTo changes the spec and waits for the rollout to complete, killing
 // the manager kills times as the partition moves.
@@ -171,8 +173,10 @@ func rollBy(ctx context.Context, t *testing.T, cl client.Client, ns string, trig
 		defer end()
 	}
 	start := time.Now()
+	shutdowns := followShutdowns(ctx, t, ns, serverPods(ctx, t, cl, ns, replicas), start)
+	defer shutdowns()
 	trigger()
-	killed, lastPartition, lastStep := 0, "", ""
+	killed, lastPartition, lastStep, lastUpdate := 0, "", "", before.update
 	waitFor(ctx, t, 8*time.Minute, "the rollout to complete", func() (bool, string) {
 		st := clusterStatus(ctx, t, cl, ns, "bao")
 		up, _ := st["upgrade"].(map[string]any)
@@ -191,6 +195,11 @@ func rollBy(ctx context.Context, t *testing.T, cl client.Client, ns string, trig
 		// UpgradeComplete stays from the rollout before until this one
 		// starts: done also needs the StatefulSet on a new revision.
 		rev := statefulSetRevisions(ctx, t, cl, ns)
+		if rev.update != lastUpdate {
+			logf("  %5.1fs the StatefulSet's update revision is %s%s", time.Since(start).Seconds(), rev.update,
+				templateChange(ctx, cl, ns, lastUpdate, rev.update, before.update))
+			lastUpdate = rev.update
+		}
 		rolled := rev.update != before.update && rev.current == rev.update
 		done := rolled && up == nil && hasConditionReason(st, "UpgradeComplete") && st["phase"] == "Running"
 		return done, fmt.Sprintf("phase %v upgrade %v revisions %+v", st["phase"], up, rev)
@@ -432,4 +441,135 @@ func scaleTo(ctx context.Context, t *testing.T, cl client.Client, ns, token stri
 	})
 	waitVotersN(ctx, t, cl, ns, token, caPEM, n, n)
 	logf("scaled to %d servers, all voting, in %s", n, time.Since(start).Round(100*time.Millisecond))
+}
+
+// followShutdowns follows the log of each pod from now on, with the
+// kubelet's timestamps, and returns a func that prints how each one shut
+// down: its lines from OpenBao's "shutdown triggered" to its last, timed
+// from the first. Operator and server logs are gone after a run; this is
+// the timeline of a server that takes long to stop.
+func followShutdowns(ctx context.Context, t *testing.T, ns string, pods []corev1.Pod, start time.Time) func() {
+	t.Helper()
+	cs := clientset(t)
+	type stream struct {
+		name string
+		text bytes.Buffer
+		done chan struct{}
+		body io.ReadCloser
+	}
+	var streams []*stream
+	since := metav1.NewTime(start)
+	for _, p := range pods {
+		body, err := cs.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: "openbao", Follow: true, Timestamps: true,
+			SinceTime: &since}).Stream(ctx)
+		if err != nil {
+			logf("  cannot follow the log of %s: %v", p.Name, err)
+			continue
+		}
+		s := &stream{name: p.Name, done: make(chan struct{}), body: body}
+		go func() { _, _ = io.Copy(&s.text, body); close(s.done) }()
+		streams = append(streams, s)
+	}
+	return func() {
+		for _, s := range streams {
+			select {
+			case <-s.done:
+			case <-time.After(2 * time.Second):
+				_ = s.body.Close()
+				<-s.done
+			}
+			logf("  %s shut down:%s", s.name, shutdownLines(s.text.String(), start))
+		}
+	}
+}
+
+// shutdownLines picks the lines from the shutdown's trigger on, each timed
+// from the trigger, and the trigger timed from the rollout's start.
+func shutdownLines(log string, start time.Time) string {
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	from := -1
+	for i, l := range lines {
+		if strings.Contains(l, "shutdown triggered") {
+			from = i
+		}
+	}
+	if from < 0 {
+		return " no shutdown in its log"
+	}
+	at := func(l string) (time.Time, string) {
+		ts, rest, _ := strings.Cut(l, " ")
+		tm, _ := time.Parse(time.RFC3339Nano, ts)
+		return tm, rest
+	}
+	t0, _ := at(lines[from])
+	var out strings.Builder
+	fmt.Fprintf(&out, " triggered %.1fs into the rollout", t0.Sub(start).Seconds())
+	tail := lines[from:]
+	if len(tail) > 30 {
+		tail = append(tail[:15:15], tail[len(tail)-15:]...)
+	}
+	for _, l := range tail {
+		tm, rest := at(l)
+		if len(rest) > 220 {
+			rest = rest[:220]
+		}
+		fmt.Fprintf(&out, "\n      +%5.2fs %s", tm.Sub(t0).Seconds(), rest)
+	}
+	return out.String()
+}
+
+// templateChange says what changed in the pod template between two
+// StatefulSet revisions, read from their ControllerRevisions: a second
+// revision during one rollout replaces pods again.
+func templateChange(ctx context.Context, cl client.Client, ns, from, to, first string) string {
+	if from == "" || from == to {
+		return ""
+	}
+	read := func(name string) map[string]string {
+		cr := &appsv1.ControllerRevision{}
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cr); err != nil {
+			return map[string]string{"error": err.Error()}
+		}
+		var v any
+		_ = json.Unmarshal(cr.Data.Raw, &v)
+		out := map[string]string{}
+		flatten("", v, out)
+		return out
+	}
+	a, b := read(from), read(to)
+	var diff []string
+	for k, v := range b {
+		if a[k] != v {
+			diff = append(diff, fmt.Sprintf("%s: %.80q -> %.80q", k, a[k], v))
+		}
+	}
+	for k, v := range a {
+		if _, ok := b[k]; !ok {
+			diff = append(diff, fmt.Sprintf("%s: %.80q removed", k, v))
+		}
+	}
+	sort.Strings(diff)
+	if len(diff) > 12 {
+		diff = append(diff[:12], fmt.Sprintf("and %d more", len(diff)-12))
+	}
+	what := "the change"
+	if from != first {
+		what = "a second revision in one rollout"
+	}
+	return fmt.Sprintf(" (%s, from %s: %s)", what, from, strings.Join(diff, "; "))
+}
+
+func flatten(prefix string, v any, out map[string]string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			flatten(prefix+"."+k, e, out)
+		}
+	case []any:
+		for i, e := range x {
+			flatten(fmt.Sprintf("%s[%d]", prefix, i), e, out)
+		}
+	default:
+		out[prefix] = fmt.Sprint(x)
+	}
 }
