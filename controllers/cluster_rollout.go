@@ -103,6 +103,9 @@ func (r *OpenBaoClusterReconciler) observeRollout(ctx context.Context, p *pass) 
 	if sts != nil {
 		o.StatefulSetObserved = sts.Status.ObservedGeneration >= sts.Generation
 		o.UpdateRevision = sts.Status.UpdateRevision
+		if ru := sts.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+			o.LivePartition, o.LivePartitionKnown = *ru.Partition, true
+		}
 		o.RenderedGeneration = renderedGeneration(sts, c.Status.ObservedGeneration)
 	}
 	o.SettledGeneration = p.status.SettledGeneration

@@ -155,6 +155,12 @@ type Observed struct {
 	// then the revision of the current template.
 	StatefulSetObserved bool
 	UpdateRevision      string
+	// LivePartition is the partition the StatefulSet's spec holds, as
+	// read; LivePartitionKnown says it was read. A pass that lowered it and
+	// then lost its status write (the operator killed in between, or a
+	// conflict) leaves it below status.upgrade.currentPartition.
+	LivePartition      int32
+	LivePartitionKnown bool
 	// Pods of the cluster, any order.
 	Pods []Pod
 	// Upgrade is status.upgrade; nil while no rollout runs.

@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,7 @@ import (
 // need no wait follow each other in one pass.
 func roll(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) {
 	d.Upgrade, d.Partition = up, up.CurrentPartition
+	adopt(o, up, d)
 	if up.Halted != "" && !resume(o, up, d) {
 		return
 	}
@@ -26,6 +28,31 @@ func roll(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) {
 	if d.Upgrade != nil && d.Upgrading == nil && up.Halted == "" {
 		d.upgrading(true, v1alpha1.ReasonUpgradeInProgress, progress(o, up))
 	}
+}
+
+// adopt takes on a release the StatefulSet already holds but the status
+// does not: a pass verified the pod above, lowered the partition and lost
+// its status write. Rendering the recorded partition would raise it again,
+// and the StatefulSet controller would recreate the released pod, which it
+// may be replacing, on the old template, only to replace it once more at
+// the next release. The rollout goes on from the live partition instead,
+// the released pod to be verified; the pods above it passed verify in the
+// lost pass (a release follows only a verified pod).
+func adopt(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) {
+	if !o.LivePartitionKnown || !o.StatefulSetObserved || o.UpdateRevision != up.TargetRevision ||
+		o.LivePartition < 0 || o.LivePartition >= up.CurrentPartition || up.Halted != "" {
+		return
+	}
+	for ord := o.LivePartition + 1; ord <= up.CurrentPartition && ord < o.Replicas; ord++ {
+		if name := podName(o, ord); !slices.Contains(up.CompletedPods, name) {
+			up.CompletedPods = append(up.CompletedPods, name)
+		}
+	}
+	d.event(false, "UpgradeReleaseAdopted", fmt.Sprintf("the StatefulSet holds partition %d, below the %d status.upgrade records: "+
+		"the pass that released %s lost its status write; the rollout goes on from it rather than roll that pod back",
+		o.LivePartition, up.CurrentPartition, podName(o, o.LivePartition)))
+	up.CurrentPartition = o.LivePartition
+	next(o, up, StepPodReady)
 }
 
 // resume lifts a halt once spec.upgrade.resumeRequest has a new value;

@@ -182,7 +182,7 @@ func rollBy(ctx context.Context, t *testing.T, cl client.Client, ns string, trig
 		up, _ := st["upgrade"].(map[string]any)
 		// What the rollout waits for, without the countdown, whenever it changes.
 		waiting, _, _ := strings.Cut(conditionMessage(st, "Upgrading"), "; waiting (")
-		if step := fmt.Sprintf("partition %v, step %v: %s", up["currentPartition"], up["step"], waiting); up != nil && step != lastStep {
+		if step := fmt.Sprintf("partition %v (StatefulSet %s), step %v: %s", up["currentPartition"], livePartition(ctx, cl, ns), up["step"], waiting); up != nil && step != lastStep {
 			logf("  %5.1fs %s", time.Since(start).Seconds(), step)
 			lastStep = step
 		}
@@ -307,6 +307,15 @@ func (tr *restartTracker) observe(ctx context.Context, cl client.Client, ns stri
 		if first, seen := tr.successorUID[name]; seen && err == nil && p.UID != uid && p.UID != first {
 			tr.again[name]++
 			tr.successorUID[name] = p.UID
+			sts := &appsv1.StatefulSet{}
+			_ = cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, sts)
+			partition := "none"
+			if ru := sts.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+				partition = fmt.Sprint(*ru.Partition)
+			}
+			logf("  %s replaced again, %.1fs after its first successor: the new pod is on revision %s; the StatefulSet holds "+
+				"partition %s, update revision %s, current %s", name, now.Sub(tr.successor[name]).Seconds(),
+				p.Labels[appsv1.ControllerRevisionHashLabelKey], partition, sts.Status.UpdateRevision, sts.Status.CurrentRevision)
 		}
 		if _, doneAlready := tr.took[name]; err == nil && p.UID != uid && podReady(p) && !doneAlready {
 			tr.took[name] = now.Sub(tr.gone[name])
@@ -572,4 +581,16 @@ func flatten(prefix string, v any, out map[string]string) {
 	default:
 		out[prefix] = fmt.Sprint(x)
 	}
+}
+
+// livePartition is the partition the StatefulSet's spec holds.
+func livePartition(ctx context.Context, cl client.Client, ns string) string {
+	sts := &appsv1.StatefulSet{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, sts); err != nil {
+		return "unread"
+	}
+	if ru := sts.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		return fmt.Sprint(*ru.Partition)
+	}
+	return "none"
 }
