@@ -106,6 +106,9 @@ func (r *OpenBaoClusterReconciler) observeRollout(ctx context.Context, p *pass) 
 		if ru := sts.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
 			o.LivePartition, o.LivePartitionKnown = *ru.Partition, true
 		}
+		if sts.Spec.Replicas != nil {
+			o.LiveReplicas = *sts.Spec.Replicas
+		}
 		o.RenderedGeneration = renderedGeneration(sts, c.Status.ObservedGeneration)
 	}
 	o.SettledGeneration = p.status.SettledGeneration

@@ -694,3 +694,36 @@ func TestAReleaseWhoseStatusWriteWasLostIsAdoptedNotRolledBack(t *testing.T) {
 		})
 	}
 }
+
+// TestARolloutStartWhoseStatusWriteWasLostIsAdopted: the pass that started
+// the rollout released bao-2 and lost its status write. The preflight
+// alone would find bao-2 not Ready and hold, rendering the partition at 3
+// again, so that bao-2 came back on the old template and was replaced
+// twice. A refused version is still held, every pod with it.
+func TestARolloutStartWhoseStatusWriteWasLostIsAdopted(t *testing.T) {
+	lost := func(o *upgrade.Observed) { o.LivePartition, o.LivePartitionKnown, o.LiveReplicas = 2, true, 3 }
+	tests := []struct {
+		name      string
+		obs       upgrade.Observed
+		partition int32
+		step      string
+	}{
+		{name: "the released pod is verified, not held back",
+			obs: cluster(notReady(2), lost), partition: 2, step: upgrade.StepPodReady},
+		{name: "a StatefulSet at its replica count has no lost start",
+			obs: cluster(notReady(2), func(o *upgrade.Observed) { o.LivePartition, o.LivePartitionKnown, o.LiveReplicas = 3, true, 3 }),
+			partition: 3, step: "-"},
+		{name: "a refused version is held, every pod with it",
+			obs: cluster(notReady(2), lost, func(o *upgrade.Observed) { o.SpecVersion = "2.3.0" }), partition: 3, step: "-"},
+		{name: "a StatefulSet about to scale up with the template is no lost start",
+			obs: cluster(notReady(2), lost, func(o *upgrade.Observed) { o.LivePartition, o.Replicas = 3, 4 }), partition: 4, step: "-"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := upgrade.Decide(tc.obs)
+			if d.Partition != tc.partition || stepOf(d) != tc.step {
+				t.Fatalf("partition %d, step %q; want %d, %q (%+v)", d.Partition, stepOf(d), tc.partition, tc.step, d.Upgrading)
+			}
+		})
+	}
+}

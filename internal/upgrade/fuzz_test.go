@@ -34,7 +34,7 @@ func FuzzNoReleasePastAnUnverifiedOrActivePod(f *testing.F) {
 	f.Add([]byte{3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3})
 	f.Fuzz(func(t *testing.T, script []byte) {
 		o := cluster()
-		o.LivePartition, o.LivePartitionKnown = o.Replicas, true
+		o.LivePartition, o.LivePartitionKnown, o.LiveReplicas = o.Replicas, true, o.Replicas
 		for i, b := range script {
 			o.Now = t0.Add(time.Duration(i) * time.Duration(b%64+1) * time.Second)
 			applyObservation(&o, b, script[(i+1)%len(script)], script[(i+2)%len(script)], script[(i+3)%len(script)])

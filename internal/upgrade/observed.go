@@ -161,6 +161,10 @@ type Observed struct {
 	// conflict) leaves it below status.upgrade.currentPartition.
 	LivePartition      int32
 	LivePartitionKnown bool
+	// LiveReplicas is the replica count the StatefulSet's spec holds: a
+	// live partition below it with no rollout recorded is a start whose
+	// status write was lost.
+	LiveReplicas int32
 	// Pods of the cluster, any order.
 	Pods []Pod
 	// Upgrade is status.upgrade; nil while no rollout runs.
