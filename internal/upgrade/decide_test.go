@@ -711,7 +711,7 @@ func TestARolloutStartWhoseStatusWriteWasLostIsAdopted(t *testing.T) {
 		{name: "the released pod is verified, not held back",
 			obs: cluster(notReady(2), lost), partition: 2, step: upgrade.StepPodReady},
 		{name: "a StatefulSet at its replica count has no lost start",
-			obs: cluster(notReady(2), func(o *upgrade.Observed) { o.LivePartition, o.LivePartitionKnown, o.LiveReplicas = 3, true, 3 }),
+			obs:       cluster(notReady(2), func(o *upgrade.Observed) { o.LivePartition, o.LivePartitionKnown, o.LiveReplicas = 3, true, 3 }),
 			partition: 3, step: "-"},
 		{name: "a refused version is held, every pod with it",
 			obs: cluster(notReady(2), lost, func(o *upgrade.Observed) { o.SpecVersion = "2.3.0" }), partition: 3, step: "-"},
