@@ -162,6 +162,14 @@ func (m rolloutFigures) replacedTwice(what string) {
 }
 
 func (m rolloutFigures) ratio() float64 { return m.total.Seconds() / m.restarts.Seconds() }
+func (m rolloutFigures) acked(w *writer) int {
+	n, _, _ := w.mark()
+	return n
+}
+func (m rolloutFigures) gap(w *writer) time.Duration {
+	_, _, g := w.mark()
+	return g.Round(10 * time.Millisecond)
+}
 
 // rollTo changes the spec and waits for the rollout to complete, killing
 // the manager kills times as the partition moves.
