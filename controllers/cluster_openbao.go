@@ -97,9 +97,10 @@ func (v *openbaoView) measureLag(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*viewReadTimeout)
 	defer cancel()
-	for name, l := range openbao.RaftLagTo(ctx, leader, v.servers) {
+	for name, p := range openbao.RaftProgressTo(ctx, leader, v.servers) {
 		if s, ok := v.raft.Servers[name]; ok {
-			s.Lag, s.LagKnown = l, true
+			s.Lag, s.LagKnown = p.Lag, true
+			s.Received, s.Index, s.LeaderIndex = p.Received, p.Index, p.LeaderIndex
 			v.raft.Servers[name] = s
 		}
 	}
@@ -157,7 +158,8 @@ func raftOf(leader openbao.Leader, state openbao.AutopilotState) *upgrade.Raft {
 		if leader.RaftCommittedIndex > s.LastIndex {
 			lag = leader.RaftCommittedIndex - s.LastIndex
 		}
-		out.Servers[id] = upgrade.Server{Lag: lag, LagKnown: true, Voter: s.Status == "voter" || s.Status == "leader", Healthy: s.Healthy}
+		out.Servers[id] = upgrade.Server{Lag: lag, LagKnown: true, Voter: s.Status == "voter" || s.Status == "leader", Healthy: s.Healthy,
+			LastContact: s.LastContact, ContactKnown: s.ContactKnown || s.Status == "leader", LastIndex: s.LastIndex}
 	}
 	return out
 }
@@ -173,7 +175,7 @@ func rolloutPods(servers podstate.Snapshot, v *openbaoView) []upgrade.Pod {
 		if !known && v != nil {
 			active = v.active[s.Name]
 		}
-		out = append(out, upgrade.Pod{Name: s.Name, Ordinal: s.Ordinal, Revision: s.Revision, Ready: s.Ready, Active: active,
+		out = append(out, upgrade.Pod{Name: s.Name, Ordinal: s.Ordinal, Revision: s.Revision, Ready: s.Ready, Active: active, Started: s.RunningSince,
 			Container: upgrade.Container{Waiting: s.WaitingReason, Restarts: s.RestartCount, LastReason: s.LastTerminationReason,
 				LastExitCode: s.LastExitCode, LastMessage: s.LastTerminationMessage}})
 	}

@@ -103,6 +103,12 @@ func (r *OpenBaoClusterReconciler) observeRollout(ctx context.Context, p *pass) 
 	if sts != nil {
 		o.StatefulSetObserved = sts.Status.ObservedGeneration >= sts.Generation
 		o.UpdateRevision = sts.Status.UpdateRevision
+		if ru := sts.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+			o.LivePartition, o.LivePartitionKnown = *ru.Partition, true
+		}
+		if sts.Spec.Replicas != nil {
+			o.LiveReplicas = *sts.Spec.Replicas
+		}
 		o.RenderedGeneration = renderedGeneration(sts, c.Status.ObservedGeneration)
 	}
 	o.SettledGeneration = p.status.SettledGeneration

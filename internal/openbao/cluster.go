@@ -44,8 +44,10 @@ type AutopilotServer struct {
 	Healthy   bool
 	LastIndex uint64
 	LastTerm  uint64
-	// LastContact is how long ago the leader last heard from it.
-	LastContact time.Duration
+	// LastContact is how long ago the leader last heard from it;
+	// ContactKnown says the answer gave one ("0s" on the leader).
+	LastContact  time.Duration
+	ContactKnown bool
 }
 
 func (c *client) Leader(ctx context.Context) (Leader, error) {
@@ -72,9 +74,9 @@ func (c *client) AutopilotState(ctx context.Context) (AutopilotState, error) {
 		if srv == nil {
 			continue
 		}
-		contact, _ := time.ParseDuration(srv.LastContact) // "0s" on the leader, "" when unknown
+		contact, err := time.ParseDuration(srv.LastContact) // "0s" on the leader, "" when unknown
 		out.Servers[id] = AutopilotServer{ID: srv.ID, Name: srv.Name, Address: srv.Address, Status: srv.Status,
-			Healthy: srv.Healthy, LastIndex: srv.LastIndex, LastTerm: srv.LastTerm, LastContact: contact}
+			Healthy: srv.Healthy, LastIndex: srv.LastIndex, LastTerm: srv.LastTerm, LastContact: contact, ContactKnown: err == nil}
 	}
 	return out, nil
 }
@@ -206,12 +208,40 @@ func RaftLag(ctx context.Context, servers map[string]Client) (map[string]uint64,
 // RaftLagTo is RaftLag for a caller that already knows the leader.
 func RaftLagTo(ctx context.Context, leader Client, servers map[string]Client) map[string]uint64 {
 	lag := map[string]uint64{}
-	for name, c := range servers {
-		if l, ok := pairLag(ctx, c, leader); ok {
-			lag[name] = l
-		}
+	for name, p := range RaftProgressTo(ctx, leader, servers) {
+		lag[name] = p.Lag
 	}
 	return lag
+}
+
+// Progress is what RaftProgressTo measured of one server.
+type Progress struct {
+	// Lag is what the server had still to apply of the leader's index at
+	// the end of the window (0 once it applied it).
+	Lag uint64
+	// Received says the server's own log reached the leader's index
+	// within the window: entries from the leader reached it during the
+	// window or before. A restarted server applies what its own disk held
+	// and so can show no lag before the leader replicates to it again;
+	// when the leader's index moved while it was down, only the leader's
+	// replication brings its log up to it.
+	Received bool
+	// LeaderIndex is the leader's index read first; Index and Applied are
+	// the server's last log index and applied index as last read.
+	LeaderIndex, Index, Applied uint64
+}
+
+// RaftProgressTo measures, for every server that answers, how far it got
+// towards the leader's last index (pairLag); servers that do not answer
+// are left out.
+func RaftProgressTo(ctx context.Context, leader Client, servers map[string]Client) map[string]Progress {
+	out := map[string]Progress{}
+	for name, c := range servers {
+		if p, ok := pairLag(ctx, c, leader); ok {
+			out[name] = p
+		}
+	}
+	return out
 }
 
 // catchUpWindow is how long RaftLag waits for a server to apply what the
@@ -222,27 +252,35 @@ const (
 )
 
 // pairLag reads the leader, then the server until it has applied the
-// leader's committed index or the window closes.
-func pairLag(ctx context.Context, server, leader Client) (uint64, bool) {
+// leader's committed index or the window closes. On a server,
+// sys/leader's raft_committed_index is its own last log index (OpenBao
+// 2.4 answers raft.LastIndex there), which only the leader's
+// AppendEntries raise.
+func pairLag(ctx context.Context, server, leader Client) (Progress, bool) {
 	l, err := leader.Leader(ctx)
 	if err != nil {
-		return 0, false
+		return Progress{}, false
 	}
+	p := Progress{LeaderIndex: l.RaftCommittedIndex}
 	deadline := time.Now().Add(catchUpWindow)
 	for {
 		s, err := server.Leader(ctx)
 		if err != nil {
-			return 0, false
+			return Progress{}, false
 		}
+		p.Index, p.Applied = s.RaftCommittedIndex, s.RaftAppliedIndex
+		p.Received = p.Received || s.RaftCommittedIndex >= l.RaftCommittedIndex
 		if s.RaftAppliedIndex >= l.RaftCommittedIndex {
-			return 0, true
+			p.Lag, p.Received = 0, true
+			return p, true
 		}
 		if time.Now().After(deadline) {
-			return l.RaftCommittedIndex - s.RaftAppliedIndex, true
+			p.Lag = l.RaftCommittedIndex - s.RaftAppliedIndex
+			return p, true
 		}
 		select {
 		case <-ctx.Done():
-			return 0, false
+			return Progress{}, false
 		case <-time.After(catchUpPoll):
 		}
 	}

@@ -122,3 +122,38 @@ func TestRaftLagSeesAStalledFollowerButNotTheWritesOfOneRequest(t *testing.T) {
 		t.Errorf("stalled bao-2: lag %d, want at least 300", lag["bao-2"])
 	}
 }
+
+// fixedServer answers sys/leader with fixed indexes: on a follower,
+// raft_committed_index is its own last log index.
+type fixedServer struct {
+	openbaofake.Client
+	leader       bool
+	log, applied uint64
+}
+
+func (s *fixedServer) Leader(context.Context) (openbao.Leader, error) {
+	return openbao.Leader{IsSelf: s.leader, RaftCommittedIndex: s.log, RaftAppliedIndex: s.applied}, nil
+}
+
+// TestRaftProgressTellsAServerTheLeaderReachesFromOneItDoesNot: a
+// restarted follower has applied what its own disk held; only the
+// leader's replication brings its log up to the leader's. One whose log
+// reached the leader's but has not applied it all is reached, with a lag.
+func TestRaftProgressTellsAServerTheLeaderReachesFromOneItDoesNot(t *testing.T) {
+	leader := &fixedServer{leader: true, log: 1000, applied: 1000}
+	servers := map[string]openbao.Client{
+		"bao-0":     leader,
+		"reached":   &fixedServer{log: 1000, applied: 990},
+		"restarted": &fixedServer{log: 700, applied: 700},
+	}
+	p := openbao.RaftProgressTo(context.Background(), leader, servers)
+	if !p["bao-0"].Received || p["bao-0"].Lag != 0 {
+		t.Errorf("the leader itself: %+v", p["bao-0"])
+	}
+	if r := p["reached"]; !r.Received || r.Lag != 10 {
+		t.Errorf("a follower whose log reached the leader's: %+v, want received with a lag of 10", r)
+	}
+	if r := p["restarted"]; r.Received || r.Lag != 300 || r.Index != 700 || r.LeaderIndex != 1000 {
+		t.Errorf("a restarted follower the leader does not reach: %+v, want not received, lag 300, index 700 of 1000", r)
+	}
+}

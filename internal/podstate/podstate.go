@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,9 @@ type Pod struct {
 	Running    bool
 	Terminated bool
 	Ready      bool
+	// RunningSince is when the kubelet started the running container
+	// (whole seconds); zero when it does not run.
+	RunningSince time.Time
 	// WaitingReason is the container's waiting reason, for example
 	// CrashLoopBackOff or ImagePullBackOff.
 	WaitingReason string
@@ -71,6 +75,9 @@ func FromKube(p *corev1.Pod) Pod {
 			continue
 		}
 		out.Running = cs.State.Running != nil
+		if cs.State.Running != nil {
+			out.RunningSince = cs.State.Running.StartedAt.Time
+		}
 		out.Terminated = cs.State.Terminated != nil
 		out.RestartCount = cs.RestartCount
 		if cs.State.Waiting != nil {

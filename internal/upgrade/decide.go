@@ -98,6 +98,9 @@ func Decide(o Observed) Decision {
 		lock(o, up, &d)
 		return d
 	}
+	if up == nil && o.Upgrade == nil {
+		up = lostStart(o, &d)
+	}
 	if up == nil {
 		up = preflight(o, &d)
 		if up == nil {
@@ -106,6 +109,41 @@ func Decide(o Observed) Decision {
 	}
 	roll(o, up, &d)
 	return d
+}
+
+// lostStart takes on a rollout whose first release the StatefulSet holds
+// but whose status write was lost (a conflict with a stale cache, or the
+// operator killed in between): the live partition is below the live
+// replica count and no rollout is recorded. The preflight would find the
+// released pod not Ready and hold, rendering the partition at the replica
+// count again, and the StatefulSet controller would recreate that pod on
+// the old template, to replace it once more when the rollout starts. A
+// refused version or an operation in the way is left to the preflight,
+// which holds every pod on purpose.
+func lostStart(o Observed, d *Decision) *v1alpha1.UpgradeStatus {
+	if !o.LivePartitionKnown || !o.StatefulSetObserved || o.LivePartition < 0 || o.LivePartition >= o.LiveReplicas ||
+		o.LiveReplicas != o.Replicas || len(o.Behind()) == 0 || !o.Lock.OK() || !o.Slot.OK() {
+		return nil
+	}
+	if reason, _ := refused(o); reason != "" {
+		return nil
+	}
+	if o.Settings.PreUpgradeSnapshot && !o.SnapshotDone {
+		return nil
+	}
+	d.Started = true
+	d.event(false, "UpgradeReleaseAdopted", fmt.Sprintf("the StatefulSet holds partition %d with no rollout recorded: the pass that "+
+		"started the rollout to %s lost its status write; the rollout goes on from it rather than roll %s back",
+		o.LivePartition, o.SpecVersion, podName(o, o.LivePartition)))
+	up := &v1alpha1.UpgradeStatus{
+		TargetVersion: o.SpecVersion, FromVersion: Reference(o.CurrentVersion, o.HighestVersion), TargetRevision: o.UpdateRevision,
+		StartedAt: metav1.NewTime(o.Now), CurrentPartition: o.LivePartition, ResumeRequest: o.Settings.ResumeRequest,
+		Cause: o.Cause, Step: StepPodReady, StepStartedAt: ptrTime(o.Now),
+	}
+	for ord := o.LivePartition + 1; ord < o.Replicas; ord++ {
+		up.CompletedPods = append(up.CompletedPods, podName(o, ord))
+	}
+	return up
 }
 
 // lock decides the pass in which spec.version changed during a rollout:

@@ -33,7 +33,7 @@ func cluster(opts ...func(*upgrade.Observed)) upgrade.Observed {
 	for i := range 3 {
 		name := fmt.Sprintf("bao-%d", i)
 		o.Pods = append(o.Pods, upgrade.Pod{Name: name, Ordinal: i, Revision: oldRev, Ready: true, Active: i == 0})
-		o.Raft.Servers[name] = upgrade.Server{Voter: true, Healthy: true, LagKnown: true, Lag: 3}
+		o.Raft.Servers[name] = upgrade.Server{Voter: true, Healthy: true, LagKnown: true, Lag: 3, Received: true, ContactKnown: true, LastContact: time.Second}
 		o.Health[name] = upgrade.Health{Initialized: true}
 	}
 	for _, opt := range opts {
@@ -590,5 +590,140 @@ func TestHighestVersion(t *testing.T) {
 		if got := upgrade.HighestVersion(tc.prev, tc.current, tc.settled, tc.reported); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestARestartedServerCountsOnlyOnceTheLeaderReachesIt: a restarted
+// server has applied what its own disk held, so its applied index shows
+// it caught up at once, while the leader's Raft library still backs off
+// from it and autopilot's verdict dates from before the restart. The next
+// pod is released only once the leader itself counts the server a healthy
+// voter, has heard from it since its container started, and its log has
+// reached the leader's.
+func TestARestartedServerCountsOnlyOnceTheLeaderReachesIt(t *testing.T) {
+	restarted := func(f func(*upgrade.Server)) upgrade.Observed {
+		return cluster(rolled(2), inProgress(2, upgrade.StepRaftSync, -5*time.Second),
+			pod(2, func(p *upgrade.Pod) { p.Started = t0.Add(-8 * time.Second) }),
+			server("bao-2", func(s *upgrade.Server) {
+				s.Lag, s.LastContact, s.Index, s.LeaderIndex = 0, 2*time.Second, 900, 900
+				f(s)
+			}))
+	}
+	tests := []struct {
+		name      string
+		obs       upgrade.Observed
+		partition int32
+		waitsOn   string
+	}{
+		{name: "its own index caught up, but the leader's log moved on without reaching it: it waits",
+			obs: restarted(func(s *upgrade.Server) { s.Received, s.Index, s.LeaderIndex = false, 700, 1714 }), partition: 2,
+			waitsOn: "the leader's replication has not reached bao-2 yet: its Raft log ends at 700, the leader's at 1714"},
+		{name: "the leader last heard from it before its container started: it waits",
+			obs: restarted(func(s *upgrade.Server) { s.LastContact = 9 * time.Second }), partition: 2,
+			waitsOn: "the leader has not heard from bao-2 since its server started 8s ago"},
+		{name: "the leader gives no last contact for it: it waits",
+			obs: restarted(func(s *upgrade.Server) { s.ContactKnown = false }), partition: 2,
+			waitsOn: "the leader has not heard from bao-2"},
+		{name: "autopilot on the leader still reports it unhealthy: it waits",
+			obs: restarted(func(s *upgrade.Server) { s.Healthy = false }), partition: 2, waitsOn: "autopilot on the leader reports bao-2 unhealthy"},
+		{name: "the leader does not count it as a voter: it waits",
+			obs: restarted(func(s *upgrade.Server) { s.Voter = false }), partition: 2, waitsOn: "does not count bao-2 as a voter"},
+		{name: "a healthy voter the leader heard from since its start and replicates to: the next pod goes",
+			obs: restarted(func(*upgrade.Server) {}), partition: 1},
+		{name: "another voter the leader's replication does not reach keeps the partition",
+			obs: cluster(rolled(2), inProgress(2, "", -10*time.Second, "bao-2"),
+				server("bao-0", func(s *upgrade.Server) { s.Received, s.Index, s.LeaderIndex = false, 10, 400 })), partition: 2,
+			waitsOn: "the leader's replication does not reach the voter bao-0: its Raft log ends at 10, the leader's at 400"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := upgrade.Decide(tc.obs)
+			if d.Partition != tc.partition {
+				t.Fatalf("partition %d, want %d (%+v)", d.Partition, tc.partition, d.Upgrading)
+			}
+			if tc.waitsOn == "" {
+				return
+			}
+			if d.Upgrading == nil || !strings.Contains(d.Upgrading.Message, tc.waitsOn) || !strings.Contains(d.Upgrading.Message, "leader's view:") {
+				t.Fatalf("Upgrading %+v, want it to say %q and show the leader's view", d.Upgrading, tc.waitsOn)
+			}
+		})
+	}
+}
+
+// TestAReleaseWhoseStatusWriteWasLostIsAdoptedNotRolledBack: a pass that
+// verified bao-2 and lowered the partition onto bao-1 lost its status
+// write (the operator was killed after the StatefulSet write). Rendering
+// the recorded partition again would raise it, and the StatefulSet
+// controller would recreate bao-1 on the old template, to replace it once
+// more at the next release: the pod replaced twice by one rollout.
+func TestAReleaseWhoseStatusWriteWasLostIsAdoptedNotRolledBack(t *testing.T) {
+	live := func(p int32) func(*upgrade.Observed) {
+		return func(o *upgrade.Observed) { o.LivePartition, o.LivePartitionKnown = p, true }
+	}
+	// bao-2 not yet verified in this observation: the rollout stays on it
+	// unless it adopts the release.
+	unverified := server("bao-2", func(s *upgrade.Server) { s.Received = false })
+	tests := []struct {
+		name      string
+		obs       upgrade.Observed
+		partition int32
+		step      string
+		completed []string
+	}{
+		{name: "the StatefulSet below the recorded partition: the rollout goes on from it, its pod to verify",
+			obs:       cluster(rolled(2), notReady(1), unverified, inProgress(2, upgrade.StepRaftSync, -5*time.Second), live(1)),
+			partition: 1, step: upgrade.StepPodReady, completed: []string{"bao-2"}},
+		{name: "the StatefulSet at the recorded partition: nothing to adopt",
+			obs:       cluster(rolled(2), notReady(1), unverified, inProgress(2, upgrade.StepRaftSync, -5*time.Second), live(2)),
+			partition: 2, step: upgrade.StepRaftSync},
+		{name: "a StatefulSet on another revision than the rollout's target is not adopted",
+			obs: cluster(rolled(2), notReady(1), unverified, inProgress(2, upgrade.StepRaftSync, -5*time.Second), live(1),
+				func(o *upgrade.Observed) { o.StatefulSetObserved = false }),
+			partition: 2, step: upgrade.StepRaftSync},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := upgrade.Decide(tc.obs)
+			if d.Partition != tc.partition || d.Upgrade == nil || d.Upgrade.Step != tc.step {
+				t.Fatalf("partition %d, upgrade %+v; want partition %d, step %q", d.Partition, d.Upgrade, tc.partition, tc.step)
+			}
+			if fmt.Sprint(d.Upgrade.CompletedPods) != fmt.Sprint(tc.completed) {
+				t.Fatalf("completed %v, want %v", d.Upgrade.CompletedPods, tc.completed)
+			}
+		})
+	}
+}
+
+// TestARolloutStartWhoseStatusWriteWasLostIsAdopted: the pass that started
+// the rollout released bao-2 and lost its status write. The preflight
+// alone would find bao-2 not Ready and hold, rendering the partition at 3
+// again, so that bao-2 came back on the old template and was replaced
+// twice. A refused version is still held, every pod with it.
+func TestARolloutStartWhoseStatusWriteWasLostIsAdopted(t *testing.T) {
+	lost := func(o *upgrade.Observed) { o.LivePartition, o.LivePartitionKnown, o.LiveReplicas = 2, true, 3 }
+	tests := []struct {
+		name      string
+		obs       upgrade.Observed
+		partition int32
+		step      string
+	}{
+		{name: "the released pod is verified, not held back",
+			obs: cluster(notReady(2), lost), partition: 2, step: upgrade.StepPodReady},
+		{name: "a StatefulSet at its replica count has no lost start",
+			obs:       cluster(notReady(2), func(o *upgrade.Observed) { o.LivePartition, o.LivePartitionKnown, o.LiveReplicas = 3, true, 3 }),
+			partition: 3, step: "-"},
+		{name: "a refused version is held, every pod with it",
+			obs: cluster(notReady(2), lost, func(o *upgrade.Observed) { o.SpecVersion = "2.3.0" }), partition: 3, step: "-"},
+		{name: "a StatefulSet about to scale up with the template is no lost start",
+			obs: cluster(notReady(2), lost, func(o *upgrade.Observed) { o.LivePartition, o.Replicas = 3, 4 }), partition: 4, step: "-"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := upgrade.Decide(tc.obs)
+			if d.Partition != tc.partition || stepOf(d) != tc.step {
+				t.Fatalf("partition %d, step %q; want %d, %q (%+v)", d.Partition, stepOf(d), tc.partition, tc.step, d.Upgrading)
+			}
+		})
 	}
 }

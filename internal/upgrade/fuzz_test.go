@@ -11,41 +11,54 @@ import (
 // FuzzNoReleasePastAnUnverifiedOrActivePod feeds Decide arbitrary
 // sequences of observations (pods rolled or not, ready or not, active or
 // not; health, autopilot's verdicts, failure tolerance and Raft lag good
-// or bad; time passing) and holds three invariants whenever a pass lowers
-// the partition:
+// or bad; the leader's view; time passing; a pass that loses its status
+// write after its StatefulSet write, as when the operator is killed in
+// between, so that the next observes the old status beside the partition
+// the StatefulSet holds) and holds four invariants whenever a pass lowers
+// the partition below the one the StatefulSet holds:
 //   - every pod above the new partition is, in that very observation,
 //     Ready on the new template, unsealed and caught up;
 //   - the pod just released is not the active server, unless it is the
 //     only one;
 //   - never two voters down by our hand: every other server is Ready and
 //     unsealed, every other voter healthy and caught up as autopilot
-//     sees it, and autopilot tolerates a failure.
+//     sees it, and autopilot tolerates a failure;
+//   - never a release while another voter is not healthy as the leader
+//     sees it: every pod above the new partition is a voter the leader
+//     counts healthy, heard from since its container started, and reached
+//     by the leader's replication (its log at the leader's index), and
+//     every other voter is reached by that replication too.
 func FuzzNoReleasePastAnUnverifiedOrActivePod(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 	f.Add([]byte{255, 0, 255, 0, 7, 7, 7, 7, 1, 2, 4, 8, 16, 32, 64, 128})
 	f.Add([]byte{3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3})
 	f.Fuzz(func(t *testing.T, script []byte) {
 		o := cluster()
+		o.LivePartition, o.LivePartitionKnown, o.LiveReplicas = o.Replicas, true, o.Replicas
 		for i, b := range script {
 			o.Now = t0.Add(time.Duration(i) * time.Duration(b%64+1) * time.Second)
-			applyObservation(&o, b, script[(i+1)%len(script)], script[(i+2)%len(script)])
-			before := o.Replicas
-			if o.Upgrade != nil {
-				before = o.Upgrade.CurrentPartition
-			}
+			applyObservation(&o, b, script[(i+1)%len(script)], script[(i+2)%len(script)], script[(i+3)%len(script)])
+			// The partition the StatefulSet holds; a pass may lower it
+			// below that only by a release it checked.
 			d := upgrade.Decide(o)
-			if d.Partition < before {
+			if d.Partition < o.LivePartition {
 				checkRelease(t, o, d)
 			}
-			o.Upgrade = d.Upgrade
+			o.LivePartition = d.Partition
+			// Bit 3 of b loses the pass's status write after its
+			// StatefulSet write (the operator killed in between).
+			if b&0x08 == 0 {
+				o.Upgrade = d.Upgrade
+			}
 		}
 	})
 }
 
-// applyObservation changes the world by three script bytes: which pods the
-// StatefulSet controller rolled, readiness, leadership, health, lag, and
-// autopilot's verdicts.
-func applyObservation(o *upgrade.Observed, b, c, e byte) {
+// applyObservation changes the world by four script bytes: which pods the
+// StatefulSet controller rolled, readiness, leadership, health, lag,
+// autopilot's verdicts, and the leader's view (its last contact, its
+// replication reaching each server, when each container started).
+func applyObservation(o *upgrade.Observed, b, c, e, f byte) {
 	for i := range o.Pods {
 		bit := byte(1) << i
 		if b&bit != 0 && (o.Upgrade == nil || int32(i) >= o.Upgrade.CurrentPartition) {
@@ -55,7 +68,9 @@ func applyObservation(o *upgrade.Observed, b, c, e byte) {
 		name := o.Pods[i].Name
 		o.Health[name] = upgrade.Health{Initialized: true, Sealed: c&(bit<<3) != 0}
 		lag := uint64(b>>4) * 20
-		o.Raft.Servers[name] = upgrade.Server{Voter: e&(bit<<5) == 0 || e&0x10 == 0, Healthy: e&bit == 0, LagKnown: c&0x40 == 0, Lag: lag}
+		o.Raft.Servers[name] = upgrade.Server{Voter: e&(bit<<5) == 0 || e&0x10 == 0, Healthy: e&bit == 0, LagKnown: c&0x40 == 0, Lag: lag,
+			Received: f&bit == 0, ContactKnown: f&0x80 == 0, LastContact: time.Duration((f>>3)&7) * time.Second}
+		o.Pods[i].Started = o.Now.Add(-time.Duration((f>>(5+i%2))&3) * 3 * time.Second)
 	}
 	o.Raft.FailureTolerance = int(e>>3) % 3 // 0, 1 or 2
 	leader := int(c>>6) % 4                 // 3: nobody leads
@@ -74,6 +89,11 @@ func checkRelease(t *testing.T, o upgrade.Observed, d upgrade.Decision) {
 		if !p.Ready || p.Revision != newRev || !h.Initialized || h.Sealed || !s.LagKnown || s.Lag > o.Settings.MaxRaftLag {
 			t.Fatalf("partition lowered to %d past %s, which is not Ready, unsealed and caught up on the new template: %+v %+v %+v",
 				d.Partition, p.Name, p, h, s)
+		}
+		heard := o.Now.Add(-s.LastContact)
+		if !s.Voter || !s.Healthy || !s.ContactKnown || !heard.After(p.Started) || !s.Received {
+			t.Fatalf("partition lowered to %d past %s, which the leader does not count as a healthy voter it heard from since "+
+				"its start (%s) and replicates to: %+v", d.Partition, p.Name, p.Started, s)
 		}
 	}
 	released := o.Pods[d.Partition]
@@ -99,7 +119,7 @@ func checkPeers(t *testing.T, o upgrade.Observed, released string) {
 		if h := o.Health[p.Name]; !p.Ready || !h.Initialized || h.Sealed {
 			t.Fatalf("%s released while %s is not Ready and unsealed: %+v %+v", released, p.Name, p, h)
 		}
-		if s.Voter && (!s.Healthy || !s.LagKnown || s.Lag > o.Settings.MaxRaftLag) {
+		if s.Voter && (!s.Healthy || !s.LagKnown || s.Lag > o.Settings.MaxRaftLag || !s.Received) {
 			t.Fatalf("%s released while the voter %s is unhealthy or behind: %+v", released, p.Name, s)
 		}
 	}
@@ -121,7 +141,7 @@ func FuzzReadReplicasChangeNoRolloutDecision(f *testing.F) {
 		o := cluster()
 		for i, b := range script {
 			o.Now = t0.Add(time.Duration(i) * time.Duration(b%64+1) * time.Second)
-			applyObservation(&o, b, script[(i+1)%len(script)], script[(i+2)%len(script)])
+			applyObservation(&o, b, script[(i+1)%len(script)], script[(i+2)%len(script)], script[(i+3)%len(script)])
 			// Autopilot's verdict, as it gives it: every server healthy.
 			o.Raft.Healthy = true
 			for _, s := range o.Raft.Servers {
@@ -171,7 +191,7 @@ func FuzzNoVoterReleasedWhileReadReplicasBehind(f *testing.F) {
 		for i, b := range script {
 			c, e := script[(i+1)%len(script)], script[(i+2)%len(script)]
 			o.Now = t0.Add(time.Duration(i) * time.Duration(b%64+1) * 10 * time.Second)
-			applyObservation(&o, b, c, e)
+			applyObservation(&o, b, c, e, script[(i+3)%len(script)])
 			o.Read = &upgrade.ReadReplicas{Replicas: 2, Observed: e&0x40 == 0, Rolled: e&0x80 == 0, Pods: map[string]upgrade.ReadPod{}}
 			for r := range 2 {
 				name := fmt.Sprintf("bao-read-%d", r)

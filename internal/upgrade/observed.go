@@ -70,6 +70,9 @@ type Pod struct {
 	// Revision is the pod's controller-revision-hash label.
 	Revision string
 	Ready    bool
+	// Started is when the kubelet last started its OpenBao container
+	// (whole seconds); zero when unknown.
+	Started time.Time
 	// Active says the pod is OpenBao's active server (its
 	// service-registration label, or sys/health when the label is
 	// unknown).
@@ -99,6 +102,19 @@ type Server struct {
 	Voter    bool
 	// Healthy is autopilot's verdict on the server.
 	Healthy bool
+	// LastContact is how long before the read the leader last heard from
+	// the server (its echo, every 5 s); ContactKnown says autopilot gave
+	// one (0 for the leader itself). LastIndex is the applied index that
+	// echo carried.
+	LastContact  time.Duration
+	ContactKnown bool
+	LastIndex    uint64
+	// Received says the server's own Raft log reached the leader's last
+	// index within the catch-up window (openbao.Progress): the leader's
+	// replication reaches it now. Index and LeaderIndex are the two
+	// indexes read, for messages.
+	Received           bool
+	Index, LeaderIndex uint64
 }
 
 // Health is one server's own sys/health answer.
@@ -139,6 +155,16 @@ type Observed struct {
 	// then the revision of the current template.
 	StatefulSetObserved bool
 	UpdateRevision      string
+	// LivePartition is the partition the StatefulSet's spec holds, as
+	// read; LivePartitionKnown says it was read. A pass that lowered it and
+	// then lost its status write (the operator killed in between, or a
+	// conflict) leaves it below status.upgrade.currentPartition.
+	LivePartition      int32
+	LivePartitionKnown bool
+	// LiveReplicas is the replica count the StatefulSet's spec holds: a
+	// live partition below it with no rollout recorded is a start whose
+	// status write was lost.
+	LiveReplicas int32
 	// Pods of the cluster, any order.
 	Pods []Pod
 	// Upgrade is status.upgrade; nil while no rollout runs.
@@ -192,6 +218,15 @@ func (o Observed) RolloutPending() bool {
 func (o Observed) pod(ordinal int) (Pod, bool) {
 	for _, p := range o.Pods {
 		if p.Ordinal == ordinal {
+			return p, true
+		}
+	}
+	return Pod{}, false
+}
+
+func (o Observed) podNamed(name string) (Pod, bool) {
+	for _, p := range o.Pods {
+		if p.Name == name {
 			return p, true
 		}
 	}

@@ -46,7 +46,11 @@ func peersProblem(o Observed, released string) string {
 			continue
 		}
 		if !s.Healthy {
-			return fmt.Sprintf("autopilot reports the voter %s unhealthy", id)
+			return fmt.Sprintf("autopilot reports the voter %s unhealthy%s", id, s.seen())
+		}
+		if !s.Received {
+			return fmt.Sprintf("the leader's replication does not reach the voter %s: its Raft log ends at %d, the leader's at %d%s",
+				id, s.Index, s.LeaderIndex, s.seen())
 		}
 		if !s.LagKnown || s.Lag > o.Settings.MaxRaftLag {
 			return fmt.Sprintf("the voter %s trails the leader by %s (at most %d count as caught up)", id, lagText(s), o.Settings.MaxRaftLag)

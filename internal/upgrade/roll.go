@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,7 @@ import (
 // need no wait follow each other in one pass.
 func roll(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) {
 	d.Upgrade, d.Partition = up, up.CurrentPartition
+	adopt(o, up, d)
 	if up.Halted != "" && !resume(o, up, d) {
 		return
 	}
@@ -26,6 +28,31 @@ func roll(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) {
 	if d.Upgrade != nil && d.Upgrading == nil && up.Halted == "" {
 		d.upgrading(true, v1alpha1.ReasonUpgradeInProgress, progress(o, up))
 	}
+}
+
+// adopt takes on a release the StatefulSet already holds but the status
+// does not: a pass verified the pod above, lowered the partition and lost
+// its status write. Rendering the recorded partition would raise it again,
+// and the StatefulSet controller would recreate the released pod, which it
+// may be replacing, on the old template, only to replace it once more at
+// the next release. The rollout goes on from the live partition instead,
+// the released pod to be verified; the pods above it passed verify in the
+// lost pass (a release follows only a verified pod).
+func adopt(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) {
+	if !o.LivePartitionKnown || !o.StatefulSetObserved || o.UpdateRevision != up.TargetRevision ||
+		o.LivePartition < 0 || o.LivePartition >= up.CurrentPartition || up.Halted != "" {
+		return
+	}
+	for ord := o.LivePartition + 1; ord <= up.CurrentPartition && ord < o.Replicas; ord++ {
+		if name := podName(o, ord); !slices.Contains(up.CompletedPods, name) {
+			up.CompletedPods = append(up.CompletedPods, name)
+		}
+	}
+	d.event(false, "UpgradeReleaseAdopted", fmt.Sprintf("the StatefulSet holds partition %d, below the %d status.upgrade records: "+
+		"the pass that released %s lost its status write; the rollout goes on from it rather than roll that pod back",
+		o.LivePartition, up.CurrentPartition, podName(o, o.LivePartition)))
+	up.CurrentPartition = o.LivePartition
+	next(o, up, StepPodReady)
 }
 
 // resume lifts a halt once spec.upgrade.resumeRequest has a new value;
@@ -163,10 +190,62 @@ func syncProblem(o Observed, name string) string {
 	if !ok {
 		return fmt.Sprintf("%s is not in the Raft configuration yet", name)
 	}
+	if problem := leaderViewProblem(o, name, s); problem != "" {
+		return problem
+	}
 	if !s.LagKnown || s.Lag > o.Settings.MaxRaftLag {
-		return fmt.Sprintf("%s trails the leader by %s (at most %d count as caught up)", name, lagText(s), o.Settings.MaxRaftLag)
+		return fmt.Sprintf("%s trails the leader by %s (at most %d count as caught up)%s", name, lagText(s), o.Settings.MaxRaftLag, s.seen())
 	}
 	return ""
+}
+
+// contactSlack covers the kubelet's start time, which is cut to whole
+// seconds: a contact is counted from the new server only when it came at
+// least this long after the recorded start.
+const contactSlack = time.Second
+
+// leaderViewProblem says why the leader itself cannot count the server
+// named name towards quorum yet; "" when it can. A restarted server shows
+// no lag as soon as it has applied what its own disk held, long before the
+// leader replicates to it again (the leader's Raft library backs off for
+// up to 10 s between attempts to a server that was down), and autopilot's
+// verdict stays from before the restart until the next echo. So the
+// leader must count it a healthy voter, have heard from it since its
+// container started, and its log must have reached the leader's.
+func leaderViewProblem(o Observed, name string, s Server) string {
+	if !s.Voter {
+		return fmt.Sprintf("the leader does not count %s as a voter yet%s", name, s.seen())
+	}
+	if !s.Healthy {
+		return fmt.Sprintf("autopilot on the leader reports %s unhealthy%s", name, s.seen())
+	}
+	p, _ := o.podNamed(name)
+	if !s.ContactKnown || (!p.Started.IsZero() && o.Now.Add(-s.LastContact).Before(p.Started.Add(contactSlack))) {
+		return fmt.Sprintf("the leader has not heard from %s since its server started %s%s", name, since(o.Now, p.Started), s.seen())
+	}
+	if !s.Received {
+		return fmt.Sprintf("the leader's replication has not reached %s yet: its Raft log ends at %d, the leader's at %d%s",
+			name, s.Index, s.LeaderIndex, s.seen())
+	}
+	return ""
+}
+
+// seen is the leader's view of a server, for messages: operator logs are
+// not kept, and a rollout's wait messages are its timeline.
+func (s Server) seen() string {
+	contact := "no last contact"
+	if s.ContactKnown {
+		contact = "last contact " + s.LastContact.Round(100*time.Millisecond).String() + " ago"
+	}
+	return fmt.Sprintf(" (leader's view: healthy %t, %s, echoed index %d; its log %d, applied lag %s, leader's log %d)",
+		s.Healthy, contact, s.LastIndex, s.Index, lagText(s), s.LeaderIndex)
+}
+
+func since(now, t time.Time) string {
+	if t.IsZero() {
+		return "(start time unknown)"
+	}
+	return now.Sub(t).Round(100*time.Millisecond).String() + " ago"
 }
 
 // release lowers the partition onto the next pod, after stepping its

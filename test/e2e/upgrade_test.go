@@ -1,9 +1,12 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,10 +24,11 @@ import (
 )
 
 // TestRolloutsKeepWritesFlowing forms a 3-voter cluster and, while a
-// client writes through the client Service with a bounded retry, rolls it
-// from 2.4.0 to the same source stamped 2.4.1, then rolls a config change
-// with the operator killed three times mid-way. Not one write may fail
-// after its retries, and every acknowledged write must read back. A
+// plain client writes through the client Service (one write every 100 ms,
+// one retry after 100 ms; what it fails is a figure), rolls it from 2.4.0
+// to the same source stamped 2.4.1, then rolls a config change with the
+// operator killed three times mid-way. Not one write may fail after 10 s
+// of retries, and every acknowledged write must read back. A
 // downgrade is then refused without a pod moving, and a scale 3 -> 5 -> 3
 // leaves 3 Raft peers.
 func TestRolloutsKeepWritesFlowing(t *testing.T) {
@@ -37,10 +42,15 @@ func TestRolloutsKeepWritesFlowing(t *testing.T) {
 	w := startWriter(ctx, t, cl, ns, token, caPEM)
 	from := clusterStatus(ctx, t, cl, ns, "bao")["currentVersion"]
 
+	w.resetGap()
+	_, failedBefore, _ := w.mark()
 	m := rollTo(ctx, t, cl, ns, map[string]any{"version": next}, 0)
 	m.replacedTwice("the version rollout")
-	logf("rollout %s -> %s: %s, sum of the pod restarts %s (%.2fx); %d writes acked so far, longest gap %s",
-		from, images.OpenBaoNextVersion, m.total, m.restarts, m.ratio(), m.acked(w), m.gap(w))
+	acked, failedAfter, gap := w.mark()
+	logf("rollout %s -> %s: %s, sum of the pod restarts %s (%.2fx); a plain client (one write every %s, one retry after %s) "+
+		"failed %d writes in it, longest gap between acks %s; %d writes acked so far",
+		from, images.OpenBaoNextVersion, m.total, m.restarts, m.ratio(), writeEvery, writeRetryAfter, failedAfter-failedBefore,
+		gap.Round(10*time.Millisecond), acked)
 	if st := clusterStatus(ctx, t, cl, ns, "bao"); st["currentVersion"] != images.OpenBaoNextVersion {
 		t.Fatalf("currentVersion %v after the rollout, want %s", st["currentVersion"], images.OpenBaoNextVersion)
 	}
@@ -59,9 +69,10 @@ func TestRolloutsKeepWritesFlowing(t *testing.T) {
 	scaleTo(ctx, t, cl, ns, token, caPEM, 3)
 	pausedHoldsThenConverges(ctx, t, cl, ns, token, caPEM)
 
+	_, plainFailed, _ := w.mark()
 	acked, failed, longest := w.finish(t)
-	logf("writer: %d writes acknowledged and read back, %d failed after %s of retries, longest gap between acks %s",
-		acked, failed, writeRetryFor, longest.Round(10*time.Millisecond))
+	logf("writer: %d writes acknowledged and read back, %d failed for a plain client, %d failed after %s of retries, "+
+		"longest gap between acks since the version rollout %s", acked, plainFailed, failed, writeRetryFor, longest.Round(10*time.Millisecond))
 	if failed > 0 {
 		t.Errorf("%d writes failed after retrying for %s", failed, writeRetryFor)
 	}
@@ -137,7 +148,13 @@ type rolloutFigures struct {
 // figure, not yet a check: in two of four runs one pod of a rollout was
 // replaced a second time (once right after an operator kill, once in the
 // paused rollout that also scales 3 -> 4), with no write lost and the
-// longest gap under 700 ms; the cause is not known yet.
+// longest gap under 700 ms. The cause found since: a pass that lowered the
+// partition and lost its status write (a kill, or a conflict with a stale
+// cache) raised the partition again in the next, and the StatefulSet
+// controller recreated the released pod on the old template
+// (upgrade.adopt and lostStart now take such a release on); the tracker
+// logs the revision of any second successor to tell if another cause
+// remains.
 func (m rolloutFigures) replacedTwice(what string) {
 	if len(m.twice) > 0 {
 		logf("%s replaced pods more than once: %v", what, m.twice)
@@ -146,11 +163,11 @@ func (m rolloutFigures) replacedTwice(what string) {
 
 func (m rolloutFigures) ratio() float64 { return m.total.Seconds() / m.restarts.Seconds() }
 func (m rolloutFigures) acked(w *writer) int {
-	n, _ := w.mark()
+	n, _, _ := w.mark()
 	return n
 }
 func (m rolloutFigures) gap(w *writer) time.Duration {
-	_, g := w.mark()
+	_, _, g := w.mark()
 	return g.Round(10 * time.Millisecond)
 }
 
@@ -171,14 +188,16 @@ func rollBy(ctx context.Context, t *testing.T, cl client.Client, ns string, trig
 		defer end()
 	}
 	start := time.Now()
+	shutdowns := followShutdowns(ctx, t, ns, serverPods(ctx, t, cl, ns, replicas), start)
+	defer shutdowns()
 	trigger()
-	killed, lastPartition, lastStep := 0, "", ""
+	killed, lastPartition, lastStep, lastUpdate := 0, "", "", before.update
 	waitFor(ctx, t, 8*time.Minute, "the rollout to complete", func() (bool, string) {
 		st := clusterStatus(ctx, t, cl, ns, "bao")
 		up, _ := st["upgrade"].(map[string]any)
 		// What the rollout waits for, without the countdown, whenever it changes.
 		waiting, _, _ := strings.Cut(conditionMessage(st, "Upgrading"), "; waiting (")
-		if step := fmt.Sprintf("partition %v, step %v: %s", up["currentPartition"], up["step"], waiting); up != nil && step != lastStep {
+		if step := fmt.Sprintf("partition %v (StatefulSet %s), step %v: %s", up["currentPartition"], livePartition(ctx, cl, ns), up["step"], waiting); up != nil && step != lastStep {
 			logf("  %5.1fs %s", time.Since(start).Seconds(), step)
 			lastStep = step
 		}
@@ -191,6 +210,11 @@ func rollBy(ctx context.Context, t *testing.T, cl client.Client, ns string, trig
 		// UpgradeComplete stays from the rollout before until this one
 		// starts: done also needs the StatefulSet on a new revision.
 		rev := statefulSetRevisions(ctx, t, cl, ns)
+		if rev.update != lastUpdate {
+			logf("  %5.1fs the StatefulSet's update revision is %s%s", time.Since(start).Seconds(), rev.update,
+				templateChange(ctx, cl, ns, lastUpdate, rev.update, before.update))
+			lastUpdate = rev.update
+		}
 		rolled := rev.update != before.update && rev.current == rev.update
 		done := rolled && up == nil && hasConditionReason(st, "UpgradeComplete") && st["phase"] == "Running"
 		return done, fmt.Sprintf("phase %v upgrade %v revisions %+v", st["phase"], up, rev)
@@ -298,6 +322,15 @@ func (tr *restartTracker) observe(ctx context.Context, cl client.Client, ns stri
 		if first, seen := tr.successorUID[name]; seen && err == nil && p.UID != uid && p.UID != first {
 			tr.again[name]++
 			tr.successorUID[name] = p.UID
+			sts := &appsv1.StatefulSet{}
+			_ = cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, sts)
+			partition := "none"
+			if ru := sts.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+				partition = fmt.Sprint(*ru.Partition)
+			}
+			logf("  %s replaced again, %.1fs after its first successor: the new pod is on revision %s; the StatefulSet holds "+
+				"partition %s, update revision %s, current %s", name, now.Sub(tr.successor[name]).Seconds(),
+				p.Labels[appsv1.ControllerRevisionHashLabelKey], partition, sts.Status.UpdateRevision, sts.Status.CurrentRevision)
 		}
 		if _, doneAlready := tr.took[name]; err == nil && p.UID != uid && podReady(p) && !doneAlready {
 			tr.took[name] = now.Sub(tr.gone[name])
@@ -432,4 +465,147 @@ func scaleTo(ctx context.Context, t *testing.T, cl client.Client, ns, token stri
 	})
 	waitVotersN(ctx, t, cl, ns, token, caPEM, n, n)
 	logf("scaled to %d servers, all voting, in %s", n, time.Since(start).Round(100*time.Millisecond))
+}
+
+// followShutdowns follows the log of each pod from now on, with the
+// kubelet's timestamps, and returns a func that prints how each one shut
+// down: its lines from OpenBao's "shutdown triggered" to its last, timed
+// from the first. Operator and server logs are gone after a run; this is
+// the timeline of a server that takes long to stop.
+func followShutdowns(ctx context.Context, t *testing.T, ns string, pods []corev1.Pod, start time.Time) func() {
+	t.Helper()
+	cs := clientset(t)
+	type stream struct {
+		name string
+		text bytes.Buffer
+		done chan struct{}
+		body io.ReadCloser
+	}
+	var streams []*stream
+	since := metav1.NewTime(start)
+	for _, p := range pods {
+		body, err := cs.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: "openbao", Follow: true, Timestamps: true,
+			SinceTime: &since}).Stream(ctx)
+		if err != nil {
+			logf("  cannot follow the log of %s: %v", p.Name, err)
+			continue
+		}
+		s := &stream{name: p.Name, done: make(chan struct{}), body: body}
+		go func() { _, _ = io.Copy(&s.text, body); close(s.done) }()
+		streams = append(streams, s)
+	}
+	return func() {
+		for _, s := range streams {
+			select {
+			case <-s.done:
+			case <-time.After(2 * time.Second):
+				_ = s.body.Close()
+				<-s.done
+			}
+			logf("  %s shut down:%s", s.name, shutdownLines(s.text.String(), start))
+		}
+	}
+}
+
+// shutdownLines picks the lines from the shutdown's trigger on, each timed
+// from the trigger, and the trigger timed from the rollout's start.
+func shutdownLines(log string, start time.Time) string {
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	from := -1
+	for i, l := range lines {
+		if strings.Contains(l, "shutdown triggered") {
+			from = i
+		}
+	}
+	if from < 0 {
+		return " no shutdown in its log"
+	}
+	at := func(l string) (time.Time, string) {
+		ts, rest, _ := strings.Cut(l, " ")
+		tm, _ := time.Parse(time.RFC3339Nano, ts)
+		return tm, rest
+	}
+	t0, _ := at(lines[from])
+	var out strings.Builder
+	fmt.Fprintf(&out, " triggered %.1fs into the rollout", t0.Sub(start).Seconds())
+	tail := lines[from:]
+	if len(tail) > 30 {
+		tail = append(tail[:15:15], tail[len(tail)-15:]...)
+	}
+	for _, l := range tail {
+		tm, rest := at(l)
+		if len(rest) > 220 {
+			rest = rest[:220]
+		}
+		fmt.Fprintf(&out, "\n      +%5.2fs %s", tm.Sub(t0).Seconds(), rest)
+	}
+	return out.String()
+}
+
+// templateChange says what changed in the pod template between two
+// StatefulSet revisions, read from their ControllerRevisions: a second
+// revision during one rollout replaces pods again.
+func templateChange(ctx context.Context, cl client.Client, ns, from, to, first string) string {
+	if from == "" || from == to {
+		return ""
+	}
+	read := func(name string) map[string]string {
+		cr := &appsv1.ControllerRevision{}
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cr); err != nil {
+			return map[string]string{"error": err.Error()}
+		}
+		var v any
+		_ = json.Unmarshal(cr.Data.Raw, &v)
+		out := map[string]string{}
+		flatten("", v, out)
+		return out
+	}
+	a, b := read(from), read(to)
+	var diff []string
+	for k, v := range b {
+		if a[k] != v {
+			diff = append(diff, fmt.Sprintf("%s: %.80q -> %.80q", k, a[k], v))
+		}
+	}
+	for k, v := range a {
+		if _, ok := b[k]; !ok {
+			diff = append(diff, fmt.Sprintf("%s: %.80q removed", k, v))
+		}
+	}
+	sort.Strings(diff)
+	if len(diff) > 12 {
+		diff = append(diff[:12], fmt.Sprintf("and %d more", len(diff)-12))
+	}
+	what := "the change"
+	if from != first {
+		what = "a second revision in one rollout"
+	}
+	return fmt.Sprintf(" (%s, from %s: %s)", what, from, strings.Join(diff, "; "))
+}
+
+func flatten(prefix string, v any, out map[string]string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			flatten(prefix+"."+k, e, out)
+		}
+	case []any:
+		for i, e := range x {
+			flatten(fmt.Sprintf("%s[%d]", prefix, i), e, out)
+		}
+	default:
+		out[prefix] = fmt.Sprint(x)
+	}
+}
+
+// livePartition is the partition the StatefulSet's spec holds.
+func livePartition(ctx context.Context, cl client.Client, ns string) string {
+	sts := &appsv1.StatefulSet{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, sts); err != nil {
+		return "unread"
+	}
+	if ru := sts.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		return fmt.Sprint(*ru.Partition)
+	}
+	return "none"
 }

@@ -15,10 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// writer writes numbered keys through the client Service, as an
-// application would during a rollout: each write is retried for up to
-// retryFor, and counts as failed only when every retry failed. It records
-// which writes OpenBao acknowledged and the longest time without one.
+// writer writes numbered keys through the client Service as a plain
+// client would during a rollout: one write every writeEvery, retried once
+// after writeRetryAfter. A write whose retry fails too counts as failed for
+// a plain client (the rollout's figure); it is then retried for up to
+// retryFor, and only a write that never succeeds counts as lost for the
+// data-loss check. It records which writes OpenBao acknowledged and the
+// longest time without one.
 type writer struct {
 	url, serverName, token string
 	caPEM                  []byte
@@ -26,6 +29,7 @@ type writer struct {
 	mu        sync.Mutex
 	acked     []int
 	failed    int
+	plainFail int
 	lastAck   time.Time
 	longest   time.Duration
 	longestAt time.Time
@@ -35,6 +39,8 @@ type writer struct {
 }
 
 const (
+	writeEvery      = 100 * time.Millisecond
+	writeRetryAfter = 100 * time.Millisecond
 	writeRetryFor   = 10 * time.Second
 	writeRetryEvery = 50 * time.Millisecond
 )
@@ -62,14 +68,19 @@ func startWriter(ctx context.Context, t *testing.T, cl client.Client, ns, token 
 
 func (w *writer) run() {
 	defer close(w.done)
+	tick := time.NewTicker(writeEvery)
+	defer tick.Stop()
 	for i := 0; ; i++ {
 		select {
 		case <-w.stop:
 			return
-		default:
+		case <-tick.C:
 		}
-		ok := w.writeWithRetry(i)
+		plain, ok := w.writeWithRetry(i)
 		w.mu.Lock()
+		if !plain {
+			w.plainFail++
+		}
 		if ok {
 			now := time.Now()
 			if gap := now.Sub(w.lastAck); gap > w.longest {
@@ -84,17 +95,28 @@ func (w *writer) run() {
 	}
 }
 
-func (w *writer) writeWithRetry(i int) bool {
-	deadline := time.Now().Add(writeRetryFor)
-	for {
-		if code, _ := w.do(http.MethodPut, fmt.Sprintf("/v1/rollout/k%d", i), fmt.Sprintf(`{"v":"%d"}`, i)); code == http.StatusNoContent {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(writeRetryEvery)
+// writeWithRetry says whether the write succeeded within a plain client's
+// two tries, and whether it succeeded at all within retryFor.
+func (w *writer) writeWithRetry(i int) (plain, ok bool) {
+	put := func() bool {
+		code, _ := w.do(http.MethodPut, fmt.Sprintf("/v1/rollout/k%d", i), fmt.Sprintf(`{"v":"%d"}`, i))
+		return code == http.StatusNoContent
 	}
+	deadline := time.Now().Add(writeRetryFor)
+	if put() {
+		return true, true
+	}
+	time.Sleep(writeRetryAfter)
+	if put() {
+		return true, true
+	}
+	for time.Now().Before(deadline) {
+		time.Sleep(writeRetryEvery)
+		if put() {
+			return false, true
+		}
+	}
+	return false, false
 }
 
 func (w *writer) do(method, path, body string) (int, string) {
@@ -134,9 +156,18 @@ func (w *writer) finish(t *testing.T) (acked, failed int, longest time.Duration)
 	return len(w.acked), w.failed, w.longest
 }
 
-// mark returns the number of acknowledged writes and the longest gap so far.
-func (w *writer) mark() (int, time.Duration) {
+// mark returns the number of acknowledged writes, the writes a plain
+// client failed, and the longest gap so far.
+func (w *writer) mark() (acked, plainFailed int, longest time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.acked), w.longest
+	return len(w.acked), w.plainFail, w.longest
+}
+
+// resetGap starts the longest gap afresh, so that each rollout's figure is
+// its own.
+func (w *writer) resetGap() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.longest = 0
 }

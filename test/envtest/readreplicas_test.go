@@ -52,7 +52,7 @@ spec: {version: 2.4.0, replicas: 3, readReplicas: {replicas: 2}}
 		AutopilotStateAnswer: openbao.AutopilotState{Healthy: true, FailureTolerance: 1, Servers: map[string]openbao.AutopilotServer{}},
 	}
 	for _, id := range []string{"bao-0", "bao-1", "bao-2"} {
-		bao.AutopilotStateAnswer.Servers[id] = openbao.AutopilotServer{ID: id, Status: "voter", Healthy: true, LastIndex: 98}
+		bao.AutopilotStateAnswer.Servers[id] = openbao.AutopilotServer{ID: id, Status: "voter", Healthy: true, LastIndex: 98, ContactKnown: true}
 	}
 	r, err := newReconciler(k8s, k8s, events.NewFakeRecorder(200))
 	if err != nil {
@@ -101,7 +101,7 @@ spec: {version: 2.4.0, replicas: 3, readReplicas: {replicas: 2}}
 	}
 
 	for _, id := range []string{"bao-read-0", "bao-read-1"} {
-		bao.AutopilotStateAnswer.Servers[id] = openbao.AutopilotServer{ID: id, Status: "non-voter", Healthy: true, LastIndex: 98}
+		bao.AutopilotStateAnswer.Servers[id] = openbao.AutopilotServer{ID: id, Status: "non-voter", Healthy: true, LastIndex: 98, ContactKnown: true}
 	}
 	setReadReplicas(t, c, func(r *v1alpha1.ReadReplicasSpec) { r.Replicas = 0 })
 	bao.RemovePeerErr = errors.New("injected: the leader refused the removal")
@@ -318,7 +318,7 @@ func newReadRollout(t *testing.T, ns string) *readRollout {
 	rr := &readRollout{t: t, ro: ro}
 	rr.readSTS(true)
 	rr.readPod(true, nil)
-	ro.bao.AutopilotStateAnswer.Servers["bao-read-0"] = openbao.AutopilotServer{ID: "bao-read-0", Status: "non-voter", Healthy: true, LastIndex: 98}
+	ro.bao.AutopilotStateAnswer.Servers["bao-read-0"] = openbao.AutopilotServer{ID: "bao-read-0", Status: "non-voter", Healthy: true, LastIndex: 98, ContactKnown: true}
 	ro.pass()
 	ro.expect("settled with a read replica", 3, "-")
 	return rr

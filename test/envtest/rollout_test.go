@@ -65,7 +65,7 @@ spec: {version: 2.4.0, replicas: %d}
 	}
 	for i := range replicas {
 		name := fmt.Sprintf("bao-%d", i)
-		bao.AutopilotStateAnswer.Servers[name] = openbao.AutopilotServer{ID: name, Status: "voter", Healthy: true, LastIndex: 98}
+		bao.AutopilotStateAnswer.Servers[name] = openbao.AutopilotServer{ID: name, Status: "voter", Healthy: true, LastIndex: 98, ContactKnown: true}
 	}
 	rec := events.NewFakeRecorder(200)
 	r, err := newReconciler(k8s, k8s, rec)
