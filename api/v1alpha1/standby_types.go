@@ -95,8 +95,3 @@ func (c *OpenBaoCluster) StandingBy() bool {
 func (c *OpenBaoCluster) StandbyRestoreName(id string) string {
 	return boundedName(c.Name+"-standby-"+id, maxLabelValue)
 }
-
-// ConditionStandby (standby step) is True while the cluster serves its
-// source's newest snapshot, False while it trails, waits or failed to
-// follow; once promoted it is False with reason Promoted.
-const ConditionStandby = "Standby"

@@ -20,15 +20,15 @@ import (
 
 // Reasons of condition Standby.
 const (
-	ReasonForming              = "Forming"
-	ReasonFollowing            = "Following"
-	ReasonCurrent              = "Current"
-	ReasonSourceUnreadable     = "SourceUnreadable"
-	ReasonRestoreFailed        = "StandbyRestoreFailed"
-	ReasonRestoreMissing       = "StandbyRestoreMissing"
-	ReasonPromotionWaiting     = "PromotionWaiting"
-	ReasonPromoted             = "Promoted"
-	ReasonStandbyMisconfigured = "StandbyMisconfigured"
+	ReasonForming               = "Forming"
+	ReasonFollowing             = "Following"
+	ReasonCurrent               = "Current"
+	ReasonSourceUnreadable      = "SourceUnreadable"
+	ReasonStandbyRestoreFailed  = "StandbyRestoreFailed"
+	ReasonStandbyRestoreMissing = "StandbyRestoreMissing"
+	ReasonPromotionWaiting      = "PromotionWaiting"
+	ReasonPromoted              = "Promoted"
+	ReasonStandbyMisconfigured  = "StandbyMisconfigured"
 )
 
 // Restore is what was observed of the restore status.standby.restore
@@ -60,6 +60,9 @@ type Observed struct {
 	Snapshots []backup.Snapshot
 	Listed    bool
 	Problem   string
+	// NotDue says the poll interval has not passed since status.polledAt:
+	// Snapshots is the last listing's newest, and polledAt stays.
+	NotDue bool
 	// Restore is the restore status.standby.restore names; nil when none
 	// is named.
 	Restore *Restore
@@ -130,8 +133,10 @@ func Decide(o Observed) Decision {
 		d.Reason, d.Message = ReasonSourceUnreadable, "the source's snapshots could not be listed: "+o.Problem
 		return d
 	}
-	now := metav1.NewTime(o.Now)
-	s.PolledAt = &now
+	if !o.NotDue {
+		now := metav1.NewTime(o.Now)
+		s.PolledAt = &now
+	}
 	if len(o.Snapshots) > 0 {
 		newest := o.Snapshots[0]
 		s.NewestKey, s.NewestTakenAt = newest.Key, ptrTime(newest.At)
@@ -175,7 +180,7 @@ func (d *Decision) observeRestore(o Observed) {
 		// Recorded but gone: never created (the operator stopped first),
 		// or deleted. Either way its key is not posted again; the next
 		// newer snapshot is.
-		d.Reason, d.Message = ReasonRestoreMissing, "OpenBaoRestore "+s.Restore+" of "+s.RestoreKey+" is gone; that snapshot is "+
+		d.Reason, d.Message = ReasonStandbyRestoreMissing, "OpenBaoRestore "+s.Restore+" of "+s.RestoreKey+" is gone; that snapshot is "+
 			"not posted again (it may have been); the next newer snapshot of the source is"
 	case r.Found && r.Installed && s.IdentityBoundKey != s.RestoreKey:
 		d.BindIdentity = true
@@ -183,7 +188,7 @@ func (d *Decision) observeRestore(o Observed) {
 	case r.Found && r.Phase == v1alpha1.RestoreSucceeded:
 		s.ServedKey, s.ServedSHA256, s.ServedTakenAt = s.RestoreKey, r.SHA256, takenAt(o.Prefix, s.RestoreKey)
 	case r.Found && r.Phase == v1alpha1.RestoreFailed:
-		d.Reason, d.Degraded = ReasonRestoreFailed, true
+		d.Reason, d.Degraded = ReasonStandbyRestoreFailed, true
 		d.Message = fmt.Sprintf("OpenBaoRestore %s of %s failed (%s); the standby waits for the source's next snapshot", s.Restore, s.RestoreKey, r.Reason)
 	case r.Found:
 		d.Reason, d.Message = ReasonFollowing, "OpenBaoRestore "+s.Restore+" restores "+s.RestoreKey

@@ -62,7 +62,7 @@ func TestTheSameSnapshotIsNeverPostedTwiceEvenWhenItsRestoreIsGone(t *testing.T)
 	first := Decide(formed(snap(10, "0000000a")))
 	o := formed(snap(10, "0000000a"))
 	o.Status, o.Restore = &first.Status, &Restore{Found: false}
-	if d := Decide(o); d.Post != nil || d.Reason != ReasonRestoreMissing {
+	if d := Decide(o); d.Post != nil || d.Reason != ReasonStandbyRestoreMissing {
 		t.Fatalf("a recorded restore that is gone was posted again: %+v", d)
 	}
 }
@@ -210,3 +210,27 @@ func in(list []backup.Snapshot, key string) bool {
 }
 
 func atOf(key string) time.Time { t, _ := backup.ParseObjectKey(prefix, key); return t }
+
+func TestAStandbyWhoseOwnBackupsWouldLandInTheSourcesPrefixIsRefused(t *testing.T) {
+	c := cluster(false)
+	target := v1alpha1.BackupTarget{Endpoint: "https://s3.example.com", Bucket: "dr", PathPrefix: "site-a"}
+	c.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.BackupBootstrap{Target: target, Latest: true}}
+	c.Spec.Backup = &v1alpha1.BackupSpec{Target: target}
+	errs := Refused(c)
+	if len(errs) != 1 || errs[0].Field != "spec.backup.target.pathPrefix" {
+		t.Fatalf("same name, same prefix: %v", errs)
+	}
+	c.Spec.Backup.Target.PathPrefix = "site-b"
+	if errs := Refused(c); len(errs) != 0 {
+		t.Fatalf("another prefix: %v", errs)
+	}
+	c.Spec.Backup.Target.PathPrefix = "site-a"
+	c.Spec.Bootstrap.FromBackup.SourceCluster = "primary"
+	if errs := Refused(c); len(errs) != 0 {
+		t.Fatalf("another source cluster's prefix: %v", errs)
+	}
+	c.Spec.Backup.Target.PathPrefix = "site-a/ns/primary"
+	if errs := Refused(c); len(errs) != 1 {
+		t.Fatalf("a prefix within the source's: %v", errs)
+	}
+}
