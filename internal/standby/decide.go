@@ -164,7 +164,9 @@ func (d *Decision) promote(o Observed, running bool) {
 		return
 	}
 	t := metav1.NewTime(o.Now)
-	d.Status.PromotedAt, d.Promoted, d.Requeue = &t, true, 0
+	// The chart rendered before this step: the next pass, soon, opens the
+	// client Service from the status this one writes.
+	d.Status.PromotedAt, d.Promoted, d.Requeue = &t, true, time.Second
 	d.Reason, d.Message = ReasonPromoted, fmt.Sprintf("promoted: serves %s and follows no source; the client Service is open "+
 		"and spec.backup takes this cluster's own backups", orNone(d.Status.ServedKey))
 }
