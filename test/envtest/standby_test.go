@@ -168,6 +168,11 @@ func (r *standbyRig) runRestore(name, key string) {
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: r.ns, Name: rs.Status.JobName}, job); err != nil {
 		r.t.Fatal(err)
 	}
+	args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")
+	if !strings.Contains(args, "--openbao-address=https://bao-0.bao-internal."+r.ns+".svc:8200") || !strings.Contains(args, "--bucket=dr-store") ||
+		!strings.Contains(args, "--source-cluster=primary") || !strings.Contains(args, "--path-prefix=site-a") {
+		r.t.Fatalf("the restore Job of a standby does not read its source through pod-0: %s", args)
+	}
 	endJob(r.t, job, 0, backup.Report{Key: key, Size: 8, SHA256: strings.Repeat("ab", 32), RaftIndex: 7})
 	r.reconcileRestore(name) // installed: verifying
 	r.reconcile()            // binds the identity in the restored data
@@ -350,8 +355,6 @@ func (r *standbyRig) drainEvents() string {
 		}
 	}
 }
-
-
 
 // TestInvalidStandbysAreRejectedNamingTheField: the API server refuses a
 // standby without a source to follow, a poll interval out of bounds, and
