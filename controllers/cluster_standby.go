@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
@@ -57,6 +58,10 @@ func (r *OpenBaoClusterReconciler) reconcileStandby(ctx context.Context, p *pass
 		post := *d.Post
 		p.afterWrite(func(ctx context.Context) error { return r.postStandbyRestore(ctx, c, post) })
 	}
+	if len(d.Delete) > 0 {
+		names := d.Delete
+		p.afterWrite(func(ctx context.Context) error { return r.deleteEndedRestores(ctx, c, names) })
+	}
 	if d.Promoted {
 		ctrl.LoggerFrom(ctx).Info("standby promoted", "audit", true, "event_type", "openbao.standby.promoted", "served", d.Status.ServedKey)
 		p.record("Normal", standby.ReasonPromoted, "Promote", d.Message)
@@ -87,11 +92,15 @@ func (r *OpenBaoClusterReconciler) observeStandby(ctx context.Context, p *pass) 
 	}
 	for i := range restores {
 		rs := &restores[i]
-		if rs.Name == name && metav1.IsControlledBy(rs, c) {
+		ours := metav1.IsControlledBy(rs, c) && rs.Spec.Source.Standby
+		switch {
+		case rs.Name == name && ours && rs.Spec.Source.Key == o.Status.RestoreKey:
 			o.Restore = &standby.Restore{Found: true, Phase: rs.Status.Phase, Installed: rs.Status.RestoredAt != nil,
 				Key: rs.Status.Key, SHA256: rs.Status.SHA256, Reason: rs.Status.Reason}
-		} else if !rs.Status.Phase.Done() {
+		case !rs.Status.Phase.Done():
 			o.OtherRestoreRunning = true
+		case ours && rs.DeletionTimestamp.IsZero():
+			o.Ended = append(o.Ended, rs.Name)
 		}
 	}
 	if name != "" && o.Restore == nil {
@@ -180,6 +189,19 @@ func (r *OpenBaoClusterReconciler) postStandbyRestore(ctx context.Context, c *v1
 		ctrl.LoggerFrom(ctx).Info("standby restores a newer snapshot of its source", "restore", post.Name, "key", post.Key)
 		r.Recorder.Eventf(c, nil, "Normal", standby.ReasonFollowing, "CreateRestore", "OpenBaoRestore %s restores %s", post.Name,
 			strings.TrimPrefix(post.Key, standby.SourcePrefix(c)))
+	}
+	return nil
+}
+
+// deleteEndedRestores deletes earlier standby restores that have ended:
+// nothing of them is needed to post each snapshot at most once (status
+// records it), and one per snapshot would pile up.
+func (r *OpenBaoClusterReconciler) deleteEndedRestores(ctx context.Context, c *v1alpha1.OpenBaoCluster, names []string) error {
+	for _, name := range names {
+		rs := &v1alpha1.OpenBaoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: name}}
+		if err := r.Client.Delete(ctx, rs); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete the ended OpenBaoRestore %s: %w", name, err)
+		}
 	}
 	return nil
 }

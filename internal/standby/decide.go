@@ -69,6 +69,9 @@ type Observed struct {
 	// OtherRestoreRunning says a restore of this cluster other than that
 	// one has not ended (the forming restore, or one a user created).
 	OtherRestoreRunning bool
+	// Ended names the standby's earlier restores (source.standby,
+	// controlled by the cluster) that have ended, other than Restore.
+	Ended []string
 	// Prefix is the source's object prefix, to read the id of a key.
 	Prefix string
 	// Cluster names the restores.
@@ -88,6 +91,10 @@ type Decision struct {
 	// Status.Restore to this cluster; on success the caller sets
 	// Status.IdentityBoundKey to Status.RestoreKey.
 	BindIdentity bool
+	// Delete names ended restores of earlier snapshots to delete, so that
+	// one restore per snapshot does not pile up; what was posted is
+	// recorded in Status, not in them.
+	Delete []string
 	// Promoted says this pass promotes the cluster (an Event after the
 	// status write).
 	Promoted bool
@@ -128,6 +135,11 @@ func Decide(o Observed) Decision {
 		return d
 	}
 	d.observeRestore(o)
+	for _, name := range o.Ended {
+		if name != s.Restore {
+			d.Delete = append(d.Delete, name)
+		}
+	}
 	if !o.Listed {
 		s.PolledAt = nil
 		d.Reason, d.Message = ReasonSourceUnreadable, "the source's snapshots could not be listed: "+o.Problem

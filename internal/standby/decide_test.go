@@ -147,11 +147,19 @@ func FuzzDecide(f *testing.F) {
 			running := b%5 == 1
 			o := formed(listed...)
 			o.Status, o.Restore, o.OtherRestoreRunning = status, restore, b%7 == 3
+			if status != nil && b%4 == 2 {
+				o.Ended = []string{status.Restore, "earlier"}
+			}
 			o.Promote, o.Cluster = b%11 == 10 || promoted, cluster(b%11 == 10 || promoted)
 			if restore != nil && running {
 				restore.Phase = v1alpha1.RestoreRunning
 			}
 			d := Decide(o)
+			for _, name := range d.Delete {
+				if name == d.Status.Restore || (status != nil && name == status.Restore) || !contains(o.Ended, name) {
+					t.Fatalf("step %d deletes %s, the restore recorded (%s) or one not ended", i, name, d.Status.Restore)
+				}
+			}
 			busy := o.OtherRestoreRunning || (restore != nil && restore.Found && !restore.Phase.Done())
 			if d.Post != nil {
 				switch {
@@ -232,5 +240,24 @@ func TestAStandbyWhoseOwnBackupsWouldLandInTheSourcesPrefixIsRefused(t *testing.
 	c.Spec.Backup.Target.PathPrefix = "site-a/ns/primary"
 	if errs := Refused(c); len(errs) != 1 {
 		t.Fatalf("a prefix within the source's: %v", errs)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestEndedRestoresOfEarlierSnapshotsAreDeletedButNotTheRecordedOne(t *testing.T) {
+	first := Decide(formed(snap(10, "0000000a")))
+	o := formed(snap(10, "0000000a"))
+	o.Status, o.Restore = &first.Status, &Restore{Found: true, Phase: v1alpha1.RestoreSucceeded}
+	o.Ended = []string{"standby-standby-00000005", first.Status.Restore}
+	if d := Decide(o); len(d.Delete) != 1 || d.Delete[0] != "standby-standby-00000005" {
+		t.Fatalf("deletes %v", d.Delete)
 	}
 }
