@@ -147,6 +147,11 @@ func FuzzDecide(f *testing.F) {
 			running := b%5 == 1
 			o := formed(listed...)
 			o.Status, o.Restore, o.OtherRestoreRunning = status, restore, b%7 == 3
+			if status != nil && status.NewestTakenAt != nil && b%6 == 4 {
+				// Not due: the last listing's newest stands in for the listing.
+				o.NotDue, o.Snapshots = true, []backup.Snapshot{{Key: status.NewestKey, At: status.NewestTakenAt.Time}}
+				listed = o.Snapshots
+			}
 			if status != nil && b%4 == 2 {
 				o.Ended = []string{status.Restore, "earlier"}
 			}
