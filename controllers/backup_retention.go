@@ -141,17 +141,22 @@ func (r *OpenBaoBackupReconciler) deleteExpired(ctx context.Context, c *v1alpha1
 // storeConfig reads the target's credentials and CA from their Secrets,
 // exactly: they are the user's and carry no label of ours.
 func (r *OpenBaoBackupReconciler) storeConfig(ctx context.Context, c *v1alpha1.OpenBaoCluster) (objectstore.Config, error) {
-	t := c.Spec.Backup.Target
+	return storeConfigOf(ctx, r.APIReader, c.Namespace, c.Spec.Backup.Target)
+}
+
+// storeConfigOf is the store of target t in namespace, with the
+// credentials and CA of the Secrets it names read through reader.
+func storeConfigOf(ctx context.Context, reader client.Reader, namespace string, t v1alpha1.BackupTarget) (objectstore.Config, error) {
 	cfg := objectstore.Config{Provider: t.Provider, Endpoint: t.Endpoint, Bucket: t.Bucket, Region: t.Region, PathStyle: t.UsePathStyle}
 	if ref := t.CASecretRef; ref != nil {
-		s, err := r.readSecret(ctx, c.Namespace, ref.Name)
+		s, err := readUserSecret(ctx, reader, namespace, ref.Name)
 		if err != nil {
 			return cfg, err
 		}
 		cfg.CAPEM = s.Data[backup.CAKey(ref)]
 	}
 	if ref := t.CredentialsSecretRef; ref != nil {
-		s, err := r.readSecret(ctx, c.Namespace, ref.Name)
+		s, err := readUserSecret(ctx, reader, namespace, ref.Name)
 		if err != nil {
 			return cfg, err
 		}
@@ -165,8 +170,12 @@ func (r *OpenBaoBackupReconciler) storeConfig(ctx context.Context, c *v1alpha1.O
 }
 
 func (r *OpenBaoBackupReconciler) readSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	return readUserSecret(ctx, r.APIReader, namespace, name)
+}
+
+func readUserSecret(ctx context.Context, reader client.Reader, namespace, name string) (*corev1.Secret, error) {
 	s := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
 		return nil, fmt.Errorf("read Secret %s: %w", name, secrets.Redact(err))
 	}
 	return s, nil

@@ -41,7 +41,7 @@ func (r *OpenBaoClusterReconciler) reconcileBackup(ctx context.Context, p *pass)
 	}
 	ops := day2.Observe(c, p.status, backups, restores)
 	status := backup.Fold(derefBackupStatus(p.status.Backup), backups)
-	if c.Spec.Backup == nil {
+	if c.Spec.Backup == nil || c.StandingBy() { // a standby takes no backups until promoted
 		status.NextScheduledBackup = nil
 		setBackingUp(p, ops.Unfinished(day2.Backup))
 	} else if err := r.schedule(ctx, p, &status, ops); err != nil {

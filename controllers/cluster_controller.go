@@ -32,6 +32,7 @@ import (
 	"github.com/openbao/operator/internal/delegated"
 	"github.com/openbao/operator/internal/imagepolicy"
 	"github.com/openbao/operator/internal/imageverify"
+	"github.com/openbao/operator/internal/objectstore"
 	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/podstate"
 	"github.com/openbao/operator/internal/render"
@@ -105,6 +106,10 @@ type OpenBaoClusterReconciler struct {
 	// RolloutSlots bounds how many clusters run an operator-caused
 	// rollout at once (--max-concurrent-rollouts); nil caps nothing.
 	RolloutSlots *upgrade.Slots
+	// NewStore opens a standby's source store to list its snapshots; nil
+	// is open.OperatorStore. It is given the target's own credentials
+	// only, never the operator's ambient identity.
+	NewStore func(context.Context, objectstore.Config) (objectstore.Store, error)
 
 	memory memory
 }
@@ -138,6 +143,7 @@ func (r *OpenBaoClusterReconciler) steps() []step {
 		{"servers", r.observeServers},
 		{"raft", r.publishRaft},
 		{"from-backup", r.reconcileFromBackup},
+		{"standby", r.reconcileStandby},
 		{"backup", r.reconcileBackup},
 		{"drill", r.reconcileDrill},
 		{"step-down", r.reconcileStepDownRequest},
@@ -187,6 +193,11 @@ func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
 		return ctrl.Result{}, err
+	}
+	for _, effect := range p.effects {
+		if err := effect(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	recordCluster(cluster, p.status, sealedServers(p))
 	for _, e := range p.events {

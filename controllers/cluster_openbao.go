@@ -185,7 +185,15 @@ func rolloutPods(servers podstate.Snapshot, v *openbaoView) []upgrade.Pod {
 // activeClient talks to the active server through the client Service,
 // which selects it by the openbao-active label (on the internal listener
 // with ACME).
+//
+// A standby's client Service has no endpoints while it stands by (so that
+// no client can write): the operator then talks to pod-0 at its stable
+// name, and OpenBao forwards what a standby server does not serve to the
+// active one.
 func (r *OpenBaoClusterReconciler) activeClient(c *v1alpha1.OpenBaoCluster, served servedTLS, token openbao.Token) (openbao.Client, error) {
+	if c.StandingBy() {
+		return r.OpenBao(openbao.Options{Address: c.PodAPIAddress(0), CACert: served.caPEM, ServerName: c.PodDNSName(0), Token: token})
+	}
 	return r.OpenBao(openbao.Options{Address: c.InternalServiceAddress(), CACert: served.caPEM,
 		ServerName: c.ClientServiceDNSName(), Token: token})
 }

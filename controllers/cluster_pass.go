@@ -70,6 +70,9 @@ type pass struct {
 	// requeue is the soonest time any step wants to look again; zero for
 	// none.
 	requeue time.Duration
+	// effects run, in order, only after the status write succeeded: an
+	// at-most-once effect whose idempotent name the status records first.
+	effects []func(context.Context) error
 }
 
 // event is one Kubernetes event of the pass.
@@ -116,6 +119,11 @@ func (p *pass) requeueAfter(d time.Duration) {
 // setCondition sets one condition of the status being built.
 func (p *pass) setCondition(condType string, value bool, reason, message string) {
 	setCondition(p.status, p.cluster, p.now, condType, value, reason, message)
+}
+
+// afterWrite queues an effect for after the status write that records it.
+func (p *pass) afterWrite(effect func(context.Context) error) {
+	p.effects = append(p.effects, effect)
 }
 
 // record queues an event for after the status write.

@@ -215,6 +215,11 @@ const (
 	// cluster of spec.bootstrap.fromBackup holds its snapshot, False while
 	// it is restored or after the restore failed.
 	ConditionRestoredFromBackup = "RestoredFromBackup"
+	// ConditionStandby (standby step) is True while a standby cluster
+	// (spec.standby) serves its source's newest snapshot, False while it
+	// forms, trails, waits, failed to follow, or once promoted (reason
+	// Promoted).
+	ConditionStandby = "Standby"
 )
 
 // Reasons of BackingUp.

@@ -104,6 +104,10 @@ type OpenBaoClusterStatus struct {
 	// FromBackup is what became of spec.bootstrap.fromBackup.
 	// +optional
 	FromBackup *FromBackupStatus `json:"fromBackup,omitempty"`
+	// Standby is what a standby cluster (spec.standby) serves, and its
+	// promotion.
+	// +optional
+	Standby *StandbyStatus `json:"standby,omitempty"`
 	// IdentityRevision is the revision of that identity in place: 1 the
 	// auth method with the upgrade and backup roles; 2 adds the restore
 	// role and the backup canary (the KV mount openbao-operator/ and the

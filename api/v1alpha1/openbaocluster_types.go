@@ -14,6 +14,8 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.podDisruptionBudget) || !has(self.values) || !has(self.values.podDisruptionBudget)",message="spec.podDisruptionBudget and spec.values.podDisruptionBudget are both set: set spec.podDisruptionBudget only (spec.values is for chart values the spec does not cover)"
 // +kubebuilder:validation:XValidation:rule="!has(self.monitoring) || !has(self.values) || !has(self.values.serviceMonitor)",message="spec.monitoring and spec.values.serviceMonitor are both set: set spec.monitoring only (spec.values is for chart values the spec does not cover)"
 // +kubebuilder:validation:XValidation:rule="!has(self.selfInit) || !self.selfInit.enabled || size(self.selfInit.requests) > 0",message="selfInit.requests must hold at least one request when selfInit.enabled is true"
+// +kubebuilder:validation:XValidation:rule="has(self.standby) == has(oldSelf.standby)",message="standby is set when a cluster is created and cannot be added or removed afterwards (promote with standby.promote: true)"
+// +kubebuilder:validation:XValidation:rule="!has(self.standby) || (has(self.bootstrap) && has(self.bootstrap.fromBackup) && has(self.bootstrap.fromBackup.latest) && self.bootstrap.fromBackup.latest && has(self.bootstrap.fromBackup.tokenSecretRef))",message="standby follows the source of bootstrap.fromBackup: set bootstrap.fromBackup with latest: true and tokenSecretRef (a token of the source that may write auth/openbao-operator), which the operator uses after each restore"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="bootstrap is set when a cluster is created and cannot be added or removed afterwards"
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.fromBackup) || self.unseal.type != 'static' || has(self.bootstrap.fromBackup.unsealKeySecretRef)",message="bootstrap.fromBackup.unsealKeySecretRef is required with unseal.type static: name the Secret holding the source cluster's static seal key"
 // +kubebuilder:validation:XValidation:rule="!has(self.rootToken) || !has(self.rootToken.recoveryKeys) || !has(self.selfInit) || !self.selfInit.enabled",message="rootToken.recoveryKeys apply to the operator's sys/init: with selfInit enabled OpenBao initializes itself and the operator holds no root token"
@@ -97,6 +99,15 @@ type OpenBaoClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="bootstrap is immutable: it applies once, when the cluster forms"
 	// +optional
 	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+
+	// Standby makes the cluster a disaster-recovery standby of the source
+	// that spec.bootstrap.fromBackup names: it forms from the source's
+	// newest snapshot, restores each newer one, and its client Service
+	// has no endpoints until spec.standby.promote. It is set when the
+	// cluster is created and stays (promotion is recorded in
+	// status.standby).
+	// +optional
+	Standby *StandbySpec `json:"standby,omitempty"`
 
 	// SelfInit initializes the cluster with OpenBao's declarative self-init
 	// requests instead of sys/init; the operator then holds no root token.

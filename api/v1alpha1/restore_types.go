@@ -9,6 +9,7 @@ import (
 // RestoreSource names the snapshot to restore: one object key, or the
 // newest snapshot of this cluster.
 // +kubebuilder:validation:XValidation:rule="(has(self.key) ? 1 : 0) + (has(self.latest) && self.latest ? 1 : 0) + (has(self.bootstrap) && self.bootstrap ? 1 : 0) == 1",message="set exactly one of source.key, source.latest: true and source.bootstrap: true"
+// +kubebuilder:validation:XValidation:rule="!has(self.standby) || !self.standby || has(self.key)",message="source.standby: true needs source.key: the snapshot of the standby's source to restore"
 type RestoreSource struct {
 	// Key is the object key of the snapshot in the cluster's backup target
 	// (status.key of an OpenBaoBackup), such as
@@ -28,6 +29,11 @@ type RestoreSource struct {
 	// creates this restore when the cluster first runs.
 	// +optional
 	Bootstrap bool `json:"bootstrap,omitempty"`
+	// Standby reads source.key from the store of spec.bootstrap.fromBackup
+	// of a standby cluster (spec.standby), under its source's prefix; the
+	// operator creates these restores as the source's snapshots appear.
+	// +optional
+	Standby bool `json:"standby,omitempty"`
 }
 
 // OpenBaoRestoreSpec names the cluster and the snapshot. The store and the
@@ -72,7 +78,7 @@ type OpenBaoRestoreSpec struct {
 // cluster before replacing its data: spec.preRestoreSnapshot, true unless
 // set false, and never for source.bootstrap.
 func (r *OpenBaoRestore) WantsPreRestoreSnapshot() bool {
-	return !r.Spec.Source.Bootstrap && (r.Spec.PreRestoreSnapshot == nil || *r.Spec.PreRestoreSnapshot)
+	return !r.Spec.Source.Bootstrap && !r.Spec.Source.Standby && (r.Spec.PreRestoreSnapshot == nil || *r.Spec.PreRestoreSnapshot)
 }
 
 // RestorePhase is where one restore is.

@@ -29,6 +29,7 @@ import (
 	"github.com/openbao/operator/internal/baoconfig"
 	"github.com/openbao/operator/internal/bootstrap"
 	"github.com/openbao/operator/internal/restore"
+	"github.com/openbao/operator/internal/standby"
 	"github.com/openbao/operator/internal/upgrade"
 	"github.com/openbao/operator/internal/values"
 )
@@ -44,6 +45,7 @@ func ValidateCluster(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
 	errs = append(errs, validateTypedValues(c)...)
 	errs = append(errs, validateLabels(c)...)
 	errs = append(errs, validateStandbyReads(old, c)...)
+	errs = append(errs, standby.Refused(c)...)
 	return errs
 }
 

@@ -87,6 +87,8 @@ func TestClusterRefusalsNameTheFieldAndWhatItTakes(t *testing.T) {
 			"spec.selfInit.requests[0]", "null"},
 		"a schedule that never fires": {nil, cluster(schedule("0 0 31 2 *")),
 			"spec.backup.schedule", "@daily"},
+		"a standby whose own backups land in its source's prefix": {nil, cluster(standbyInto("site-a")),
+			"spec.backup.target.pathPrefix", "within its source's prefix"},
 		"a downgrade from the running version": {cluster(version("2.5.0"), running("2.5.0")), cluster(version("2.4.0"), running("2.5.0")),
 			"spec.version", "Set spec.version back to 2.5.0"},
 		"a release that cannot run the seal": {
@@ -212,4 +214,16 @@ func errStrings(errs []*field.Error) []string {
 		out[i] = e.Error()
 	}
 	return out
+}
+
+// standbyInto makes the cluster a standby of a source of its own name
+// under pathPrefix site-a, backing up under pathPrefix own.
+func standbyInto(own string) func(*v1alpha1.OpenBaoCluster) {
+	return func(c *v1alpha1.OpenBaoCluster) {
+		target := v1alpha1.BackupTarget{Endpoint: "https://s3.example.com", Bucket: "dr-store", PathPrefix: "site-a"}
+		c.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.BackupBootstrap{Target: target, Latest: true}}
+		c.Spec.Standby = &v1alpha1.StandbySpec{}
+		target.PathPrefix = own
+		c.Spec.Backup = &v1alpha1.BackupSpec{Target: target}
+	}
 }

@@ -44,7 +44,7 @@ type Check struct {
 // Preflight says whether a backup may start now, the first failing rule
 // naming why: backups configured with a target and an identity, the
 // cluster not paused, no operation in the way (day2), Running, and the
-// operator's identity set up for a JWT role.
+// operator's identity set up for a JWT role, and not a standby.
 func Preflight(o PreflightInput) Check {
 	c := o.Cluster
 	if check := Configured(c); !check.OK {
@@ -54,6 +54,8 @@ func Preflight(o PreflightInput) Check {
 	switch {
 	case c.Spec.Paused:
 		return refuse(ReasonClusterPaused, "the cluster is paused")
+	case c.StandingBy():
+		return refuse(ReasonStandingBy, "the cluster is a standby (spec.standby) that has not been promoted: it takes no backups of its own")
 	case !o.Lock.OK():
 		return Check{Wait: true, Reason: o.Lock.Reason, Message: o.Lock.Message}
 	case !o.Status.Phase.Serving() && !(o.PreUpgrade && o.Status.Phase == v1alpha1.PhaseUpgrading):
@@ -63,6 +65,9 @@ func Preflight(o PreflightInput) Check {
 	}
 	return Check{OK: true}
 }
+
+// ReasonStandingBy: the cluster is a standby that has not been promoted.
+const ReasonStandingBy = "StandingBy"
 
 // Configured says whether the cluster can be backed up at all: spec.backup
 // set (its identity always is: a token, or a JWT role that defaults to the

@@ -95,7 +95,11 @@ func DecideBootstrap(o BootstrapObserved) BootstrapDecision {
 	if s.InstalledAt == nil && rs.RestoredAt != nil {
 		s.InstalledAt, d.VoidRootToken = rs.RestoredAt.DeepCopy(), true
 	}
-	needsBinding := s.InstalledAt != nil && !s.IdentityBound && fb.SourceClusterName(o.Cluster.Name) != o.Cluster.Name && !fb.KeepSourceIdentity
+	// A standby binds after every restore, whatever the source's name: its
+	// source may be a cluster of the same name in another Kubernetes
+	// cluster, whose issuer is not this one's.
+	needsBinding := s.InstalledAt != nil && !s.IdentityBound && !fb.KeepSourceIdentity &&
+		(fb.SourceClusterName(o.Cluster.Name) != o.Cluster.Name || o.Cluster.Spec.Standby != nil)
 	switch {
 	case rs.Phase == v1alpha1.RestoreFailed:
 		s.Failed, s.FailedMessage = rs.Reason, rs.Message

@@ -109,26 +109,36 @@ func ExecutorConfigFor(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) E
 		ExecutorConfig: base, Restore: r.Name, Key: r.Spec.Source.Key, Latest: r.Spec.Source.Latest,
 		ExpectedSHA256: r.Spec.ExpectedSHA256, Force: r.Spec.Force, LatestBefore: r.Status.PreRestoreKey,
 	}
-	if fb := c.FromBackup(); r.Spec.Source.Bootstrap && fb != nil {
+	fb := c.FromBackup()
+	if fb == nil || (!r.Spec.Source.Bootstrap && !r.Spec.Source.Standby) {
+		return out
+	}
+	if r.Spec.Source.Bootstrap {
 		out.Key, out.Latest, out.ExpectedSHA256 = fb.Key, fb.Latest, fb.ExpectedSHA256
-		if src := fb.SourceClusterName(c.Name); src != c.Name {
-			out.SourceCluster = src
-		}
+	}
+	if src := fb.SourceClusterName(c.Name); src != c.Name {
+		out.SourceCluster = src
+	}
+	if c.StandingBy() {
+		// The client Service has no endpoints while the cluster stands
+		// by: the executor finds the leader from pod-0's stable name.
+		out.OpenBaoAddress = c.PodAPIAddress(0)
 	}
 	return out
 }
 
 // ViewFor is cluster c as the Job of restore r sees it. For a bootstrap
-// restore, spec.backup is spec.bootstrap.fromBackup's store read with the
+// restore, and a standby's restore of its source's snapshot, spec.backup is spec.bootstrap.fromBackup's store read with the
 // operator's own JWT identity, whatever spec.backup says (it may be
 // unset, or name a store the cluster will back up to); nil when the
-// cluster has no spec.bootstrap.fromBackup.
+// cluster has no spec.bootstrap.fromBackup (or, for source.standby, no
+// spec.standby).
 func ViewFor(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) *v1alpha1.OpenBaoCluster {
-	if r == nil || !r.Spec.Source.Bootstrap {
+	if r == nil || (!r.Spec.Source.Bootstrap && !r.Spec.Source.Standby) {
 		return c
 	}
 	fb := c.FromBackup()
-	if fb == nil {
+	if fb == nil || (r.Spec.Source.Standby && c.Spec.Standby == nil) {
 		return nil
 	}
 	view := c.DeepCopy()

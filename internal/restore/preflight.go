@@ -78,6 +78,10 @@ func Configured(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) Check {
 		return check
 	}
 	view := ViewFor(c, r)
+	if view == nil && r.Spec.Source.Standby {
+		return Check{Permanent: true, Reason: ReasonNoBootstrapSource,
+			Message: fmt.Sprintf("OpenBaoCluster %s has no spec.standby (with spec.bootstrap.fromBackup) for source.standby to restore from", c.Name)}
+	}
 	if view == nil {
 		return Check{Permanent: true, Reason: ReasonNoBootstrapSource,
 			Message: fmt.Sprintf("OpenBaoCluster %s has no spec.bootstrap.fromBackup for source.bootstrap to restore", c.Name)}

@@ -109,7 +109,7 @@ func clusterValues(c *v1alpha1.OpenBaoCluster, initialized, read bool, restart s
 	vals := map[string]any{
 		"name": c.Name, "generation": strconv.FormatInt(c.Generation, 10), "names": childNames(c), "podNames": stringList(pods), "initialized": initialized,
 		"selectorLabels": stringMap(c.PodSelectorLabels()), "readSelectorLabels": readSelector, "clientServiceDNSName": c.ClientServiceDNSName(),
-		"metricsListener": MetricsListener(c),
+		"metricsListener": MetricsListener(c), "standby": c.StandingBy(),
 	}
 	if restart != "" {
 		vals["restartRequest"] = restart

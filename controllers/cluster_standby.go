@@ -1,0 +1,207 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/objectstore/open"
+	"github.com/openbao/operator/internal/restore"
+	"github.com/openbao/operator/internal/standby"
+)
+
+// reconcileStandby owns condition Standby: a cluster of spec.standby,
+// once formed from its source's newest snapshot (the from-backup step),
+// lists the source's proven snapshots every poll interval and posts each
+// newer one through an OpenBaoRestore (standby.Decide), whose name and key
+// are written to status before it is created; after each install it binds
+// the operator's identity in the restored data to this cluster. Promotion
+// ends it for good.
+func (r *OpenBaoClusterReconciler) reconcileStandby(ctx context.Context, p *pass) error {
+	c := p.cluster
+	if c.Spec.Standby == nil {
+		return nil
+	}
+	o, err := r.observeStandby(ctx, p)
+	if err != nil {
+		return err
+	}
+	d := standby.Decide(o)
+	if refused := standby.Refused(c); len(refused) > 0 && d.Promoted {
+		// The webhook refuses this; without it, promotion waits.
+		d = standby.Decision{Status: *o.Status.DeepCopy(), Reason: standby.ReasonStandbyMisconfigured, Message: refused.ToAggregate().Error(), Degraded: true}
+	}
+	if d.BindIdentity {
+		if err := r.bindRestoredIdentity(ctx, p); err != nil {
+			ctrl.LoggerFrom(ctx).Info("the restored identity is not bound to this cluster yet; retrying", "reason", err.Error())
+			d.Message += ": " + err.Error()
+			d.Requeue = restore.VerifyPoll
+		} else {
+			d.Status.IdentityBoundKey = d.Status.RestoreKey
+		}
+	}
+	p.status.Standby = &d.Status
+	p.setCondition(v1alpha1.ConditionStandby, d.Value, d.Reason, d.Message)
+	if d.Degraded {
+		p.degrade(d.Reason, d.Message)
+	}
+	p.requeueAfter(d.Requeue)
+	if d.Post != nil {
+		post := *d.Post
+		p.afterWrite(func(ctx context.Context) error { return r.postStandbyRestore(ctx, c, post) })
+	}
+	if len(d.Delete) > 0 {
+		names := d.Delete
+		p.afterWrite(func(ctx context.Context) error { return r.deleteEndedRestores(ctx, c, names) })
+	}
+	if d.Promoted {
+		ctrl.LoggerFrom(ctx).Info("standby promoted", "audit", true, "event_type", "openbao.standby.promoted", "served", d.Status.ServedKey)
+		p.record("Normal", standby.ReasonPromoted, "Promote", d.Message)
+	}
+	return nil
+}
+
+// observeStandby gathers what standby.Decide looks at: the restore last
+// posted (read around the cache: one the cache has not seen yet must not
+// be taken for one that is gone), the cluster's other restores, and, when
+// the poll is due, the source's snapshots.
+func (r *OpenBaoClusterReconciler) observeStandby(ctx context.Context, p *pass) (standby.Observed, error) {
+	c := p.cluster
+	o := standby.Observed{Now: p.now, Promote: c.Spec.Standby.Promote, Status: p.status.Standby, Cluster: c, Prefix: standby.SourcePrefix(c)}
+	if fb := p.status.FromBackup; fb != nil && fb.CompletedAt != nil {
+		o.Formed, o.FormedKey = true, fb.Key
+	}
+	if !o.Formed || (o.Status != nil && o.Status.PromotedAt != nil) {
+		return o, nil
+	}
+	name := ""
+	if o.Status != nil {
+		name = o.Status.Restore
+	}
+	restores, err := listClusterRestores(ctx, r.APIReader, c.Namespace, c.Name)
+	if err != nil {
+		return o, err
+	}
+	for i := range restores {
+		rs := &restores[i]
+		ours := metav1.IsControlledBy(rs, c) && rs.Spec.Source.Standby
+		switch {
+		case rs.Name == name && ours && rs.Spec.Source.Key == o.Status.RestoreKey:
+			o.Restore = &standby.Restore{Found: true, Phase: rs.Status.Phase, Installed: rs.Status.RestoredAt != nil,
+				Key: rs.Status.Key, SHA256: rs.Status.SHA256, Reason: rs.Status.Reason}
+		case !rs.Status.Phase.Done():
+			o.OtherRestoreRunning = true
+		case ours && rs.DeletionTimestamp.IsZero():
+			o.Ended = append(o.Ended, rs.Name)
+		}
+	}
+	if name != "" && o.Restore == nil {
+		o.Restore = &standby.Restore{}
+	}
+	if !o.Promote {
+		o.NotDue = o.Status != nil && o.Status.PolledAt != nil && o.Now.Sub(o.Status.PolledAt.Time) < c.Spec.Standby.Poll()
+		o.Snapshots, o.Listed, o.Problem = r.listSource(ctx, c, o)
+	}
+	return o, nil
+}
+
+// listSource lists the source's snapshots whose names its provenance key
+// proves; until the poll is due it keeps the last listing's newest.
+func (r *OpenBaoClusterReconciler) listSource(ctx context.Context, c *v1alpha1.OpenBaoCluster, o standby.Observed) ([]backup.Snapshot, bool, string) {
+	if s := o.Status; o.NotDue {
+		if s.NewestKey == "" || s.NewestTakenAt == nil {
+			return nil, true, ""
+		}
+		return []backup.Snapshot{{Key: s.NewestKey, At: s.NewestTakenAt.Time}}, true, ""
+	}
+	prover, err := r.sourceProver(ctx, c)
+	if err != nil {
+		return nil, false, err.Error()
+	}
+	cfg, err := storeConfigOf(ctx, r.APIReader, c.Namespace, c.FromBackup().Target)
+	if err != nil {
+		return nil, false, err.Error()
+	}
+	newStore := r.NewStore
+	if newStore == nil {
+		newStore = open.OperatorStore
+	}
+	store, err := newStore(ctx, cfg.WithoutAmbientIdentity())
+	if err != nil {
+		return nil, false, err.Error()
+	}
+	objects, err := store.List(ctx, o.Prefix)
+	if err != nil {
+		return nil, false, err.Error()
+	}
+	keys := make([]string, len(objects))
+	for i, obj := range objects {
+		keys[i] = obj.Key
+	}
+	snaps, _ := backup.Proven(prover, o.Prefix, keys)
+	return snaps, true, ""
+}
+
+// sourceProver proves the names of the source's snapshots with its
+// provenance key: Secret <source>-backup-provenance in this namespace,
+// written by an operator for the source (a copy, labels and all, when the
+// source runs in another Kubernetes cluster).
+func (r *OpenBaoClusterReconciler) sourceProver(ctx context.Context, c *v1alpha1.OpenBaoCluster) (backup.Prover, error) {
+	src := &v1alpha1.OpenBaoCluster{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.FromBackup().SourceClusterName(c.Name)}}
+	s, err := readUserSecret(ctx, r.APIReader, c.Namespace, src.BackupProvenanceSecretName())
+	if err != nil {
+		return backup.Prover{}, err
+	}
+	if !writtenByOperator(s, src) {
+		return backup.Prover{}, errForeignProvenanceKey{name: s.Name}
+	}
+	return backup.NewProver(s.Data[backup.ProvenanceDataKey], c.Namespace, src.Name), nil
+}
+
+// postStandbyRestore creates the OpenBaoRestore recorded in status. One
+// that exists already is this decision's (the cache lagged); the restore's
+// own Job name guards its single post.
+func (r *OpenBaoClusterReconciler) postStandbyRestore(ctx context.Context, c *v1alpha1.OpenBaoCluster, post standby.Post) error {
+	rs := &v1alpha1.OpenBaoRestore{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.RestoreKind},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: post.Name, Namespace: c.Namespace,
+			Labels:          map[string]string{v1alpha1.LabelCluster: c.Name, v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(c, v1alpha1.GroupVersion.WithKind(v1alpha1.Kind))},
+		},
+		// No pre-restore snapshot: a standby's data is a copy of its source's.
+		Spec: v1alpha1.OpenBaoRestoreSpec{ClusterName: c.Name, Source: v1alpha1.RestoreSource{Key: post.Key, Standby: true},
+			PreRestoreSnapshot: ptr.To(false)},
+	}
+	err := r.Client.Create(ctx, rs)
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create OpenBaoRestore %s: %w", post.Name, err)
+	}
+	if err == nil {
+		ctrl.LoggerFrom(ctx).Info("standby restores a newer snapshot of its source", "restore", post.Name, "key", post.Key)
+		r.Recorder.Eventf(c, nil, "Normal", standby.ReasonFollowing, "CreateRestore", "OpenBaoRestore %s restores %s", post.Name,
+			strings.TrimPrefix(post.Key, standby.SourcePrefix(c)))
+	}
+	return nil
+}
+
+// deleteEndedRestores deletes earlier standby restores that have ended:
+// nothing of them is needed to post each snapshot at most once (status
+// records it), and one per snapshot would pile up.
+func (r *OpenBaoClusterReconciler) deleteEndedRestores(ctx context.Context, c *v1alpha1.OpenBaoCluster, names []string) error {
+	for _, name := range names {
+		rs := &v1alpha1.OpenBaoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: name}}
+		if err := r.Client.Delete(ctx, rs); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete the ended OpenBaoRestore %s: %w", name, err)
+		}
+	}
+	return nil
+}

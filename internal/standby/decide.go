@@ -1,0 +1,273 @@
+// Package standby decides what a disaster-recovery standby cluster
+// (spec.standby) does on each pass: which of its source's snapshots to
+// post, when to bind the operator's identity in restored data, and when
+// it is promoted. Posting a snapshot replaces all of the cluster's data,
+// so it happens at most once per snapshot: the restore's name and key are
+// recorded in status before the restore is created, and a key is posted
+// only when it is newer than every key recorded before.
+package standby
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/backup"
+)
+
+// Reasons of condition Standby.
+const (
+	ReasonForming               = "Forming"
+	ReasonFollowing             = "Following"
+	ReasonCurrent               = "Current"
+	ReasonSourceUnreadable      = "SourceUnreadable"
+	ReasonStandbyRestoreFailed  = "StandbyRestoreFailed"
+	ReasonStandbyRestoreMissing = "StandbyRestoreMissing"
+	ReasonPromotionWaiting      = "PromotionWaiting"
+	ReasonPromoted              = "Promoted"
+	ReasonStandbyMisconfigured  = "StandbyMisconfigured"
+)
+
+// Restore is what was observed of the restore status.standby.restore
+// names.
+type Restore struct {
+	// Found says it exists (read around the cache).
+	Found bool
+	Phase v1alpha1.RestorePhase
+	// Installed says OpenBao accepted the snapshot (status.restoredAt).
+	Installed bool
+	// Key and SHA256 are the snapshot as the restore read it.
+	Key, SHA256, Reason string
+}
+
+// Observed is everything Decide looks at.
+type Observed struct {
+	Now time.Time
+	// Promote is spec.standby.promote.
+	Promote bool
+	// Formed says the cluster holds its source's data: status.fromBackup
+	// completed, with FormedKey the snapshot it formed from.
+	Formed    bool
+	FormedKey string
+	// Status is status.standby as it is (nil: never written).
+	Status *v1alpha1.StandbyStatus
+	// Snapshots are the source's snapshots whose names its provenance key
+	// proves, newest first (backup.Proven); Listed false when the listing
+	// failed, with Problem saying why.
+	Snapshots []backup.Snapshot
+	Listed    bool
+	Problem   string
+	// NotDue says the poll interval has not passed since status.polledAt:
+	// Snapshots is the last listing's newest, and polledAt stays.
+	NotDue bool
+	// Restore is the restore status.standby.restore names; nil when none
+	// is named.
+	Restore *Restore
+	// OtherRestoreRunning says a restore of this cluster other than that
+	// one has not ended (the forming restore, or one a user created).
+	OtherRestoreRunning bool
+	// Ended names the standby's earlier restores (source.standby,
+	// controlled by the cluster) that have ended, other than Restore.
+	Ended []string
+	// Prefix is the source's object prefix, to read the id of a key.
+	Prefix string
+	// Cluster names the restores.
+	Cluster *v1alpha1.OpenBaoCluster
+}
+
+// Post asks for the OpenBaoRestore Name of snapshot Key; the decision's
+// Status already records both.
+type Post struct{ Name, Key string }
+
+// Decision is what the standby step does.
+type Decision struct {
+	Status v1alpha1.StandbyStatus
+	// Post creates one OpenBaoRestore, after Status is written.
+	Post *Post
+	// BindIdentity binds the operator's identity in the data of
+	// Status.Restore to this cluster; on success the caller sets
+	// Status.IdentityBoundKey to Status.RestoreKey.
+	BindIdentity bool
+	// Delete names ended restores of earlier snapshots to delete, so that
+	// one restore per snapshot does not pile up; what was posted is
+	// recorded in Status, not in them.
+	Delete []string
+	// Promoted says this pass promotes the cluster (an Event after the
+	// status write).
+	Promoted bool
+	// Condition Standby.
+	Value           bool
+	Reason, Message string
+	// Degraded marks the cluster Degraded with Reason and Message.
+	Degraded bool
+	Requeue  time.Duration
+}
+
+// Decide takes one step of a standby: before it formed, it waits for the
+// fromBackup step; then it follows, posting the source's newest proven
+// snapshot when it is newer than every snapshot posted before and no
+// restore runs; promotion, refused while a restore runs, ends following
+// for good.
+func Decide(o Observed) Decision {
+	d := Decision{Requeue: o.Cluster.Spec.Standby.Poll()}
+	if o.Status != nil {
+		d.Status = *o.Status.DeepCopy()
+	}
+	s := &d.Status
+	if s.PromotedAt != nil {
+		d.Reason, d.Message, d.Requeue = ReasonPromoted, "promoted at "+s.PromotedAt.UTC().Format(time.RFC3339)+"; this cluster follows no source", 0
+		return d
+	}
+	if !o.Formed {
+		d.Reason, d.Message = ReasonForming, "forming from the source's newest snapshot (condition RestoredFromBackup)"
+		return d
+	}
+	if s.RestoreKey == "" && s.ServedKey == "" {
+		s.ServedKey, s.RestoreKey = o.FormedKey, o.FormedKey // the forming restore counts as posted
+		s.ServedTakenAt = takenAt(o.Prefix, o.FormedKey)
+	}
+	running := o.OtherRestoreRunning || (o.Restore != nil && o.Restore.Found && !o.Restore.Phase.Done())
+	if o.Promote {
+		d.promote(o, running)
+		return d
+	}
+	d.observeRestore(o)
+	for _, name := range o.Ended {
+		if name != s.Restore {
+			d.Delete = append(d.Delete, name)
+		}
+	}
+	if !o.Listed {
+		s.PolledAt = nil
+		d.Reason, d.Message = ReasonSourceUnreadable, "the source's snapshots could not be listed: "+o.Problem
+		return d
+	}
+	if !o.NotDue {
+		now := metav1.NewTime(o.Now)
+		s.PolledAt = &now
+	}
+	if len(o.Snapshots) > 0 {
+		newest := o.Snapshots[0]
+		s.NewestKey, s.NewestTakenAt = newest.Key, ptrTime(newest.At)
+		if !running && !d.BindIdentity && newer(newest, s.RestoreKey, o.Prefix) {
+			d.post(o, newest)
+		}
+	}
+	d.lag()
+	if d.Reason == "" {
+		d.Value, d.Reason = s.NewestKey == "" || s.ServedKey == s.NewestKey, ReasonCurrent
+		d.Message = fmt.Sprintf("serves %s, taken %s; the source's newest is %s", s.ServedKey, orUnknown(s.ServedTakenAt), orNone(s.NewestKey))
+		if !d.Value {
+			d.Reason = ReasonFollowing
+		}
+	}
+	return d
+}
+
+// promote records the promotion once no restore runs.
+func (d *Decision) promote(o Observed, running bool) {
+	if running {
+		d.Reason, d.Message = ReasonPromotionWaiting, "spec.standby.promote waits: a restore of this cluster is running; "+
+			"promotion follows once it has ended"
+		d.Requeue = 10 * time.Second
+		return
+	}
+	t := metav1.NewTime(o.Now)
+	// The chart rendered before this step: the next pass, soon, opens the
+	// client Service from the status this one writes.
+	d.Status.PromotedAt, d.Promoted, d.Requeue = &t, true, time.Second
+	d.Reason, d.Message = ReasonPromoted, fmt.Sprintf("promoted: serves %s and follows no source; the client Service is open "+
+		"and spec.backup takes this cluster's own backups", orNone(d.Status.ServedKey))
+}
+
+// observeRestore takes in the outcome of the restore last posted.
+func (d *Decision) observeRestore(o Observed) {
+	s, r := &d.Status, o.Restore
+	if r == nil || s.Restore == "" {
+		return
+	}
+	switch {
+	case !r.Found && s.ServedKey != s.RestoreKey:
+		// Recorded but gone: never created (the operator stopped first),
+		// or deleted. Either way its key is not posted again; the next
+		// newer snapshot is.
+		d.Reason, d.Message = ReasonStandbyRestoreMissing, "OpenBaoRestore "+s.Restore+" of "+s.RestoreKey+" is gone; that snapshot is "+
+			"not posted again (it may have been); the next newer snapshot of the source is"
+	case r.Found && r.Installed && s.IdentityBoundKey != s.RestoreKey:
+		d.BindIdentity = true
+		d.Reason, d.Message = ReasonFollowing, "OpenBao installed "+s.RestoreKey+"; binding the operator's identity in it to this cluster"
+	case r.Found && r.Phase == v1alpha1.RestoreSucceeded:
+		s.ServedKey, s.ServedSHA256, s.ServedTakenAt = s.RestoreKey, r.SHA256, takenAt(o.Prefix, s.RestoreKey)
+	case r.Found && r.Phase == v1alpha1.RestoreFailed:
+		d.Reason, d.Degraded = ReasonStandbyRestoreFailed, true
+		d.Message = fmt.Sprintf("OpenBaoRestore %s of %s failed (%s); the standby waits for the source's next snapshot", s.Restore, s.RestoreKey, r.Reason)
+	case r.Found:
+		d.Reason, d.Message = ReasonFollowing, "OpenBaoRestore "+s.Restore+" restores "+s.RestoreKey
+	}
+}
+
+// post records the restore of snap before it is created.
+func (d *Decision) post(o Observed, snap backup.Snapshot) {
+	name := o.Cluster.StandbyRestoreName(idOf(o.Prefix, snap.Key))
+	d.Status.Restore, d.Status.RestoreKey = name, snap.Key
+	d.Post = &Post{Name: name, Key: snap.Key}
+	d.Reason, d.Message = ReasonFollowing, "OpenBaoRestore "+name+" restores the source's newer snapshot "+snap.Key
+}
+
+func (d *Decision) lag() {
+	s := &d.Status
+	s.LagSeconds = 0
+	if s.ServedTakenAt != nil && s.NewestTakenAt != nil && s.NewestTakenAt.After(s.ServedTakenAt.Time) {
+		s.LagSeconds = int64(s.NewestTakenAt.Sub(s.ServedTakenAt.Time) / time.Second)
+	}
+}
+
+// newer says snap comes after the key last posted, in the order of
+// backup.Proven (the time in the name, then the key); nothing recorded
+// is older than any snapshot.
+func newer(snap backup.Snapshot, posted, prefix string) bool {
+	if posted == "" {
+		return true
+	}
+	at, ok := backup.ParseObjectKey(prefix, posted)
+	if !ok {
+		return false // an unreadable record: post nothing rather than guess
+	}
+	return snap.At.After(at) || (snap.At.Equal(at) && snap.Key > posted)
+}
+
+// idOf is the id in a snapshot's name; the restore's name carries it.
+func idOf(prefix, key string) string {
+	name, _ := strings.CutPrefix(key, prefix)
+	if len(name) >= 25 {
+		return name[17:25] // <YYYYMMDDThhmmssZ>-<id>...
+	}
+	return "x"
+}
+
+func takenAt(prefix, key string) *metav1.Time {
+	t, ok := backup.ParseObjectKey(prefix, key)
+	if !ok {
+		return nil
+	}
+	return ptrTime(t)
+}
+
+func ptrTime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
+
+func orNone(s string) string {
+	if s == "" {
+		return "none yet"
+	}
+	return s
+}
+
+func orUnknown(t *metav1.Time) string {
+	if t == nil {
+		return "at an unknown time"
+	}
+	return t.UTC().Format(time.RFC3339)
+}

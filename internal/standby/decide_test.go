@@ -1,0 +1,268 @@
+package standby
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/backup"
+)
+
+const prefix = "dr/ns/bao/"
+
+var t0 = time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+
+func snap(minutes int, id string) backup.Snapshot {
+	at := t0.Add(time.Duration(minutes) * time.Minute)
+	return backup.Snapshot{Key: backup.ObjectKey(prefix, at, id), At: at}
+}
+
+func cluster(promote bool) *v1alpha1.OpenBaoCluster {
+	c := &v1alpha1.OpenBaoCluster{ObjectMeta: metav1.ObjectMeta{Name: "standby", Namespace: "ns"}}
+	c.Spec.Standby = &v1alpha1.StandbySpec{Promote: promote}
+	return c
+}
+
+func formed(snaps ...backup.Snapshot) Observed {
+	return Observed{Now: t0.Add(time.Hour), Formed: true, FormedKey: snap(0, "00000000").Key, Listed: true,
+		Snapshots: snaps, Prefix: prefix, Cluster: cluster(false)}
+}
+
+func TestAStandbyThatHasNotFormedPostsNothing(t *testing.T) {
+	o := formed(snap(5, "00000005"))
+	o.Formed = false
+	if d := Decide(o); d.Post != nil || d.Reason != ReasonForming {
+		t.Fatalf("%+v", d)
+	}
+}
+
+func TestAFormedStandbyPostsTheNewerSnapshotRecordingItFirst(t *testing.T) {
+	d := Decide(formed(snap(10, "0000000a"), snap(5, "00000005")))
+	if d.Post == nil || d.Post.Key != snap(10, "0000000a").Key || d.Status.RestoreKey != d.Post.Key || d.Status.Restore != d.Post.Name ||
+		d.Post.Name != "standby-standby-0000000a" {
+		t.Fatalf("%+v", d)
+	}
+	if d.Status.ServedKey != snap(0, "00000000").Key || d.Status.LagSeconds != 600 {
+		t.Fatalf("served %s lag %d", d.Status.ServedKey, d.Status.LagSeconds)
+	}
+}
+
+func TestAStandbyServingTheNewestSnapshotIsCurrent(t *testing.T) {
+	d := Decide(formed(snap(0, "00000000")))
+	if d.Post != nil || !d.Value || d.Reason != ReasonCurrent || d.Status.LagSeconds != 0 {
+		t.Fatalf("%+v", d)
+	}
+}
+
+func TestTheSameSnapshotIsNeverPostedTwiceEvenWhenItsRestoreIsGone(t *testing.T) {
+	first := Decide(formed(snap(10, "0000000a")))
+	o := formed(snap(10, "0000000a"))
+	o.Status, o.Restore = &first.Status, &Restore{Found: false}
+	if d := Decide(o); d.Post != nil || d.Reason != ReasonStandbyRestoreMissing {
+		t.Fatalf("a recorded restore that is gone was posted again: %+v", d)
+	}
+}
+
+func TestNothingIsPostedWhileARestoreRuns(t *testing.T) {
+	first := Decide(formed(snap(10, "0000000a")))
+	o := formed(snap(20, "00000014"), snap(10, "0000000a"))
+	o.Status, o.Restore = &first.Status, &Restore{Found: true, Phase: v1alpha1.RestoreRunning}
+	if d := Decide(o); d.Post != nil {
+		t.Fatalf("posted beside a running restore: %+v", d)
+	}
+	o.Restore, o.OtherRestoreRunning = nil, true
+	if d := Decide(o); d.Post != nil {
+		t.Fatalf("posted beside another restore: %+v", d)
+	}
+}
+
+func TestAnInstalledSnapshotIsBoundThenServed(t *testing.T) {
+	first := Decide(formed(snap(10, "0000000a")))
+	o := formed(snap(20, "00000014"), snap(10, "0000000a"))
+	o.Status, o.Restore = &first.Status, &Restore{Found: true, Phase: v1alpha1.RestoreRunning, Installed: true}
+	d := Decide(o)
+	if !d.BindIdentity || d.Post != nil {
+		t.Fatalf("%+v", d)
+	}
+	d.Status.IdentityBoundKey = d.Status.RestoreKey
+	o.Status, o.Restore = &d.Status, &Restore{Found: true, Phase: v1alpha1.RestoreSucceeded, Installed: true, SHA256: "ab"}
+	d = Decide(o)
+	if d.Status.ServedKey != snap(10, "0000000a").Key || d.Status.ServedSHA256 != "ab" || d.Post == nil || d.Post.Key != snap(20, "00000014").Key {
+		t.Fatalf("%+v", d)
+	}
+}
+
+func TestPromotionWaitsForARunningRestoreThenStopsFollowing(t *testing.T) {
+	first := Decide(formed(snap(10, "0000000a")))
+	o := formed(snap(20, "00000014"))
+	o.Cluster, o.Promote = cluster(true), true
+	o.Status, o.Restore = &first.Status, &Restore{Found: true, Phase: v1alpha1.RestoreRunning}
+	if d := Decide(o); d.Promoted || d.Status.PromotedAt != nil || d.Reason != ReasonPromotionWaiting || d.Post != nil {
+		t.Fatalf("%+v", d)
+	}
+	o.Restore.Phase = v1alpha1.RestoreSucceeded
+	d := Decide(o)
+	if !d.Promoted || d.Status.PromotedAt == nil || d.Post != nil {
+		t.Fatalf("%+v", d)
+	}
+	o.Status = &d.Status
+	if d := Decide(o); d.Promoted || d.Post != nil || d.Reason != ReasonPromoted {
+		t.Fatalf("promotion is not idempotent: %+v", d)
+	}
+}
+
+func TestAnUnreadableSourcePostsNothing(t *testing.T) {
+	o := formed(snap(10, "0000000a"))
+	o.Listed, o.Problem = false, "access denied"
+	if d := Decide(o); d.Post != nil || d.Reason != ReasonSourceUnreadable {
+		t.Fatalf("%+v", d)
+	}
+}
+
+// FuzzDecide drives a standby through passes over random observations and
+// holds the invariants of posting: never a snapshot older than (or equal
+// to) one posted before, never one that is not proven (not in the
+// listing), never twice, never while a restore runs, never after
+// promotion.
+func FuzzDecide(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+	f.Add([]byte{200, 3, 0, 17, 90, 4, 4, 4, 250, 1})
+	f.Fuzz(func(t *testing.T, steps []byte) {
+		var status *v1alpha1.StandbyStatus
+		posted := map[string]bool{snap(0, "00000000").Key: true}
+		last := snap(0, "00000000")
+		restore := (*Restore)(nil)
+		promoted := false
+		var pool []backup.Snapshot
+		for i, b := range steps {
+			if b%3 == 0 || len(pool) == 0 {
+				m := int(b) - 40 // may be older than what was posted
+				pool = append([]backup.Snapshot{snap(m, fmt.Sprintf("%08x", i))}, pool...)
+			}
+			listed := proven(pool)
+			running := b%5 == 1
+			o := formed(listed...)
+			o.Status, o.Restore, o.OtherRestoreRunning = status, restore, b%7 == 3
+			if status != nil && status.NewestTakenAt != nil && b%6 == 4 {
+				// Not due: the last listing's newest stands in for the listing.
+				o.NotDue, o.Snapshots = true, []backup.Snapshot{{Key: status.NewestKey, At: status.NewestTakenAt.Time}}
+				listed = o.Snapshots
+			}
+			if status != nil && b%4 == 2 {
+				o.Ended = []string{status.Restore, "earlier"}
+			}
+			o.Promote, o.Cluster = b%11 == 10 || promoted, cluster(b%11 == 10 || promoted)
+			if restore != nil && running {
+				restore.Phase = v1alpha1.RestoreRunning
+			}
+			d := Decide(o)
+			for _, name := range d.Delete {
+				if name == d.Status.Restore || (status != nil && name == status.Restore) || !contains(o.Ended, name) {
+					t.Fatalf("step %d deletes %s, the restore recorded (%s) or one not ended", i, name, d.Status.Restore)
+				}
+			}
+			busy := o.OtherRestoreRunning || (restore != nil && restore.Found && !restore.Phase.Done())
+			if d.Post != nil {
+				switch {
+				case posted[d.Post.Key]:
+					t.Fatalf("step %d posted %s twice", i, d.Post.Key)
+				case busy:
+					t.Fatalf("step %d posted while a restore runs", i)
+				case promoted || d.Status.PromotedAt != nil:
+					t.Fatalf("step %d posted after promotion", i)
+				case !in(listed, d.Post.Key):
+					t.Fatalf("step %d posted %s, which the listing did not prove", i, d.Post.Key)
+				case !newer(backup.Snapshot{Key: d.Post.Key, At: atOf(d.Post.Key)}, last.Key, prefix):
+					t.Fatalf("step %d posted %s, not newer than %s", i, d.Post.Key, last.Key)
+				case d.Status.RestoreKey != d.Post.Key:
+					t.Fatalf("step %d posted %s without recording it", i, d.Post.Key)
+				}
+				posted[d.Post.Key], last = true, backup.Snapshot{Key: d.Post.Key, At: atOf(d.Post.Key)}
+				restore = &Restore{Found: b%13 != 0, Phase: v1alpha1.RestorePending}
+			} else if restore != nil && b%2 == 0 {
+				restore.Phase, restore.Installed = v1alpha1.RestoreSucceeded, true
+			}
+			if d.BindIdentity {
+				d.Status.IdentityBoundKey = d.Status.RestoreKey
+			}
+			promoted = promoted || d.Status.PromotedAt != nil
+			status = &d.Status
+		}
+	})
+}
+
+// proven drops the snapshots whose id says the store holds them unproven
+// (an id ending in 7), and orders the rest newest first.
+func proven(pool []backup.Snapshot) []backup.Snapshot {
+	var out []backup.Snapshot
+	for _, s := range pool {
+		if s.Key[len(s.Key)-6] != '7' {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].At.Equal(out[j].At) {
+			return out[i].At.After(out[j].At)
+		}
+		return out[i].Key > out[j].Key
+	})
+	return out
+}
+
+func in(list []backup.Snapshot, key string) bool {
+	for _, s := range list {
+		if s.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func atOf(key string) time.Time { t, _ := backup.ParseObjectKey(prefix, key); return t }
+
+func TestAStandbyWhoseOwnBackupsWouldLandInTheSourcesPrefixIsRefused(t *testing.T) {
+	c := cluster(false)
+	target := v1alpha1.BackupTarget{Endpoint: "https://s3.example.com", Bucket: "dr", PathPrefix: "site-a"}
+	c.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.BackupBootstrap{Target: target, Latest: true}}
+	c.Spec.Backup = &v1alpha1.BackupSpec{Target: target}
+	errs := Refused(c)
+	if len(errs) != 1 || errs[0].Field != "spec.backup.target.pathPrefix" {
+		t.Fatalf("same name, same prefix: %v", errs)
+	}
+	c.Spec.Backup.Target.PathPrefix = "site-b"
+	if errs := Refused(c); len(errs) != 0 {
+		t.Fatalf("another prefix: %v", errs)
+	}
+	c.Spec.Backup.Target.PathPrefix = "site-a"
+	c.Spec.Bootstrap.FromBackup.SourceCluster = "primary"
+	if errs := Refused(c); len(errs) != 0 {
+		t.Fatalf("another source cluster's prefix: %v", errs)
+	}
+	c.Spec.Backup.Target.PathPrefix = "site-a/ns/primary"
+	if errs := Refused(c); len(errs) != 1 {
+		t.Fatalf("a prefix within the source's: %v", errs)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestEndedRestoresOfEarlierSnapshotsAreDeletedButNotTheRecordedOne(t *testing.T) {
+	first := Decide(formed(snap(10, "0000000a")))
+	o := formed(snap(10, "0000000a"))
+	o.Status, o.Restore = &first.Status, &Restore{Found: true, Phase: v1alpha1.RestoreSucceeded}
+	o.Ended = []string{"standby-standby-00000005", first.Status.Restore}
+	if d := Decide(o); len(d.Delete) != 1 || d.Delete[0] != "standby-standby-00000005" {
+		t.Fatalf("deletes %v", d.Delete)
+	}
+}
