@@ -61,7 +61,7 @@ func newRoot(c *cli) *cobra.Command {
 	root.PersistentFlags().StringVar(&c.operatorNamespace, "operator-namespace", "openbao-operator-system",
 		"namespace of the operator (report and logs --operator: its logs; version: its Deployment)")
 	root.AddCommand(c.statusCommand(), c.setPausedCommand(true), c.setPausedCommand(false), c.stepDownCommand(),
-		c.backupCommand(), c.restoreCommand(), c.resumeUpgradeCommand(), c.restartCommand(), c.rotateCertsCommand(), c.logsCommand(), c.baoEnvCommand(),
+		c.backupCommand(), c.restoreCommand(), c.resumeUpgradeCommand(), c.restartCommand(), c.rotateCertsCommand(), c.promoteCommand(), c.logsCommand(), c.baoEnvCommand(),
 		c.reportCommand(), c.checkCommand(), c.versionCommand())
 	return root
 }
