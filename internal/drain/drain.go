@@ -29,9 +29,10 @@ const (
 // before an election it then won again).
 const ReaskAfter = 10 * time.Second
 
-// MaxRetryAfter caps the Retry-After the refusal suggests; kubectl drain
-// retries every 5 s whatever it says.
-const MaxRetryAfter = 5 * time.Second
+// MaxRetryAfter caps the Retry-After the refusal suggests: client-go
+// (kubectl drain, the autoscaler) retries a 429 after it by itself, and an
+// election takes about a second.
+const MaxRetryAfter = time.Second
 
 // Observed is everything Decide looks at for one eviction.
 type Observed struct {
@@ -91,6 +92,8 @@ func Decide(o Observed) Decision {
 		return allow(NotManaged, "not a server pod of a cluster this operator manages", Forget)
 	case o.Bound <= 0:
 		return allow(GuardOff, "the drain guard is off", Forget)
+	case remembered && o.Active != "" && o.Active != o.Pod && o.PodCaughtUp:
+		return allow(SteppedDown, "another server is active and this one is a caught-up standby", Forget)
 	case remembered && !o.Now.Before(o.FirstRefusal.Add(o.Bound)):
 		// Kept, so that a retry after the PodDisruptionBudget refused
 		// does not start another wait.
@@ -105,8 +108,6 @@ func Decide(o Observed) Decision {
 			"or its Raft state unreadable); the PodDisruptionBudget decides", Keep)
 	case !remembered:
 		return refuse(o, o.Now, true, Start)
-	case o.Active != "" && o.Active != o.Pod && o.PodCaughtUp:
-		return allow(SteppedDown, "another server is active and this one is a caught-up standby", Forget)
 	default:
 		reask := o.Active == o.Pod && !o.Now.Before(o.LastStepDown.Add(ReaskAfter))
 		return refuse(o, o.FirstRefusal, reask, Keep)
