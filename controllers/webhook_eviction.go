@@ -10,6 +10,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"math"
 	"net/http"
 	"sync"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/drain"
+	"github.com/openbao/operator/internal/nscache"
 	"github.com/openbao/operator/internal/upgrade"
 )
 
@@ -92,9 +94,13 @@ func (g *drainGuard) Handle(ctx context.Context, req admission.Request) admissio
 // an initialized cluster this operator manages is not managed.
 func (g *drainGuard) observe(ctx context.Context, key types.NamespacedName) (drain.Observed, *drainTarget, error) {
 	o := drain.Observed{Now: g.r.Clock.Now(), Bound: g.bound, Pod: key.Name}
+	if managed, _, err := manages(ctx, g.r.Scope, key.Namespace); err != nil || !managed {
+		return o, nil, err
+	}
 	pod := &corev1.Pod{}
 	if err := g.r.Client.Get(ctx, key, pod); err != nil {
-		// The cache holds only pods with the cluster label.
+		// The cache holds only pods with the cluster label, and only in
+		// the namespaces the operator serves.
 		return o, nil, ignoreNotFound(err)
 	}
 	c := &v1alpha1.OpenBaoCluster{}
@@ -107,9 +113,6 @@ func (g *drainGuard) observe(ctx context.Context, key types.NamespacedName) (dra
 	}
 	if !labels.SelectorFromSet(c.PodSelectorLabels()).Matches(labels.Set(pod.Labels)) || !c.Status.Initialized || c.Spec.Paused {
 		return o, nil, nil // a read replica, a backup Job's pod, a cluster not formed or one left alone
-	}
-	if managed, _, err := manages(ctx, g.r.Scope, key.Namespace); err != nil || !managed {
-		return o, nil, err
 	}
 	o.Managed = true
 	t := &drainTarget{key: key, uid: pod.UID}
@@ -177,8 +180,11 @@ func drainAnswer(d drain.Decision) admission.Response {
 	return res
 }
 
+// ignoreNotFound: a pod or cluster that is not there, or in a namespace
+// the tenancy cache does not serve, is not the guard's.
 func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
+	var notServed *nscache.NotServedError
+	if apierrors.IsNotFound(err) || errors.As(err, &notServed) {
 		return nil
 	}
 	return err
