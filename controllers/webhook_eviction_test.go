@@ -19,9 +19,9 @@ func TestTheDrainGuardRemembersAPodByItsUID(t *testing.T) {
 		now       time.Time
 		wantFirst time.Time
 	}{
-		"the same pod is remembered": {func(*drainMemory) {}, "a", t0.Add(time.Second), t0},
+		"the same pod is remembered":                       {func(*drainMemory) {}, "a", t0.Add(time.Second), t0},
 		"a pod recreated under the same name is a new pod": {func(*drainMemory) {}, "b", t0.Add(time.Second), time.Time{}},
-		"forget drops the memory": {func(m *drainMemory) { m.forget(key) }, "a", t0.Add(time.Second), time.Time{}},
+		"forget drops the memory":                          {func(m *drainMemory) { m.forget(key) }, "a", t0.Add(time.Second), time.Time{}},
 		"a second start keeps the first clock": {
 			func(m *drainMemory) { m.start(key, "a", t0.Add(5*time.Second)) }, "a", t0.Add(6 * time.Second), t0},
 		"an entry older than an hour is swept": {func(*drainMemory) {}, "a", t0.Add(2 * time.Hour), time.Time{}},
