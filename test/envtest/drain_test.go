@@ -29,6 +29,10 @@ import (
 // operator), short so that the case that waits it out stays fast.
 const drainBound = 3 * time.Second
 
+// drainToken is the upgrade role's token the guard steps servers down
+// with; no event may carry it.
+const drainToken = "s.drain-guard-upgrade-token"
+
 // drainCluster plays three OpenBao servers behind the operator's clients:
 // each pod's sys/health says whether it is the active one, a step-down
 // moves leadership to the next pod (unless stuck), and the leader's
@@ -152,7 +156,7 @@ func startDrainEnv(t *testing.T) *drainEnv {
 	ns := webhookNamespace
 	c := newCluster(t, ns, "metadata: {name: bao}\nspec: {version: 2.4.0, replicas: 3}\n")
 	bao := &drainCluster{c: c, Client: &openbaofake.Client{
-		LoginToken: openbao.NewToken("s.upgrade-role-token"), LoginTTL: 15 * time.Minute,
+		LoginToken: openbao.NewToken(drainToken), LoginTTL: 15 * time.Minute,
 		LeaderAnswer: openbao.Leader{RaftCommittedIndex: 100, RaftAppliedIndex: 100},
 	}}
 	rec := events.NewFakeRecorder(200)
@@ -296,6 +300,9 @@ func TestTheDrainGuard(t *testing.T) {
 		seen := takeEvents(e.rec)
 		if !strings.Contains(seen, " "+v1alpha1.ReasonDrainStepDown+" ") || strings.Contains(seen, " "+v1alpha1.ReasonDrainTimeBoundReached+" ") {
 			t.Fatalf("want a DrainStepDown event and no DrainTimeBoundReached among:\n%s", seen)
+		}
+		if strings.Contains(seen, drainToken) {
+			t.Fatalf("an event carries the upgrade role's token:\n%s", seen)
 		}
 	})
 	t.Run("a standby goes at once", func(t *testing.T) {
