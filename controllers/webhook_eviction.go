@@ -81,12 +81,16 @@ func (g *drainGuard) Handle(ctx context.Context, req admission.Request) admissio
 		return admission.Allowed("the operator could not decide; the PodDisruptionBudget does")
 	}
 	d := drain.Decide(o)
-	if t != nil {
-		log.V(1).Info("drain guard", "allow", d.Allow, "reason", d.Reason)
-		if req.DryRun == nil || !*req.DryRun {
-			g.carryOut(ctx, t, d)
-		}
+	if t == nil {
+		return drainAnswer(d)
 	}
+	log.V(1).Info("drain guard", "allow", d.Allow, "reason", d.Reason)
+	if req.DryRun != nil && *req.DryRun {
+		// Nothing is stepped down for a dry run, so a refusal would hold
+		// kubectl drain --dry-run=server for good.
+		return admission.Allowed("dry run: " + d.Message)
+	}
+	g.carryOut(ctx, t, d)
 	return drainAnswer(d)
 }
 

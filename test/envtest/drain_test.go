@@ -288,6 +288,18 @@ func (e *drainEnv) evicted(i int) {
 // Eviction API and the operator's webhook, in turn on one cluster.
 func TestTheDrainGuard(t *testing.T) {
 	e := startDrainEnv(t)
+	t.Run("a dry-run eviction of the active server steps nothing down and is not held", func(t *testing.T) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: e.bao.c.PodName(0), Namespace: e.bao.c.Namespace}}
+		if err := e.k.SubResource("eviction").Create(context.Background(), pod, &policyv1.Eviction{}, client.DryRunAll); err != nil {
+			t.Fatalf("a dry-run eviction: %v", err)
+		}
+		if answers := e.answers.take(); len(answers) != 1 {
+			t.Fatalf("a dry-run eviction was refused: %v", answers)
+		}
+		if active, asked := e.bao.state(); asked != 0 || active != 0 {
+			t.Fatalf("a dry run stepped a server down: %d step-downs, active %d", asked, active)
+		}
+	})
 	t.Run("an eviction of the active server waits for its step-down, then goes with another server active", func(t *testing.T) {
 		answers := e.evict(0)
 		if n := guardRefusals(t, answers); n == 0 {
