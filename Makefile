@@ -203,6 +203,13 @@ bench-backup: tools ## Benchmark backups of a cluster holding 1 GiB against a ba
 	@rc=0; go test -run '^$$' -bench '^BenchmarkBackup$$' -benchtime 1x -timeout 60m -v ./test/e2e || rc=$$?; \
 	go run $(LOCALNODE) down -owner e2e; exit $$rc
 
+.PHONY: bench-drain
+bench-drain: tools ## Benchmark every server of a 3-server cluster evicted in turn (as kubectl drain does) with the drain guard and without, under a plain writing client, on the local node (root); writes BENCHMARKS.md.
+	@# Reuses a node that is up, else starts one and tears it down, as
+	@# bench-bootstrap does.
+	@rc=0; go test -run '^$$' -bench '^BenchmarkDrain$$' -benchtime 1x -timeout 60m -v ./test/e2e || rc=$$?; \
+	go run $(LOCALNODE) down -owner e2e; exit $$rc
+
 .PHONY: bench-restore
 bench-restore: tools ## Benchmark restores of a 1 GiB snapshot against a bare download-and-POST on the local node (root; RESTORE_BENCH_RUNS, RESTORE_BENCH_BYTES); writes BENCHMARKS.md.
 	@# Reuses a node that is up, else starts one and tears it down, as

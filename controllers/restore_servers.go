@@ -23,21 +23,31 @@ import (
 // autopilot verdict, as rollouts do: OpenBao's view of a pass made for
 // this read.
 func (r *OpenBaoClusterReconciler) ObserveServers(ctx context.Context, c *v1alpha1.OpenBaoCluster) (*restore.Servers, error) {
-	p, err := r.newPass(ctx, c)
+	p, v, err := r.observe(ctx, c)
 	if err != nil {
 		return nil, err
+	}
+	v.measureLag(ctx)
+	return serversOf(c, p, v), nil
+}
+
+// observe reads OpenBao's view of c in a pass made for this read only (no
+// step runs, nothing is written): the pods from the cache, the CA the
+// servers are verified against from the API server.
+func (r *OpenBaoClusterReconciler) observe(ctx context.Context, c *v1alpha1.OpenBaoCluster) (*pass, *openbaoView, error) {
+	p, err := r.newPass(ctx, c)
+	if err != nil {
+		return nil, nil, err
 	}
 	ca, err := r.readSecret(ctx, r.APIReader, c.Namespace, c.TrustedCASecretName())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if ca == nil {
-		return nil, fmt.Errorf("secret %s with the cluster's CA does not exist", c.TrustedCASecretName())
+		return nil, nil, fmt.Errorf("secret %s with the cluster's CA does not exist", c.TrustedCASecretName())
 	}
 	p.tls = servedTLS{caPEM: ca.Data[pki.CAKey], ready: true}
-	v := r.view(ctx, p)
-	v.measureLag(ctx)
-	return serversOf(c, p, v), nil
+	return p, r.view(ctx, p), nil
 }
 
 func serversOf(c *v1alpha1.OpenBaoCluster, p *pass, v *openbaoView) *restore.Servers {

@@ -90,6 +90,7 @@ var operatorChartCases = map[string]map[string]any{
 	"webhook-cert-from-secret": {
 		"webhook": map[string]any{"certManaged": false, "certSecret": "openbao-operator-webhook-tls"},
 	},
+	"no-drain-guard": {"webhook": map[string]any{"drainGuard": false}},
 	"no-webhook-no-policies": {
 		"webhook":           map[string]any{"enabled": false},
 		"admissionPolicies": map[string]any{"enabled": false},

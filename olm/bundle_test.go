@@ -20,6 +20,7 @@ import (
 	"github.com/operator-framework/api/pkg/validation"
 	"github.com/operator-framework/api/pkg/validation/errors"
 	interfaces "github.com/operator-framework/api/pkg/validation/interfaces"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -109,12 +110,34 @@ func TestBundleMatchesConfig(t *testing.T) {
 	if !slices.Contains(manager.Args, "--webhook-cert-managed=false") || len(pod.Volumes) != 0 || len(manager.VolumeMounts) != 0 {
 		t.Errorf("the CSV's manager issues its own webhook certificate or mounts a volume: args %v, volumes %v", manager.Args, pod.Volumes)
 	}
-	if len(b.CSV.Spec.WebhookDefinitions) != 3 {
-		t.Errorf("the CSV has %d webhook definitions, config/webhook 3", len(b.CSV.Spec.WebhookDefinitions))
-	}
 	for _, w := range b.CSV.Spec.WebhookDefinitions {
 		if w.DeploymentName != spec.DeploymentSpecs[0].Name {
 			t.Errorf("webhook %s is served by deployment %q, not the manager", w.GenerateName, w.DeploymentName)
+		}
+	}
+	checkWebhooks(t, b.CSV.Spec.WebhookDefinitions)
+}
+
+// checkWebhooks: the CSV defines config/webhook's webhooks, each with the
+// same path, rules, failure policy, side effects and timeout.
+func checkWebhooks(t *testing.T, defs []v1alpha1.WebhookDescription) {
+	t.Helper()
+	var want admissionregistrationv1.ValidatingWebhookConfiguration
+	readYAML(t, "../config/webhook/manifests.yaml", &want)
+	if len(defs) != len(want.Webhooks) {
+		t.Errorf("the CSV has %d webhook definitions, config/webhook %d (run make bundle)", len(defs), len(want.Webhooks))
+	}
+	for _, w := range want.Webhooks {
+		i := slices.IndexFunc(defs, func(d v1alpha1.WebhookDescription) bool { return d.GenerateName == w.Name })
+		if i < 0 {
+			t.Errorf("the CSV lacks webhook %s (run make bundle)", w.Name)
+			continue
+		}
+		d := defs[i]
+		same := d.WebhookPath != nil && *d.WebhookPath == *w.ClientConfig.Service.Path && reflect.DeepEqual(d.Rules, w.Rules) &&
+			*d.FailurePolicy == *w.FailurePolicy && *d.SideEffects == *w.SideEffects && *d.TimeoutSeconds == *w.TimeoutSeconds
+		if !same {
+			t.Errorf("the CSV's webhook %s differs from config/webhook's (run make bundle)", w.Name)
 		}
 	}
 }

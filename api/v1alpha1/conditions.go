@@ -252,3 +252,15 @@ const (
 	// not allow expansion (volumes.Refusal).
 	ReasonVolumeGrowthRefused = "VolumeGrowthRefused"
 )
+
+// Reasons of the events of the drain guard (the webhook on pods/eviction);
+// no condition carries them.
+const (
+	// ReasonDrainStepDown: an eviction targeted the active server's pod;
+	// the operator asked that server to step down and answers 429 until
+	// another server is active and this one is a caught-up standby.
+	ReasonDrainStepDown = "DrainStepDown"
+	// ReasonDrainTimeBoundReached: a pod the guard refused was let through
+	// after the guard's bound, though leadership had not moved.
+	ReasonDrainTimeBoundReached = "DrainTimeBoundReached"
+)

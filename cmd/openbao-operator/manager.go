@@ -196,10 +196,11 @@ func runManager(args []string) error {
 		}
 		s = scope
 	}
-	if err := setUpReconcilers(mgr, cfg, f, settings, openshift, s); err != nil {
+	reconciler, err := setUpReconcilers(mgr, cfg, f, settings, openshift, s)
+	if err != nil {
 		return err
 	}
-	if err := setUpWebhook(mgr, f); err != nil {
+	if err := setUpWebhook(mgr, f, reconciler); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -280,15 +281,16 @@ func ownImage(cfg *rest.Config, namespace, podName string) (string, error) {
 }
 
 // setUpReconcilers registers the OpenBaoCluster, OpenBaoBackup and
-// OpenBaoRestore reconcilers with the manager.
-func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settings watches.Settings, openshift bool, scope controllers.Scope) error {
+// OpenBaoRestore reconcilers with the manager; it returns the first, whose
+// ways of reaching OpenBao the drain guard shares.
+func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settings watches.Settings, openshift bool, scope controllers.Scope) (*controllers.OpenBaoClusterReconciler, error) {
 	issuer, err := controllers.NewIssuerSource(cfg, clock.RealClock{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	verification, err := f.platform.verification()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// One verifier, whose cache of verified digests the three share.
 	verifier := imageverify.NewCosign(imageverify.DefaultCacheSize, nil)
@@ -299,10 +301,10 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 		MaxConcurrentRollouts: f.maxConcurrentRollouts,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := reconciler.SetupWithManager(mgr, settings.MaxConcurrentReconciles); err != nil {
-		return fmt.Errorf("set up OpenBaoCluster controller: %w", err)
+		return nil, fmt.Errorf("set up OpenBaoCluster controller: %w", err)
 	}
 	backups := &controllers.OpenBaoBackupReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openbao-operator"),
@@ -310,7 +312,7 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 		ImagePolicy: f.images, Operations: reconciler.Operations, PlatformVerification: verification, ImageVerifier: verifier,
 	}
 	if err := backups.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up OpenBaoBackup controller: %w", err)
+		return nil, fmt.Errorf("set up OpenBaoBackup controller: %w", err)
 	}
 	restores := &controllers.OpenBaoRestoreReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("openbao-operator"),
@@ -318,20 +320,23 @@ func setUpReconcilers(mgr ctrl.Manager, cfg *rest.Config, f managerFlags, settin
 		ImagePolicy: f.images, Operations: reconciler.Operations, PlatformVerification: verification, ImageVerifier: verifier,
 	}
 	if err := restores.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up OpenBaoRestore controller: %w", err)
+		return nil, fmt.Errorf("set up OpenBaoRestore controller: %w", err)
 	}
-	return nil
+	return reconciler, nil
 }
 
 // setUpWebhook registers the admission webhook and, unless OLM provides
 // the certificate, issues it before the webhook server starts (which needs
 // the files) and keeps it rotated. The server's readiness is the pod's, so
 // the Service sends the API server to replicas that serve.
-func setUpWebhook(mgr ctrl.Manager, f managerFlags) error {
+func setUpWebhook(mgr ctrl.Manager, f managerFlags, r *controllers.OpenBaoClusterReconciler) error {
 	if f.webhook.port == 0 {
 		return nil
 	}
 	controllers.SetupWebhooks(mgr, controllers.Platform{Images: f.images, Fields: f.platform.fields})
+	// Served always; the chart's webhook.drainGuard.enabled decides whether
+	// the API server calls it.
+	controllers.SetupEvictionWebhook(mgr, r, controllers.DefaultDrainBound)
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return fmt.Errorf("add webhook ready check: %w", err)
 	}

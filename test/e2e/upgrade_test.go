@@ -97,7 +97,7 @@ func importNextOpenBao(t *testing.T) string {
 
 // waitRunning waits for Running with n ready servers and n voters, and
 // returns the root token and the CA.
-func waitRunning(ctx context.Context, t *testing.T, cl client.Client, ns string, n int) (string, []byte) {
+func waitRunning(ctx context.Context, t testing.TB, cl client.Client, ns string, n int) (string, []byte) {
 	t.Helper()
 	waitFor(ctx, t, 5*time.Minute, fmt.Sprintf("phase Running with %d ready servers", n), func() (bool, string) {
 		st := clusterStatus(ctx, t, cl, ns, "bao")
@@ -111,7 +111,7 @@ func waitRunning(ctx context.Context, t *testing.T, cl client.Client, ns string,
 
 // waitVotersN waits until the Raft configuration holds servers members, all
 // voters, read through pod-0.
-func waitVotersN(ctx context.Context, t *testing.T, cl client.Client, ns, token string, caPEM []byte, members, voters int) {
+func waitVotersN(ctx context.Context, t testing.TB, cl client.Client, ns, token string, caPEM []byte, members, voters int) {
 	t.Helper()
 	waitFor(ctx, t, 3*time.Minute, fmt.Sprintf("%d Raft servers, %d voting", members, voters), func() (bool, string) {
 		pod := serverPods(ctx, t, cl, ns, 1)[0]

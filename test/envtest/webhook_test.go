@@ -51,6 +51,13 @@ func startWebhookServer(t *testing.T) (client.Client, *rest.Config) {
 // policies, as --allowed-image-repositories and --allowed-* set them.
 func startWebhookServerWith(t *testing.T, platform controllers.Platform) (client.Client, *rest.Config) {
 	t.Helper()
+	return startWebhookEnv(t, platform, nil)
+}
+
+// startWebhookEnv is startWebhookServerWith with more registered on the
+// manager (the drain guard) before it starts.
+func startWebhookEnv(t *testing.T, platform controllers.Platform, register func(ctrl.Manager)) (client.Client, *rest.Config) {
+	t.Helper()
 	binDir, err := testbin.Dir()
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +85,9 @@ func startWebhookServerWith(t *testing.T, platform controllers.Platform) (client
 		t.Fatal(err)
 	}
 	controllers.SetupWebhooks(mgr, platform)
+	if register != nil {
+		register(mgr)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() { _ = mgr.Start(ctx) }()
