@@ -2,8 +2,11 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"net"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +39,32 @@ func TestClusterDNSResolvesTheKubernetesService(t *testing.T) {
 	}
 	if len(addrs) != 1 || addrs[0] != node.APIServerIP {
 		t.Errorf("kubernetes.default resolves to %v, want [%s]", addrs, node.APIServerIP)
+	}
+}
+
+// TestAServiceAddressWithoutEndpointsIsRefusedOnTheNode: a connection to
+// an address of the Service range that no endpoint answers is refused on
+// the node at once; it never follows the host's default route off the
+// machine (where, before the harness's guard, another host answered).
+func TestAServiceAddressWithoutEndpointsIsRefusedOnTheNode(t *testing.T) {
+	requireNode(t)
+	t.Parallel()
+	_, cidr, err := net.ParseCIDR(node.ServiceCIDR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := slices.Clone(cidr.IP.To4())
+	for i := range last {
+		last[i] |= ^cidr.Mask[i]
+	}
+	last[3]-- // the broadcast address less one: no Service holds it
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(last.String(), "8200"), 5*time.Second)
+	if err == nil {
+		conn.Close()
+		t.Fatalf("a connection to %s:8200, which no Service holds, was answered", last)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("a connection to %s:8200, which no Service holds: %v, want it refused on the node", last, err)
 	}
 }
 

@@ -138,6 +138,9 @@ func upNode(ctx context.Context, c Config, s *State, start time.Time, t *Timings
 	}
 	t.Images = time.Since(phase)
 	phase = time.Now()
+	if err := guardServiceRange(c); err != nil {
+		return err
+	}
 	if err := startControlPlane(ctx, c, s); err != nil {
 		return err
 	}
