@@ -283,6 +283,33 @@ func TestDecideTakesARestoreFromPendingToItsOutcome(t *testing.T) {
 	}
 }
 
+// TestVerificationLooksEverySecondUntilTheRestartGrace: the servers
+// usually serve the restored data within seconds of the install, so the
+// first check is a second after it and the next ones too, until the grace
+// after which trailing servers are restarted; then every VerifyPoll.
+func TestVerificationLooksEverySecondUntilTheRestartGrace(t *testing.T) {
+	ok := backup.Report{Key: "ns/bao/x.snap", Size: 10, SHA256: strings.Repeat("a", 64), RaftIndex: 42}
+	for _, tc := range []struct {
+		name string
+		o    restore.Observed
+		want time.Duration
+	}{
+		{"the install is seen: the first check a second later", restore.Observed{Restore: newRestore(restoring()),
+			Job: &restore.Job{Found: true, Owned: true, Succeeded: true, ReportRead: true, Report: ok}}, restore.VerifyPollEarly},
+		{"a server trails a second after the install: again a second later", restore.Observed{Restore: newRestore(verifying(time.Second)),
+			Servers: servers(0, 5, 0)}, restore.VerifyPollEarly},
+		{"a server still trails past the grace (restarted once): every VerifyPoll", restore.Observed{
+			Restore: newRestore(verifying(time.Minute, "bao-1")), Servers: servers(0, 5, 0)}, restore.VerifyPoll},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Now, tc.o.Cluster = t0, runningCluster()
+			if d := restore.Decide(tc.o); d.Requeue != tc.want {
+				t.Fatalf("requeue after %s, want %s (%s: %s)", d.Requeue, tc.want, d.Status.Step, d.Status.Message)
+			}
+		})
+	}
+}
+
 func TestDecideFailsARestoreOfAClusterThatDoesNotExist(t *testing.T) {
 	d := restore.Decide(restore.Observed{Now: t0, Restore: newRestore(v1alpha1.OpenBaoRestoreStatus{})})
 	if d.Status.Phase != v1alpha1.RestoreFailed || d.Status.Reason != restore.ReasonClusterNotFound || !strings.Contains(d.Status.Message, "nothing was changed") {
