@@ -155,7 +155,8 @@ func (r *OpenBaoClusterReconciler) listSource(ctx context.Context, c *v1alpha1.O
 // written by an operator for the source (a copy, labels and all, when the
 // source runs in another Kubernetes cluster).
 func (r *OpenBaoClusterReconciler) sourceProver(ctx context.Context, c *v1alpha1.OpenBaoCluster) (backup.Prover, error) {
-	src := &v1alpha1.OpenBaoCluster{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.FromBackup().SourceClusterName(c.Name)}}
+	fb := c.FromBackup()
+	src := &v1alpha1.OpenBaoCluster{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: fb.SourceClusterName(c.Name)}}
 	s, err := readUserSecret(ctx, r.APIReader, c.Namespace, src.BackupProvenanceSecretName())
 	if err != nil {
 		return backup.Prover{}, err
@@ -163,7 +164,8 @@ func (r *OpenBaoClusterReconciler) sourceProver(ctx context.Context, c *v1alpha1
 	if !writtenByOperator(s, src) {
 		return backup.Prover{}, errForeignProvenanceKey{name: s.Name}
 	}
-	return backup.NewProver(s.Data[backup.ProvenanceDataKey], c.Namespace, src.Name), nil
+	// The source signed its names as a cluster of its own namespace.
+	return backup.NewProver(s.Data[backup.ProvenanceDataKey], fb.SourceNamespaceName(c.Namespace), src.Name), nil
 }
 
 // postStandbyRestore creates the OpenBaoRestore recorded in status. One

@@ -34,6 +34,17 @@ type BackupBootstrap struct {
 	// +optional
 	SourceCluster string `json:"sourceCluster,omitempty"`
 
+	// SourceNamespace is the namespace the source cluster ran in, when it
+	// is not this one (a standby in another Kubernetes cluster whose
+	// namespace has another name): latest looks under
+	// <pathPrefix>/<sourceNamespace>/<sourceCluster>/, and the names of
+	// the source's snapshots are proven as that namespace's. Nothing is
+	// read from that namespace. Empty is this cluster's namespace.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	SourceNamespace string `json:"sourceNamespace,omitempty"`
+
 	// Key is the object key of the snapshot (status.key of an
 	// OpenBaoBackup).
 	// +kubebuilder:validation:MinLength=1
@@ -131,6 +142,14 @@ func (b *BackupBootstrap) SourceClusterName(self string) string {
 		return self
 	}
 	return b.SourceCluster
+}
+
+// SourceNamespaceName is the namespace a bootstrap snapshot came from.
+func (b *BackupBootstrap) SourceNamespaceName(self string) string {
+	if b.SourceNamespace == "" {
+		return self
+	}
+	return b.SourceNamespace
 }
 
 // IdentityOwner is the cluster whose operator identity this cluster's

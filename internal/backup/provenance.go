@@ -88,6 +88,13 @@ func (p Prover) ForCluster(cluster string) Prover {
 	return Prover{key: p.key, namespace: p.namespace, cluster: cluster}
 }
 
+// ForSource is the prover of cluster namespace/cluster with the same key:
+// a standby proves the names of a source that ran in another namespace
+// (of another Kubernetes cluster) as that namespace's.
+func (p Prover) ForSource(namespace, cluster string) Prover {
+	return Prover{key: p.key, namespace: namespace, cluster: cluster}
+}
+
 // CanSign says the prover holds a key.
 func (p Prover) CanSign() bool { return len(p.key) > 0 }
 

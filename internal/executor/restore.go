@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,9 +44,10 @@ func runRestore(ctx context.Context, cfg restore.ExecutorConfig, deps Deps, secr
 	if err != nil {
 		return failed(ReasonExecutorMisconfigured, err)
 	}
-	if cfg.SourceCluster != "" {
-		s.prefix = backup.ObjectPrefix(cfg.PathPrefix, cfg.Namespace, cfg.SourceCluster)
-		s.prover = s.prover.ForCluster(cfg.SourceCluster)
+	if cfg.SourceCluster != "" || cfg.SourceNamespace != "" {
+		ns, cluster := cmp.Or(cfg.SourceNamespace, cfg.Namespace), cmp.Or(cfg.SourceCluster, cfg.Cluster)
+		s.prefix = backup.ObjectPrefix(cfg.PathPrefix, ns, cluster)
+		s.prover = s.prover.ForSource(ns, cluster)
 	}
 	var (
 		snap   checked

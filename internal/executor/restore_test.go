@@ -83,6 +83,24 @@ func TestABootstrapRestoreTakesTheSourcesNewestSnapshot(t *testing.T) {
 	}
 }
 
+// A standby whose source ran in a namespace of another name (in another
+// Kubernetes cluster) takes the newest snapshot under that namespace's
+// prefix, proven as that namespace's names; a name the same key signed for
+// this namespace, planted in that prefix, is not chosen.
+func TestAStandbyRestoreTakesTheNewestSnapshotOfASourceInAnotherNamespace(t *testing.T) {
+	h := newHarness(t)
+	good := snapshotFixture(t, "with-data.snap")
+	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	source := backup.ObjectPrefix("p", "site-a", "old")
+	other := backup.NewProver([]byte(testProvenanceKey), "site-a", "old")
+	h.store.Add(other.SignedObjectKey(source, at, "00000001"), good, at)
+	h.store.Add(signer("old").SignedObjectKey(source, at.Add(time.Hour), "00000002"), []byte("signed for this namespace"), at)
+	r := h.restore(t, func(c *restore.ExecutorConfig) { c.Latest, c.SourceCluster, c.SourceNamespace = true, "old", "site-a" })
+	if r.Failed() || r.Key != other.SignedObjectKey(source, at, "00000001") || !bytes.Equal(h.bao.Restored, good) {
+		t.Fatalf("report %+v, OpenBao received %d bytes", r, len(h.bao.Restored))
+	}
+}
+
 // TestLatestIgnoresAPlantedFarFutureName injects the fault latest guards
 // against: 99991231T000000Z-xxxxxxxx.snap, a valid snapshot, and a forged
 // copy carrying a real name's tag, planted beside the real snapshot. The

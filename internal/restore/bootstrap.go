@@ -99,7 +99,8 @@ func DecideBootstrap(o BootstrapObserved) BootstrapDecision {
 	// source may be a cluster of the same name in another Kubernetes
 	// cluster, whose issuer is not this one's.
 	needsBinding := s.InstalledAt != nil && !s.IdentityBound && !fb.KeepSourceIdentity &&
-		(fb.SourceClusterName(o.Cluster.Name) != o.Cluster.Name || o.Cluster.Spec.Standby != nil)
+		(fb.SourceClusterName(o.Cluster.Name) != o.Cluster.Name || fb.SourceNamespaceName(o.Cluster.Namespace) != o.Cluster.Namespace ||
+			o.Cluster.Spec.Standby != nil)
 	switch {
 	case rs.Phase == v1alpha1.RestoreFailed:
 		s.Failed, s.FailedMessage = rs.Reason, rs.Message

@@ -32,6 +32,10 @@ type ExecutorConfig struct {
 	// whose prefix Latest looks: a cluster bootstrapped from another's
 	// backup.
 	SourceCluster string
+	// SourceNamespace, when set, is the namespace the source ran in (in
+	// another Kubernetes cluster): its prefix and its names' proofs are
+	// that namespace's.
+	SourceNamespace string
 }
 
 // ProvenanceSecret names the Secret of the provenance key that proves the
@@ -56,6 +60,7 @@ func (c ExecutorConfig) Args() []string {
 	}
 	add("expected-sha256", c.ExpectedSHA256)
 	add("source-cluster", c.SourceCluster)
+	add("source-namespace", c.SourceNamespace)
 	if c.Force {
 		add("force", "true")
 	}
@@ -77,6 +82,7 @@ func ParseExecutorArgs(args []string, output io.Writer) (ExecutorConfig, error) 
 	fs.StringVar(&c.ExpectedSHA256, "expected-sha256", "", "hex SHA-256 the object must have")
 	fs.BoolVar(&c.Force, "force", false, "post to sys/storage/raft/snapshot-force (no seal check)")
 	fs.StringVar(&c.SourceCluster, "source-cluster", "", "cluster under whose prefix --latest looks (default --cluster)")
+	fs.StringVar(&c.SourceNamespace, "source-namespace", "", "namespace of --source-cluster (default --namespace)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -118,6 +124,9 @@ func ExecutorConfigFor(c *v1alpha1.OpenBaoCluster, r *v1alpha1.OpenBaoRestore) E
 	}
 	if src := fb.SourceClusterName(c.Name); src != c.Name {
 		out.SourceCluster = src
+	}
+	if src := fb.SourceNamespaceName(c.Namespace); src != c.Namespace {
+		out.SourceNamespace = src
 	}
 	if c.StandingBy() {
 		// The client Service has no endpoints while the cluster stands

@@ -412,8 +412,12 @@ func TestABootstrapRestoreReadsTheSourcesStore(t *testing.T) {
 	if strings.Contains(args, "token-file") {
 		t.Errorf("args %q use spec.backup's token", args)
 	}
-	c.Spec.Bootstrap.FromBackup.SourceCluster = ""
-	if args := strings.Join(restore.ExecutorConfigFor(c, bootstrapRestore()).Args(), " "); strings.Contains(args, "--source-cluster") {
+	c.Spec.Bootstrap.FromBackup.SourceNamespace = "prod"
+	if args := strings.Join(restore.ExecutorConfigFor(c, bootstrapRestore()).Args(), " "); !strings.Contains(args, "--source-namespace=prod") {
+		t.Errorf("a restore of a source in another namespace does not name it: %q", args)
+	}
+	c.Spec.Bootstrap.FromBackup.SourceCluster, c.Spec.Bootstrap.FromBackup.SourceNamespace = "", ""
+	if args := strings.Join(restore.ExecutorConfigFor(c, bootstrapRestore()).Args(), " "); strings.Contains(args, "--source-") {
 		t.Errorf("a restore of the cluster's own snapshot names a source: %q", args)
 	}
 	job := restore.JobFor(c, bootstrapRestore(), "operator:dev", nil)

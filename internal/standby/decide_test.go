@@ -246,6 +246,15 @@ func TestAStandbyWhoseOwnBackupsWouldLandInTheSourcesPrefixIsRefused(t *testing.
 	if errs := Refused(c); len(errs) != 1 {
 		t.Fatalf("a prefix within the source's: %v", errs)
 	}
+	// A source that ran in a namespace of another name writes under it.
+	c.Spec.Bootstrap.FromBackup.SourceNamespace = "prod"
+	if errs := Refused(c); len(errs) != 0 {
+		t.Fatalf("this namespace's prefix, the source in prod: %v", errs)
+	}
+	c.Spec.Backup.Target.PathPrefix = "site-a/prod/primary"
+	if errs := Refused(c); len(errs) != 1 {
+		t.Fatalf("a prefix within the source's in prod: %v", errs)
+	}
 }
 
 func contains(list []string, s string) bool {

@@ -38,5 +38,5 @@ func Refused(c *v1alpha1.OpenBaoCluster) field.ErrorList {
 // SourcePrefix is where the standby's source writes its snapshots.
 func SourcePrefix(c *v1alpha1.OpenBaoCluster) string {
 	fb := c.FromBackup()
-	return backup.ObjectPrefix(fb.Target.PathPrefix, c.Namespace, fb.SourceClusterName(c.Name))
+	return backup.ObjectPrefix(fb.Target.PathPrefix, fb.SourceNamespaceName(c.Namespace), fb.SourceClusterName(c.Name))
 }
