@@ -221,7 +221,7 @@ func checkClosedWhileStandingBy(ctx context.Context, t *testing.T, cl client.Cli
 }
 
 // losePrimary deletes the primary with DeleteAll and waits until it and
-// every pod of its namespace (its servers, its backup Jobs) are gone, so
+// every pod of its namespace (its servers, its backup Jobs) has ended, so
 // that its last snapshot is in the store; it returns when it was lost.
 func losePrimary(ctx context.Context, t *testing.T, cl client.Client, ns string) time.Time {
 	t.Helper()
@@ -232,13 +232,19 @@ func losePrimary(ctx context.Context, t *testing.T, cl client.Client, ns string)
 		t.Fatal(err)
 	}
 	lost := time.Now()
-	waitFor(ctx, t, 3*time.Minute, "the primary and its pods gone", func() (bool, string) {
+	waitFor(ctx, t, 3*time.Minute, "the primary gone and its pods ended", func() (bool, string) {
 		err := cl.Get(ctx, client.ObjectKeyFromObject(c), c)
 		pods := &corev1.PodList{}
 		if err := cl.List(ctx, pods, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
 		}
-		return apierrors.IsNotFound(err) && len(pods.Items) == 0, fmt.Sprintf("%v, %d pods", err, len(pods.Items))
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				running++
+			}
+		}
+		return apierrors.IsNotFound(err) && running == 0, fmt.Sprintf("%v, %d pods not ended", err, running)
 	})
 	kept()
 	logf("the primary deleted with DeleteAll, gone %s later", time.Since(lost).Round(time.Second))
