@@ -160,7 +160,7 @@ func patchDeletionPolicy(ctx context.Context, t *testing.T, cl client.Client, ns
 // or root token seen gone before a claim seen intact went first.
 func deleteClusterInOrder(ctx context.Context, t *testing.T, cl client.Client, ns string) {
 	t.Helper()
-	keepLogsOf(ctx, t, &serverPods(ctx, t, cl, ns, 1)[0])
+	kept := keepLogsOf(ctx, t, &serverPods(ctx, t, cl, ns, 1)[0])
 	c := &v1alpha1.OpenBaoCluster{}
 	c.Name, c.Namespace = "bao", ns
 	if err := cl.Delete(ctx, c); err != nil {
@@ -179,6 +179,7 @@ func deleteClusterInOrder(ctx context.Context, t *testing.T, cl client.Client, n
 	if n := len(serverPodsLeft(ctx, t, cl, ns)); n > 0 {
 		t.Fatalf("the cluster is gone and %d server pods are left", n)
 	}
+	kept() // the server's log, for the leak scan, up to its last line
 }
 
 // deletionOrderProblem says what one look at ns shows done out of order.
