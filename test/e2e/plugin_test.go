@@ -96,15 +96,25 @@ func serverRoles(status string) map[string]int {
 }
 
 // runPlugin runs the plugin with the node's kubeconfig and returns its
-// output; a failure fails the test.
+// output; a failure fails the test. A run whose write the API server could
+// not send to the operator's webhook (a parallel test killed the operator)
+// wrote nothing, and runs again, as a user would run it again, for up to
+// webhookDownFor.
 func runPlugin(t *testing.T, bin string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, append(args, "--kubeconfig", node.Kubeconfig())...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl-openbao %s: %v\n%s", strings.Join(args, " "), err, out)
+	deadline := time.Now().Add(webhookDownFor)
+	for {
+		cmd := exec.Command(bin, append(args, "--kubeconfig", node.Kubeconfig())...)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			return string(out)
+		}
+		if !strings.Contains(string(out), "failed calling webhook") || time.Now().After(deadline) {
+			t.Fatalf("kubectl-openbao %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		logf("kubectl-openbao %s: the operator's webhook did not answer; running it again", strings.Join(args, " "))
+		time.Sleep(time.Second)
 	}
-	return string(out)
 }
 
 func untar(t *testing.T, path string) map[string][]byte {
