@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,8 +60,8 @@ func (r *OpenBaoClusterReconciler) reconcileStandby(ctx context.Context, p *pass
 		p.afterWrite(func(ctx context.Context) error { return r.postStandbyRestore(ctx, c, post) })
 	}
 	if len(d.Delete) > 0 {
-		names := d.Delete
-		p.afterWrite(func(ctx context.Context) error { return r.deleteEndedRestores(ctx, c, names) })
+		names, uids := d.Delete, o.EndedUID
+		p.afterWrite(func(ctx context.Context) error { return r.deleteEndedRestores(ctx, c, names, uids) })
 	}
 	if d.Promoted {
 		ctrl.LoggerFrom(ctx).Info("standby promoted", "audit", true, "event_type", "openbao.standby.promoted", "served", d.Status.ServedKey)
@@ -75,7 +76,8 @@ func (r *OpenBaoClusterReconciler) reconcileStandby(ctx context.Context, p *pass
 // the poll is due, the source's snapshots.
 func (r *OpenBaoClusterReconciler) observeStandby(ctx context.Context, p *pass) (standby.Observed, error) {
 	c := p.cluster
-	o := standby.Observed{Now: p.now, Promote: c.Spec.Standby.Promote, Status: p.status.Standby, Cluster: c, Prefix: standby.SourcePrefix(c)}
+	o := standby.Observed{Now: p.now, Promote: c.Spec.Standby.Promote, Status: p.status.Standby, Cluster: c, Prefix: standby.SourcePrefix(c),
+		EndedUID: map[string]types.UID{}}
 	if fb := p.status.FromBackup; fb != nil && fb.CompletedAt != nil {
 		o.Formed, o.FormedKey = true, fb.Key
 	}
@@ -101,6 +103,7 @@ func (r *OpenBaoClusterReconciler) observeStandby(ctx context.Context, p *pass) 
 			o.OtherRestoreRunning = true
 		case ours && rs.DeletionTimestamp.IsZero():
 			o.Ended = append(o.Ended, rs.Name)
+			o.EndedUID[rs.Name] = rs.UID
 		}
 	}
 	if name != "" && o.Restore == nil {
@@ -198,10 +201,14 @@ func (r *OpenBaoClusterReconciler) postStandbyRestore(ctx context.Context, c *v1
 // deleteEndedRestores deletes earlier standby restores that have ended:
 // nothing of them is needed to post each snapshot at most once (status
 // records it), and one per snapshot would pile up.
-func (r *OpenBaoClusterReconciler) deleteEndedRestores(ctx context.Context, c *v1alpha1.OpenBaoCluster, names []string) error {
+func (r *OpenBaoClusterReconciler) deleteEndedRestores(ctx context.Context, c *v1alpha1.OpenBaoCluster, names []string,
+	uids map[string]types.UID) error {
 	for _, name := range names {
 		rs := &v1alpha1.OpenBaoRestore{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: name}}
-		if err := r.Client.Delete(ctx, rs); client.IgnoreNotFound(err) != nil {
+		// Only the object seen ended and ours: a restore created since
+		// under the same name is another's, and stays.
+		uid := uids[name]
+		if err := r.Client.Delete(ctx, rs, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 			return fmt.Errorf("delete the ended OpenBaoRestore %s: %w", name, err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
@@ -72,6 +73,9 @@ type Observed struct {
 	// Ended names the standby's earlier restores (source.standby,
 	// controlled by the cluster) that have ended, other than Restore.
 	Ended []string
+	// EndedUID is each ended restore's UID, for the deletion's
+	// precondition; Decide does not read it.
+	EndedUID map[string]types.UID
 	// Prefix is the source's object prefix, to read the id of a key.
 	Prefix string
 	// Cluster names the restores.
