@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
@@ -168,16 +169,21 @@ func setBackupToMinIO(ctx context.Context, t testing.TB, cl client.Client, ns st
 	if err := cl.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	c := &v1alpha1.OpenBaoCluster{}
-	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, c); err != nil {
-		t.Fatal(err)
-	}
-	c.Spec.Backup = &v1alpha1.BackupSpec{
-		Target: v1alpha1.BackupTarget{Endpoint: m.Endpoint, Bucket: m.Bucket, PathPrefix: prefix, UsePathStyle: true,
-			CredentialsSecretRef: &corev1.LocalObjectReference{Name: "store-credentials"}},
-	}
-	set(c.Spec.Backup)
-	if err := cl.Update(ctx, c); err != nil {
+	// The operator writes the cluster too (finalizer, annotations): read
+	// it again on a conflict, as a user's tooling would.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c := &v1alpha1.OpenBaoCluster{}
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, c); err != nil {
+			return err
+		}
+		c.Spec.Backup = &v1alpha1.BackupSpec{
+			Target: v1alpha1.BackupTarget{Endpoint: m.Endpoint, Bucket: m.Bucket, PathPrefix: prefix, UsePathStyle: true,
+				CredentialsSecretRef: &corev1.LocalObjectReference{Name: "store-credentials"}},
+		}
+		set(c.Spec.Backup)
+		return cl.Update(ctx, c)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
