@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,7 +14,6 @@ import (
 	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/day2"
 	"github.com/openbao/operator/internal/identity"
-	"github.com/openbao/operator/internal/openbao"
 	"github.com/openbao/operator/internal/pki"
 )
 
@@ -111,7 +111,7 @@ func (r *OpenBaoClusterReconciler) observeDrill(ctx context.Context, p *pass) (b
 	}
 	if fb := copyRestored(o.Copy, &view); fb && o.Backup != nil && p.status.Backup.Verifying != nil {
 		o.CanaryRead = true
-		o.Canary, o.CanaryErr = r.readCanary(ctx, &view, o.Copy, p.status.Backup.Verifying.Key)
+		o.Canary, o.CanaryErr = r.readDrillCanary(ctx, &view, o.Copy, p.status.Backup.Verifying.Key)
 	}
 	return o, nil
 }
@@ -129,42 +129,22 @@ func (r *OpenBaoClusterReconciler) getOptional(ctx context.Context, key types.Na
 	return nil
 }
 
-// readCanary logs in to the copy as the source's drill role, with the
-// audience the snapshot's drill role holds and the source's no longer
-// does (identity.DrillLogin): a token the copy could replay logs in to
-// nothing on the source. It reads the canary.
-func (r *OpenBaoClusterReconciler) readCanary(ctx context.Context, c, cp *v1alpha1.OpenBaoCluster, key string) (map[string]any, error) {
-	if r.OpenBao == nil {
-		return nil, fmt.Errorf("this operator cannot reach OpenBao")
-	}
+// readDrillCanary reads the canary from the copy as the source's drill
+// role, with the audience the snapshot's drill role holds and the
+// source's no longer does (identity.DrillLogin): a token the copy could
+// replay logs in to nothing on the source.
+func (r *OpenBaoClusterReconciler) readDrillCanary(ctx context.Context, c, cp *v1alpha1.OpenBaoCluster, key string) (map[string]any, error) {
 	ca, err := r.readSecret(ctx, r.APIReader, cp.Namespace, cp.TrustedCASecretName())
 	if err != nil || ca == nil {
 		return nil, fmt.Errorf("the copy's CA Secret %s: missing or unreadable (%v)", cp.TrustedCASecretName(), err)
 	}
-	tls := servedTLS{caPEM: ca.Data[pki.CAKey], ready: true}
-	login := identity.DrillLogin(c, key)
-	jwt, err := r.serviceAccountToken(ctx, c.Namespace, login)
-	if err != nil {
-		return nil, err
+	data, err := r.readCanary(ctx, cp, servedTLS{caPEM: ca.Data[pki.CAKey], ready: true}, c.Namespace, identity.DrillLogin(c, key))
+	var login *canaryLoginError
+	if errors.As(err, &login) {
+		return nil, fmt.Errorf("%w (a snapshot whose backup did not set the drill role's audience, from before identity "+
+			"revision %d, has none)", err, identity.PerRoleRevision)
 	}
-	bao, err := r.activeClient(cp, tls, openbao.Token{})
-	if err != nil {
-		return nil, err
-	}
-	tok, _, err := bao.Login(ctx, identity.Mount, login.Role, jwt)
-	if err != nil {
-		return nil, fmt.Errorf("log in to the copy as role %s (a snapshot whose backup did not set the drill role's "+
-			"audience, from before identity revision %d, has none): %w", login.Role, identity.PerRoleRevision, err)
-	}
-	withToken, err := r.activeClient(cp, tls, tok)
-	if err != nil {
-		return nil, err
-	}
-	data, err := withToken.Read(ctx, identity.CanaryPath)
-	if err != nil {
-		return nil, fmt.Errorf("read %s from the copy: %w", identity.CanaryPath, err)
-	}
-	return data, nil
+	return data, err
 }
 
 func (r *OpenBaoClusterReconciler) carryOutDrill(ctx context.Context, c *v1alpha1.OpenBaoCluster, d backup.DrillDecision) error {

@@ -308,6 +308,50 @@ func (r *OpenBaoClusterReconciler) upgradeLogin(ctx context.Context, c *v1alpha1
 	return identity.LoginFor(owner, identity.UpgradeRole, c.Spec.Upgrade.LoginRole()), mount, nil
 }
 
+// readCanary logs in to cluster target (reached as activeClient reaches
+// it, verified against tls) as login, with a token of login's
+// ServiceAccount in namespace, and reads the backup canary: a restore
+// drill reads it from its copy, a standby from its own data after each
+// restore.
+func (r *OpenBaoClusterReconciler) readCanary(ctx context.Context, target *v1alpha1.OpenBaoCluster, tls servedTLS, namespace string,
+	login identity.Login) (map[string]any, error) {
+	if r.OpenBao == nil {
+		return nil, fmt.Errorf("this operator cannot reach OpenBao")
+	}
+	jwt, err := r.serviceAccountToken(ctx, namespace, login)
+	if err != nil {
+		return nil, err
+	}
+	bao, err := r.activeClient(target, tls, openbao.Token{})
+	if err != nil {
+		return nil, err
+	}
+	tok, _, err := bao.Login(ctx, identity.Mount, login.Role, jwt)
+	if err != nil {
+		return nil, &canaryLoginError{target: target.Name, role: login.Role, err: err}
+	}
+	withToken, err := r.activeClient(target, tls, tok)
+	if err != nil {
+		return nil, err
+	}
+	data, err := withToken.Read(ctx, identity.CanaryPath)
+	if err != nil {
+		return nil, fmt.Errorf("read %s from %s: %w", identity.CanaryPath, target.Name, err)
+	}
+	return data, nil
+}
+
+// canaryLoginError says the login before a canary read was refused.
+type canaryLoginError struct {
+	target, role string
+	err          error
+}
+
+func (e *canaryLoginError) Error() string {
+	return fmt.Sprintf("log in to %s as role %s: %v", e.target, e.role, e.err)
+}
+func (e *canaryLoginError) Unwrap() error { return e.err }
+
 // serviceAccountTokenLifetime is the shortest TokenRequest allows.
 const serviceAccountTokenLifetime = 10 * time.Minute
 

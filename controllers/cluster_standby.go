@@ -14,6 +14,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/identity"
 	"github.com/openbao/operator/internal/objectstore/open"
 	"github.com/openbao/operator/internal/restore"
 	"github.com/openbao/operator/internal/standby"
@@ -24,8 +25,9 @@ import (
 // lists the source's proven snapshots every poll interval and posts each
 // newer one through an OpenBaoRestore (standby.Decide), whose name and key
 // are written to status before it is created; after each install it binds
-// the operator's identity in the restored data to this cluster. Promotion
-// ends it for good.
+// the operator's identity in the restored data to this cluster, and once
+// the restore succeeded it reads the backup canary from that data.
+// Promotion ends it for good.
 func (r *OpenBaoClusterReconciler) reconcileStandby(ctx context.Context, p *pass) error {
 	c := p.cluster
 	if c.Spec.Standby == nil {
@@ -36,6 +38,10 @@ func (r *OpenBaoClusterReconciler) reconcileStandby(ctx context.Context, p *pass
 		return err
 	}
 	d := standby.Decide(o)
+	if d.ReadCanary {
+		o.Canary = r.readStandbyCanary(ctx, p)
+		d = standby.Decide(o)
+	}
 	if refused := standby.Refused(c); len(refused) > 0 && d.Promoted {
 		// The webhook refuses this; without it, promotion waits.
 		d = standby.Decision{Status: *o.Status.DeepCopy(), Reason: standby.ReasonStandbyMisconfigured, Message: refused.ToAggregate().Error(), Degraded: true}
@@ -169,6 +175,19 @@ func (r *OpenBaoClusterReconciler) sourceProver(ctx context.Context, c *v1alpha1
 	}
 	// The source signed its names as a cluster of its own namespace.
 	return backup.NewProver(s.Data[backup.ProvenanceDataKey], fb.SourceNamespaceName(c.Namespace), src.Name), nil
+}
+
+// readStandbyCanary reads the canary from this cluster's own data as its
+// backup role (the role whose policy reads it; the drill role's audience
+// is idle outside a backup), bound to this cluster after each restore.
+func (r *OpenBaoClusterReconciler) readStandbyCanary(ctx context.Context, p *pass) *standby.CanaryRead {
+	view := p.cluster.DeepCopy()
+	view.Status = *p.status.DeepCopy()
+	data, err := r.readCanary(ctx, view, p.tls, view.Namespace, identity.LoginFor(view, identity.BackupRole, identity.BackupRole))
+	if err != nil {
+		return &standby.CanaryRead{Err: err.Error()}
+	}
+	return &standby.CanaryRead{Canary: backup.CanaryOf(data)}
 }
 
 // postStandbyRestore creates the OpenBaoRestore recorded in status. One

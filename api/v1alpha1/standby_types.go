@@ -82,6 +82,35 @@ type StandbyStatus struct {
 	// PromotedAt is when the cluster stopped standing by.
 	// +optional
 	PromotedAt *metav1.Time `json:"promotedAt,omitempty"`
+	// Canary is the backup canary last read from this cluster's data,
+	// after a restore: the served snapshot is proven only while the
+	// canary was read for it and names it.
+	// +optional
+	Canary *StandbyCanary `json:"canary,omitempty"`
+}
+
+// StandbyCanary is the canary read from a standby's data: what the
+// source's backup executor wrote just before it took the snapshot.
+type StandbyCanary struct {
+	// ServedKey is status.standby.servedKey when the canary was read.
+	ServedKey string `json:"servedKey"`
+	// Key is the snapshot the canary names; it matches when it is
+	// ServedKey. Empty for a snapshot whose backup wrote no key (an
+	// operator release before the standby's canary).
+	// +optional
+	Key string `json:"key,omitempty"`
+	// Backup is the source's OpenBaoBackup that wrote it.
+	// +optional
+	Backup string `json:"backup,omitempty"`
+	// WrittenAt is when it was written, just before the snapshot.
+	// +optional
+	WrittenAt string `json:"writtenAt,omitempty"`
+}
+
+// Proven says the canary was read from the data of the served snapshot
+// and names it.
+func (s *StandbyStatus) Proven() bool {
+	return s != nil && s.ServedKey != "" && s.Canary != nil && s.Canary.ServedKey == s.ServedKey && s.Canary.Key == s.ServedKey
 }
 
 // StandingBy says the cluster follows a source and takes no client

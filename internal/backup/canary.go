@@ -9,18 +9,31 @@ import (
 // The canary is what the backup executor writes at identity.CanaryPath just
 // before it takes a snapshot, so that a restored copy of that snapshot can
 // be checked: it must hold exactly the value its backup recorded
-// (OpenBaoBackup status.canary). Neither field is secret.
+// (OpenBaoBackup status.canary). It also names the object key of the
+// snapshot it is taken into, so that a standby in another Kubernetes
+// cluster, which cannot read the backup's status, checks what it restored
+// against the name it listed and proved (CanaryOf). No field is secret.
 const (
 	CanaryBackupKey    = "backup"
 	CanaryWrittenAtKey = "writtenAt"
+	CanarySnapshotKey  = "key"
 )
 
-// CanaryValue is the canary of the backup named backupName, written at
-// writtenAt. The time is UTC in RFC 3339 with nanoseconds, so two backups
-// never write the same value.
-func CanaryValue(backupName string, writtenAt time.Time) (data map[string]any, stamp string) {
+// CanaryValue is the canary of the backup named backupName, taken into
+// the object key, written at writtenAt. The time is UTC in RFC 3339 with
+// nanoseconds, so two backups never write the same value.
+func CanaryValue(backupName, key string, writtenAt time.Time) (data map[string]any, stamp string) {
 	stamp = writtenAt.UTC().Format(time.RFC3339Nano)
-	return map[string]any{CanaryBackupKey: backupName, CanaryWrittenAtKey: stamp}, stamp
+	return map[string]any{CanaryBackupKey: backupName, CanaryWrittenAtKey: stamp, CanarySnapshotKey: key}, stamp
+}
+
+// Canary is a canary as read back; a field it lacks is empty.
+type Canary struct{ Backup, WrittenAt, Key string }
+
+// CanaryOf reads the fields of a canary read back.
+func CanaryOf(read map[string]any) Canary {
+	str := func(k string) string { v, _ := read[k].(string); return v }
+	return Canary{Backup: str(CanaryBackupKey), WrittenAt: str(CanaryWrittenAtKey), Key: str(CanarySnapshotKey)}
 }
 
 // ErrCanaryMismatch says a canary read back differs from what the backup

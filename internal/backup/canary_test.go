@@ -9,14 +9,17 @@ import (
 	"github.com/openbao/operator/internal/backup"
 )
 
-func TestTheCanaryNamesItsBackupAndAnRFC3339NanoUTCTime(t *testing.T) {
+func TestTheCanaryNamesItsBackupItsSnapshotAndAnRFC3339NanoUTCTime(t *testing.T) {
 	at := time.Date(2026, 11, 23, 23, 5, 1, 123456789, time.FixedZone("CET", 3600))
-	data, stamp := backup.CanaryValue("bao-20261123-220500", at)
+	data, stamp := backup.CanaryValue("bao-20261123-220500", "p/ns/bao/k", at)
 	if stamp != "2026-11-23T22:05:01.123456789Z" {
 		t.Errorf("writtenAt %q", stamp)
 	}
-	if data["backup"] != "bao-20261123-220500" || data["writtenAt"] != stamp || len(data) != 2 {
+	if data["backup"] != "bao-20261123-220500" || data["writtenAt"] != stamp || data["key"] != "p/ns/bao/k" || len(data) != 3 {
 		t.Errorf("canary %v", data)
+	}
+	if c := backup.CanaryOf(data); c != (backup.Canary{Backup: "bao-20261123-220500", WrittenAt: stamp, Key: "p/ns/bao/k"}) {
+		t.Errorf("read back as %+v", c)
 	}
 	if err := backup.CanaryMatches(data, "bao-20261123-220500", stamp); err != nil {
 		t.Errorf("the canary does not match itself: %v", err)

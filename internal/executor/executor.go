@@ -222,7 +222,7 @@ func (s *runner) disarmDrillRetrying(ctx context.Context) error {
 // snapshotTo writes the canary, streams the snapshot into the object at
 // key and verifies it.
 func (s *runner) snapshotTo(ctx context.Context, leader openbao.Client, key string) (backup.Report, error) {
-	canary, canaryErr, err := s.writeCanary(ctx, leader)
+	canary, canaryErr, err := s.writeCanary(ctx, leader, key)
 	if err != nil {
 		return backup.Report{}, err
 	}
@@ -300,8 +300,8 @@ func (s *runner) clusterRef() *v1alpha1.OpenBaoCluster {
 // mount: 404; an identity from an earlier release or a user's token
 // without the path: 403) is backed up without one, and the report says
 // why; other failures are the attempt's.
-func (s *runner) writeCanary(ctx context.Context, leader openbao.Client) (stamp, skipped string, err error) {
-	data, stamp := backup.CanaryValue(s.cfg.Backup, s.deps.Clock.Now())
+func (s *runner) writeCanary(ctx context.Context, leader openbao.Client, key string) (stamp, skipped string, err error) {
+	data, stamp := backup.CanaryValue(s.cfg.Backup, key, s.deps.Clock.Now())
 	err = leader.Write(ctx, identity.CanaryPath, data)
 	var status *openbao.StatusError
 	switch {

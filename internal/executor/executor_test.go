@@ -296,6 +296,9 @@ func TestTheCanaryIsWrittenOnTheLeaderBeforeTheSnapshotAndReported(t *testing.T)
 	if err := backup.CanaryMatches(h.bao.Written["openbao-operator/canary"], "b1", r.Canary); err != nil {
 		t.Errorf("the canary written: %v", err)
 	}
+	if got := backup.CanaryOf(h.bao.Written["openbao-operator/canary"]).Key; got != r.Key {
+		t.Errorf("the canary names snapshot %q, the snapshot is %q", got, r.Key)
+	}
 	if w, s := slices.Index(h.bao.Order, "Write"), slices.Index(h.bao.Order, "Snapshot"); w < 0 || w > s {
 		t.Errorf("calls %v: the canary must be written before the snapshot", h.bao.Order)
 	}

@@ -4,7 +4,9 @@
 // it is promoted. Posting a snapshot replaces all of the cluster's data,
 // so it happens at most once per snapshot: the restore's name and key are
 // recorded in status before the restore is created, and a key is posted
-// only when it is newer than every key recorded before.
+// only when it is newer than every key recorded before. After each
+// restore the backup canary is read from the standby's data: the served
+// snapshot is reported current only when the canary names it.
 package standby
 
 import (
@@ -30,7 +32,24 @@ const (
 	ReasonPromotionWaiting      = "PromotionWaiting"
 	ReasonPromoted              = "Promoted"
 	ReasonStandbyMisconfigured  = "StandbyMisconfigured"
+	// ReasonStandbyCanaryUnreadable: the canary could not be read from
+	// the served data (yet); it is read again on the next pass.
+	ReasonStandbyCanaryUnreadable = "StandbyCanaryUnreadable"
+	// ReasonStandbyCanaryMismatch: the canary read from the served data
+	// names another snapshot, or none.
+	ReasonStandbyCanaryMismatch = "StandbyCanaryMismatch"
 )
+
+// canaryRetry is how soon a canary that could not be read is read again:
+// the servers may still be starting after the restore.
+const canaryRetry = 10 * time.Second
+
+// CanaryRead is what reading the backup canary from the standby's own
+// data returned: the canary, or why it could not be read.
+type CanaryRead struct {
+	Canary backup.Canary
+	Err    string
+}
 
 // Restore is what was observed of the restore status.standby.restore
 // names.
@@ -80,6 +99,9 @@ type Observed struct {
 	Prefix string
 	// Cluster names the restores.
 	Cluster *v1alpha1.OpenBaoCluster
+	// Canary is the canary read from this cluster's data, once a
+	// decision asked for it (ReadCanary); nil when not read.
+	Canary *CanaryRead
 }
 
 // Post asks for the OpenBaoRestore Name of snapshot Key; the decision's
@@ -102,6 +124,10 @@ type Decision struct {
 	// Promoted says this pass promotes the cluster (an Event after the
 	// status write).
 	Promoted bool
+	// ReadCanary asks for the canary of the served snapshot: the caller
+	// reads it from this cluster's data into Observed.Canary and decides
+	// again.
+	ReadCanary bool
 	// Condition Standby.
 	Value           bool
 	Reason, Message string
@@ -160,10 +186,17 @@ func Decide(o Observed) Decision {
 			d.post(o, newest)
 		}
 	}
+	if !running && !d.BindIdentity && d.Post == nil {
+		d.checkCanary(o)
+	}
 	d.lag()
 	if d.Reason == "" {
-		d.Value, d.Reason = s.NewestKey == "" || s.ServedKey == s.NewestKey, ReasonCurrent
+		// Current only with the canary read from the served data naming it.
+		d.Value, d.Reason = (s.NewestKey == "" || s.ServedKey == s.NewestKey) && s.Proven(), ReasonCurrent
 		d.Message = fmt.Sprintf("serves %s, taken %s; the source's newest is %s", s.ServedKey, orUnknown(s.ServedTakenAt), orNone(s.NewestKey))
+		if s.Proven() {
+			d.Message += fmt.Sprintf("; the canary read from its data names it (backup %s, written %s)", s.Canary.Backup, s.Canary.WrittenAt)
+		}
 		if !d.Value {
 			d.Reason = ReasonFollowing
 		}
@@ -210,6 +243,41 @@ func (d *Decision) observeRestore(o Observed) {
 		d.Message = fmt.Sprintf("OpenBaoRestore %s of %s failed (%s); the standby waits for the source's next snapshot", s.Restore, s.RestoreKey, r.Reason)
 	case r.Found:
 		d.Reason, d.Message = ReasonFollowing, "OpenBaoRestore "+s.Restore+" restores "+s.RestoreKey
+	}
+}
+
+// checkCanary asks for the canary of the served snapshot once per served
+// snapshot, records what was read, and says when it does not name the
+// served snapshot. A reason set before (a failed or missing restore)
+// outranks it. Nothing restored is undone: the data stays, not proven.
+func (d *Decision) checkCanary(o Observed) {
+	s := &d.Status
+	if s.ServedKey == "" {
+		return
+	}
+	if s.Canary == nil || s.Canary.ServedKey != s.ServedKey {
+		switch {
+		case o.Canary == nil:
+			d.ReadCanary = true
+			return
+		case o.Canary.Err != "":
+			if d.Reason == "" {
+				d.Reason, d.Requeue = ReasonStandbyCanaryUnreadable, min(d.Requeue, canaryRetry)
+				d.Message = "the backup canary could not be read from the data of " + s.ServedKey + ", so it is not proven yet: " + o.Canary.Err
+			}
+			return
+		}
+		c := o.Canary.Canary
+		s.Canary = &v1alpha1.StandbyCanary{ServedKey: s.ServedKey, Key: c.Key, Backup: c.Backup, WrittenAt: c.WrittenAt}
+	}
+	if c := s.Canary; c.Key != s.ServedKey && d.Reason == "" {
+		d.Reason, d.Degraded = ReasonStandbyCanaryMismatch, c.Key != ""
+		d.Message = fmt.Sprintf("the backup canary read from this cluster's data (backup %s, written %s) names snapshot %s, "+
+			"not the served %s: the data is not that snapshot's", orNone(c.Backup), orNone(c.WrittenAt), orNone(c.Key), s.ServedKey)
+		if c.Key == "" {
+			d.Message = fmt.Sprintf("the backup canary read from this cluster's data (backup %s, written %s) names no snapshot: "+
+				"the source's operator release writes none, so %s is not proven", orNone(c.Backup), orNone(c.WrittenAt), s.ServedKey)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package standby
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,10 +52,80 @@ func TestAFormedStandbyPostsTheNewerSnapshotRecordingItFirst(t *testing.T) {
 	}
 }
 
-func TestAStandbyServingTheNewestSnapshotIsCurrent(t *testing.T) {
-	d := Decide(formed(snap(0, "00000000")))
-	if d.Post != nil || !d.Value || d.Reason != ReasonCurrent || d.Status.LagSeconds != 0 {
+// canaryOf is a canary read from data that holds snapshot key.
+func canaryOf(key string) *CanaryRead {
+	return &CanaryRead{Canary: backup.Canary{Backup: "primary-b1", WrittenAt: "2026-01-01T10:00:00.5Z", Key: key}}
+}
+
+func TestAStandbyServingTheNewestSnapshotIsCurrentOnceItsCanaryNamesIt(t *testing.T) {
+	o := formed(snap(0, "00000000"))
+	d := Decide(o)
+	if !d.ReadCanary || d.Value {
+		t.Fatalf("before the canary was read: %+v", d)
+	}
+	o.Canary = canaryOf(snap(0, "00000000").Key)
+	d = Decide(o)
+	if d.Post != nil || d.ReadCanary || !d.Value || d.Reason != ReasonCurrent || d.Status.LagSeconds != 0 ||
+		d.Status.Canary == nil || d.Status.Canary.ServedKey != snap(0, "00000000").Key || d.Status.Canary.Backup != "primary-b1" {
 		t.Fatalf("%+v", d)
+	}
+	// Read once per served snapshot: the next pass reads nothing.
+	next := formed(snap(0, "00000000"))
+	next.Status = &d.Status
+	if d := Decide(next); d.ReadCanary || !d.Value {
+		t.Fatalf("the next pass: %+v", d)
+	}
+}
+
+func TestAServedSnapshotWhoseCanaryDoesNotNameItIsNotCurrent(t *testing.T) {
+	served := snap(0, "00000000").Key
+	for _, tc := range []struct {
+		what     string
+		read     *CanaryRead
+		reason   string
+		degraded bool
+		recorded bool
+	}{
+		{"a canary naming another snapshot", canaryOf(snap(-5, "0000000f").Key), ReasonStandbyCanaryMismatch, true, true},
+		{"a canary naming no snapshot (an earlier release's backup)", canaryOf(""), ReasonStandbyCanaryMismatch, false, true},
+		{"a canary that could not be read", &CanaryRead{Err: "read openbao-operator/canary from bao: not found"},
+			ReasonStandbyCanaryUnreadable, false, false},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			o := formed(snap(0, "00000000"))
+			o.Canary = tc.read
+			d := Decide(o)
+			if d.Value || d.Reason != tc.reason || d.Degraded != tc.degraded || d.Status.Proven() ||
+				(d.Status.Canary != nil) != tc.recorded || !strings.Contains(d.Message, served) {
+				t.Fatalf("%+v", d)
+			}
+			// The next pass reads again only what could not be read, and
+			// still does not call the data current.
+			next := formed(snap(0, "00000000"))
+			next.Status = &d.Status
+			if d := Decide(next); d.ReadCanary == tc.recorded || d.Value {
+				t.Fatalf("the next pass: %+v", d)
+			}
+		})
+	}
+}
+
+func TestTheCanaryIsNotReadWhileARestoreRunsOrTheIdentityIsNotBound(t *testing.T) {
+	first := Decide(formed(snap(10, "0000000a")))
+	o := formed(snap(10, "0000000a"))
+	o.Status, o.Restore = &first.Status, &Restore{Found: true, Phase: v1alpha1.RestoreRunning}
+	if d := Decide(o); d.ReadCanary {
+		t.Fatalf("read while the restore runs: %+v", d)
+	}
+	o.Restore = &Restore{Found: true, Phase: v1alpha1.RestoreRunning, Installed: true}
+	if d := Decide(o); d.ReadCanary || !d.BindIdentity {
+		t.Fatalf("read before the identity was bound: %+v", d)
+	}
+	bound := first.Status
+	bound.IdentityBoundKey = bound.RestoreKey
+	o.Status, o.Restore = &bound, &Restore{Found: true, Phase: v1alpha1.RestoreSucceeded, Installed: true}
+	if d := Decide(o); !d.ReadCanary || d.Status.ServedKey != snap(10, "0000000a").Key {
+		t.Fatalf("the succeeded restore's canary is not read: %+v", d)
 	}
 }
 
@@ -137,6 +208,8 @@ func FuzzDecide(f *testing.F) {
 		last := snap(0, "00000000")
 		restore := (*Restore)(nil)
 		promoted := false
+		// named says, per served snapshot, which canary reads named it.
+		named := map[string]bool{}
 		var pool []backup.Snapshot
 		for i, b := range steps {
 			if b%3 == 0 || len(pool) == 0 {
@@ -160,12 +233,34 @@ func FuzzDecide(f *testing.F) {
 				restore.Phase = v1alpha1.RestoreRunning
 			}
 			d := Decide(o)
+			busy := o.OtherRestoreRunning || (restore != nil && restore.Found && !restore.Phase.Done())
+			if d.ReadCanary {
+				if busy || d.BindIdentity || d.Post != nil || d.Status.PromotedAt != nil {
+					t.Fatalf("step %d reads the canary while its data may change: %+v", i, d)
+				}
+				// The data holds the served snapshot, or (a fault) another.
+				read := canaryOf(d.Status.ServedKey)
+				switch b % 4 {
+				case 0:
+					read = &CanaryRead{Err: "refused"}
+				case 1:
+					read = canaryOf(snap(-99, "deadbeef").Key)
+				default:
+					named[d.Status.ServedKey] = true
+				}
+				o.Canary = read
+				if d = Decide(o); d.ReadCanary {
+					t.Fatalf("step %d asks for the canary it was given", i)
+				}
+			}
+			if d.Value && (!d.Status.Proven() || !named[d.Status.ServedKey]) {
+				t.Fatalf("step %d reports %s current without a canary read naming it: %+v", i, d.Status.ServedKey, d.Status)
+			}
 			for _, name := range d.Delete {
 				if name == d.Status.Restore || (status != nil && name == status.Restore) || !contains(o.Ended, name) {
 					t.Fatalf("step %d deletes %s, the restore recorded (%s) or one not ended", i, name, d.Status.Restore)
 				}
 			}
-			busy := o.OtherRestoreRunning || (restore != nil && restore.Found && !restore.Phase.Done())
 			if d.Post != nil {
 				switch {
 				case posted[d.Post.Key]:

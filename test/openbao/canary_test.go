@@ -48,7 +48,7 @@ func TestTheBackupRoleMayWriteAndReadTheCanaryAndNothingElse(t *testing.T) {
 	}
 
 	b := baoClient(t, bao, nil, backupLogin(t, bao, iss, identity.BackupRole))
-	data, stamp := backup.CanaryValue("b1", time.Now())
+	data, stamp := backup.CanaryValue("b1", "k1", time.Now())
 	if err := b.Write(ctx, identity.CanaryPath, data); err != nil {
 		t.Fatalf("the backup role writes the canary: %v", err)
 	}
@@ -211,7 +211,7 @@ func TestTheSnapshotHoldsTheCanaryItsBackupRecorded(t *testing.T) {
 		t.Fatalf("backup: %+v", b)
 	}
 	root := baoClient(t, f.bao, nil, f.root)
-	later, _ := backup.CanaryValue("b2", time.Now())
+	later, _ := backup.CanaryValue("b2", "k2", time.Now())
 	if err := root.Write(ctx, identity.CanaryPath, later); err != nil {
 		t.Fatal(err)
 	}

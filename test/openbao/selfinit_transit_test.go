@@ -103,7 +103,7 @@ func TestSelfInitWithTheAutopilotRequestFormsThreeVoters(t *testing.T) {
 	if err != nil {
 		t.Fatalf("login as the backup role on a self-initialized cluster: %v", err)
 	}
-	canary, _ := backup.CanaryValue("b1", time.Now())
+	canary, _ := backup.CanaryValue("b1", "k1", time.Now())
 	if err := baoClient(t, node0, certs.CA, btok).Write(context.Background(), identity.CanaryPath, canary); err != nil {
 		t.Errorf("the backup role writes the canary on a self-initialized cluster: %v", err)
 	}
