@@ -2,6 +2,7 @@ package envtest_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -58,6 +59,12 @@ type standbyRig struct {
 	mu     sync.Mutex
 	// addresses are where the operator dialled OpenBao.
 	addresses []string
+	// bao stands for the standby's OpenBao; its canary is the restored
+	// data's.
+	bao *openbaofake.Client
+	// canaryNames, when set, is the snapshot the canary of the next
+	// restored data names instead of its own (a fault).
+	canaryNames string
 }
 
 func newStandbyRig(t *testing.T, ns string) *standbyRig {
@@ -95,6 +102,10 @@ func (r *standbyRig) restart() {
 	r.cr.Clock, r.cr.Issuer = r.clock, standbyIssuer{}
 	r.cr.NewStore = func(context.Context, objectstore.Config) (objectstore.Store, error) { return r.store, nil }
 	bao := &openbaofake.Client{HealthAnswer: openbao.Health{Initialized: true}}
+	if r.bao != nil {
+		bao.Written = r.bao.Written // the data outlives the operator
+	}
+	r.bao = bao
 	r.cr.OpenBao = func(o openbao.Options) (openbao.Client, error) {
 		r.mu.Lock()
 		r.addresses = append(r.addresses, o.Address)
@@ -174,6 +185,15 @@ func (r *standbyRig) runRestore(name, key string) {
 		r.t.Fatalf("the restore Job of a standby does not read its source through pod-0: %s", args)
 	}
 	endJob(r.t, job, 0, backup.Report{Key: key, Size: 8, SHA256: strings.Repeat("ab", 32), RaftIndex: 7})
+	// The restored data holds the canary the source's backup wrote into it.
+	named := key
+	if r.canaryNames != "" {
+		named = r.canaryNames
+	}
+	canary, _ := backup.CanaryValue("primary-"+named[len(named)-12:], named, r.clock.Now())
+	if err := r.bao.Write(context.Background(), identity.CanaryPath, canary); err != nil {
+		r.t.Fatal(err)
+	}
 	r.reconcileRestore(name) // installed: verifying
 	r.reconcile()            // binds the identity in the restored data
 	r.reconcileRestore(name) // verified
@@ -245,6 +265,9 @@ spec:
 	if st.FromBackup == nil || st.FromBackup.CompletedAt == nil || st.Standby == nil || st.Standby.ServedKey != first {
 		t.Fatalf("the standby did not form from %s: fromBackup %+v standby %+v", first, st.FromBackup, st.Standby)
 	}
+	if !st.Standby.Proven() || !slices.Contains(rig.bao.Logins, identity.Mount+"/"+identity.BackupRole) {
+		t.Fatalf("the canary of %s was not read from the standby as its backup role: %+v, logins %v", first, st.Standby.Canary, rig.bao.Logins)
+	}
 
 	// Following: a newer snapshot is restored through one OpenBaoRestore.
 	rig.clock.Step(time.Minute)
@@ -262,7 +285,7 @@ spec:
 	rig.runRestore(name, second)
 	st = rig.get().Status
 	if st.Standby.ServedKey != second || st.Standby.IdentityBoundKey != second || st.Standby.LagSeconds != 0 ||
-		!meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionStandby) {
+		st.Standby.Canary == nil || st.Standby.Canary.Key != second || !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionStandby) {
 		t.Fatalf("after following %s: %+v", second, st.Standby)
 	}
 
@@ -305,6 +328,21 @@ spec:
 		t.Fatalf("Standby %+v", cond)
 	}
 
+	// A restore that succeeded, but the data's canary names the earlier
+	// snapshot (the data is not the new one's): not current, Degraded.
+	rig.clock.Step(time.Minute)
+	fourth := rig.snapshot(rig.clock.Now().Add(-5*time.Second), "00000004")
+	rig.reconcile()
+	rig.canaryNames = second
+	rig.runRestore(rig.get().Status.Standby.Restore, fourth)
+	st = rig.get().Status
+	cond := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionStandby)
+	if st.Standby.ServedKey != fourth || st.Standby.Proven() || st.Standby.Canary == nil || st.Standby.Canary.Key != second ||
+		cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != standby.ReasonStandbyCanaryMismatch ||
+		!strings.Contains(cond.Message, fourth) || !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionDegraded) {
+		t.Fatalf("a canary naming %s in the data of %s: %+v, Standby %+v", second, fourth, st.Standby, cond)
+	}
+
 	rig.mu.Lock()
 	for _, a := range rig.addresses {
 		if a == c.InternalServiceAddress() {
@@ -324,10 +362,11 @@ spec:
 	if sel := rig.clientSelector(); sel["openbao.org/standby"] != "" || sel["openbao-active"] != "true" {
 		t.Fatalf("a promoted standby's client Service stays closed: %v", sel)
 	}
-	rig.snapshot(rig.clock.Now(), "00000004")
+	before := len(rig.restores())
+	rig.snapshot(rig.clock.Now(), "00000005")
 	rig.clock.Step(time.Minute)
 	rig.reconcile()
-	if got := rig.restores(); len(got) != 1 {
+	if got := rig.restores(); len(got) != before {
 		t.Fatalf("a promoted standby still follows: %v", restoreNames(got))
 	}
 }

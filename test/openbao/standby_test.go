@@ -26,7 +26,10 @@ import (
 // store, and standby.Decide picks the newer proven snapshot (never the
 // planted one beside it); the restore executor posts it to the standby,
 // which then serves what the source wrote before that snapshot, and not
-// what it wrote after.
+// what it wrote after. The canary read from the standby as its backup
+// role names each snapshot it restored; Decide calls it current only
+// with the canary of the served snapshot, and the canary of the earlier
+// one (the data of a restore that did not take) is a mismatch.
 func TestAStandbyServesTheDataOfItsSourcesNewerSnapshot(t *testing.T) {
 	t.Parallel()
 	f := newRestoreFixture(t)
@@ -66,6 +69,10 @@ func TestAStandbyServesTheDataOfItsSourcesNewerSnapshot(t *testing.T) {
 		t.Fatalf("forming: %s: %s", r.Reason, r.Error)
 	}
 	waitForActive(t, baoClient(t, sb, nil, openbao.Token{}), 30*time.Second)
+	formedCanary := readCanary(t, sb, f.iss)
+	if formedCanary.Key != b1.Key || formedCanary.Backup != f.backupCfg.Backup || formedCanary.WrittenAt != b1.Canary {
+		t.Fatalf("the canary of the formed data: %+v, want %s written %s", formedCanary, b1.Key, b1.Canary)
+	}
 
 	d := standby.Decide(standby.Observed{Now: time.Now(), Formed: true, FormedKey: b1.Key, Listed: true,
 		Snapshots: listProven(t, f, prefix), Prefix: prefix, Cluster: standbyCluster()})
@@ -87,6 +94,35 @@ func TestAStandbyServesTheDataOfItsSourcesNewerSnapshot(t *testing.T) {
 	if v, ok := kvRead(t, sb, f.root, "third"); ok {
 		t.Errorf("kv/third, written after the snapshot, is on the standby: %q", v)
 	}
+
+	// The restore of b2 succeeded: Decide asks for the canary, and the
+	// one read from the standby proves it; the formed data's does not.
+	served := standby.Observed{Now: time.Now(), Formed: true, FormedKey: b1.Key, Listed: true, Snapshots: listProven(t, f, prefix),
+		Prefix: prefix, Cluster: standbyCluster(), Status: &d.Status,
+		Restore: &standby.Restore{Found: true, Phase: v1alpha1.RestoreSucceeded, Installed: true, Key: b2.Key, SHA256: b2.SHA256}}
+	served.Status.IdentityBoundKey = b2.Key
+	if d := standby.Decide(served); !d.ReadCanary || d.Value {
+		t.Fatalf("after the restore of %s, before its canary: %+v", b2.Key, d)
+	}
+	served.Canary = &standby.CanaryRead{Canary: readCanary(t, sb, f.iss)}
+	if d := standby.Decide(served); !d.Value || d.Reason != standby.ReasonCurrent || !d.Status.Proven() {
+		t.Errorf("with the canary read from the standby: %+v, canary %+v", d, served.Canary)
+	}
+	served.Canary = &standby.CanaryRead{Canary: formedCanary}
+	if d := standby.Decide(served); d.Value || d.Reason != standby.ReasonStandbyCanaryMismatch || !d.Degraded {
+		t.Errorf("with the formed data's canary: %+v", d)
+	}
+}
+
+// readCanary logs in to the standby as its backup role, as the operator
+// does after each restore, and reads the canary.
+func readCanary(t *testing.T, sb *baotest.Server, iss *issuer) backup.Canary {
+	t.Helper()
+	data, err := baoClient(t, sb, nil, backupLogin(t, sb, iss, identity.BackupRole)).Read(context.Background(), identity.CanaryPath)
+	if err != nil {
+		t.Fatalf("read the canary from the standby: %v", err)
+	}
+	return backup.CanaryOf(data)
 }
 
 // listProven lists the source's prefix in MinIO and keeps the names its
