@@ -81,15 +81,16 @@ type BackupBootstrap struct {
 	// <source>-root-token itself is refused, as every operator-managed
 	// Secret is). The snapshot's operator identity is bound to the source;
 	// the operator uses this token once, right after the restore, to bind
-	// it to this cluster. Needed when sourceCluster is another cluster,
-	// unless keepSourceIdentity.
+	// it to this cluster. Needed when the source is another cluster (by
+	// sourceCluster or sourceNamespace), unless keepSourceIdentity.
 	// +optional
 	TokenSecretRef *SecretKeyRef `json:"tokenSecretRef,omitempty"`
 
 	// KeepSourceIdentity leaves the snapshot's operator identity bound to
 	// the source cluster: after the restore the operator logs in to this
 	// cluster with the source's ServiceAccounts and audience, which must
-	// exist in this namespace. For restore drills and short-lived copies.
+	// exist in this namespace; refused with a sourceNamespace other than
+	// this one. For restore drills and short-lived copies.
 	// +optional
 	KeepSourceIdentity bool `json:"keepSourceIdentity,omitempty"`
 }

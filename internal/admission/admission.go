@@ -46,7 +46,18 @@ func ValidateCluster(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
 	errs = append(errs, validateLabels(c)...)
 	errs = append(errs, validateStandbyReads(old, c)...)
 	errs = append(errs, standby.Refused(c)...)
+	errs = append(errs, validateFromBackup(old, c)...)
 	return errs
+}
+
+// validateFromBackup refuses identity fields of spec.bootstrap.fromBackup
+// that cannot be bound or logged in to after the restore, when it changed
+// (restore.BootstrapRefused, which the fromBackup step holds the cluster to).
+func validateFromBackup(old, c *v1alpha1.OpenBaoCluster) field.ErrorList {
+	if old != nil && apiequality.Semantic.DeepEqual(old.FromBackup(), c.FromBackup()) {
+		return nil
+	}
+	return restore.BootstrapRefused(c)
 }
 
 // validateLabels refuses a label the operator owns in spec.values or

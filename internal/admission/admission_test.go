@@ -89,6 +89,12 @@ func TestClusterRefusalsNameTheFieldAndWhatItTakes(t *testing.T) {
 			"spec.backup.schedule", "@daily"},
 		"a standby whose own backups land in its source's prefix": {nil, cluster(standbyInto("site-a")),
 			"spec.backup.target.pathPrefix", "within its source's prefix"},
+		"a same-named source in another namespace without a token": {nil, cluster(fromBackupIn("", "prod", false)),
+			"spec.bootstrap.fromBackup.tokenSecretRef", "cluster bao of namespace prod"},
+		"a source's identity kept from another namespace": {nil, cluster(fromBackupIn("src", "prod", true)),
+			"spec.bootstrap.fromBackup.keepSourceIdentity", "ServiceAccounts of namespace prod"},
+		"a source namespace changed under a kept identity": {cluster(fromBackupIn("src", "", true)), cluster(fromBackupIn("src", "prod", true)),
+			"spec.bootstrap.fromBackup.keepSourceIdentity", "ServiceAccounts of namespace prod"},
 		"a downgrade from the running version": {cluster(version("2.5.0"), running("2.5.0")), cluster(version("2.4.0"), running("2.5.0")),
 			"spec.version", "Set spec.version back to 2.5.0"},
 		"a release that cannot run the seal": {
@@ -152,6 +158,12 @@ func TestClusterChangesThatAreAllowed(t *testing.T) {
 		"a downgrade with allowDowngrade": {cluster(version("2.5.0"), running("2.5.0")),
 			cluster(version("2.4.0"), running("2.5.0"), func(c *v1alpha1.OpenBaoCluster) { c.Spec.Upgrade.AllowDowngrade = true })},
 		"an upgrade": {cluster(running("2.4.0")), cluster(version("2.5.0"), running("2.4.0"))},
+		"a source in another namespace with a token": {nil, cluster(fromBackupIn("", "prod", false), func(c *v1alpha1.OpenBaoCluster) {
+			c.Spec.Bootstrap.FromBackup.TokenSecretRef = &v1alpha1.SecretKeyRef{Name: "prod-token"}
+		})},
+		"a source's identity kept in this namespace": {nil, cluster(fromBackupIn("src", "team", true))},
+		"an unchanged fromBackup stored before the rule stays (ratchet)": {cluster(fromBackupIn("", "prod", false)),
+			cluster(fromBackupIn("", "prod", false), config("ui", `true`))},
 		"read replicas without standby reads on 2.4":      {nil, cluster(standbyReads(false))},
 		"standby reads on 2.5":                            {nil, cluster(version("2.5.0"), standbyReads(true))},
 		"a version change before any server reported one": {cluster(version("2.5.0")), cluster(version("2.4.0"))},
@@ -214,6 +226,16 @@ func errStrings(errs []*field.Error) []string {
 		out[i] = e.Error()
 	}
 	return out
+}
+
+// fromBackupIn forms the cluster from a snapshot of cluster source of
+// namespace ns (empty: its own), keeping the source's identity or not.
+func fromBackupIn(source, ns string, keep bool) func(*v1alpha1.OpenBaoCluster) {
+	return func(c *v1alpha1.OpenBaoCluster) {
+		c.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: &v1alpha1.BackupBootstrap{Latest: true, SourceCluster: source,
+			SourceNamespace: ns, KeepSourceIdentity: keep,
+			Target: v1alpha1.BackupTarget{Endpoint: "https://s3.example.com", Bucket: "dr-store"}}}
+	}
 }
 
 // standbyInto makes the cluster a standby of a source of its own name

@@ -65,7 +65,15 @@ type BootstrapDecision struct {
 // is told with what to do; deleting it starts another.
 func DecideBootstrap(o BootstrapObserved) BootstrapDecision {
 	fb := o.Cluster.FromBackup()
-	if fb == nil || !o.Initialized {
+	if fb == nil {
+		return BootstrapDecision{Status: o.Status}
+	}
+	if refused := BootstrapRefused(o.Cluster); len(refused) > 0 && (o.Status == nil || o.Status.CompletedAt == nil) {
+		// Without the webhook: nothing is restored that could not be
+		// bound, or logged in to, afterwards.
+		return BootstrapDecision{Status: o.Status, Reason: ReasonBootstrapMisconfigured, Message: refused.ToAggregate().Error(), Degraded: true}
+	}
+	if !o.Initialized {
 		return BootstrapDecision{Status: o.Status}
 	}
 	s := &v1alpha1.FromBackupStatus{Restore: o.Cluster.FromBackupRestoreName()}

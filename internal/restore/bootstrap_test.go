@@ -15,7 +15,55 @@ func bootstrapCluster(source string, keep bool) *v1alpha1.OpenBaoCluster {
 	c := runningCluster()
 	c.Spec.Bootstrap = fromBackup(source)
 	c.Spec.Bootstrap.FromBackup.KeepSourceIdentity = keep
+	if source != "" && !keep {
+		c.Spec.Bootstrap.FromBackup.TokenSecretRef = &v1alpha1.SecretKeyRef{Name: "src-token"}
+	}
 	return c
+}
+
+func TestTheIdentityOfASnapshotFromAnotherClusterOrNamespaceNeedsATokenOrToBeKeptInThisNamespace(t *testing.T) {
+	token := &v1alpha1.SecretKeyRef{Name: "src-token"}
+	for _, tc := range []struct {
+		name       string
+		source, ns string
+		keep       bool
+		token      *v1alpha1.SecretKeyRef
+		wantField  string
+	}{
+		{name: "this cluster's own snapshot needs nothing"},
+		{name: "this cluster's own namespace, named, needs nothing", ns: "ns"},
+		{name: "another cluster's snapshot with a token", source: "src", token: token},
+		{name: "another cluster's snapshot kept in this namespace", source: "src", keep: true},
+		{name: "another cluster's snapshot needs a token", source: "src", wantField: "spec.bootstrap.fromBackup.tokenSecretRef"},
+		{name: "a same-named source in another namespace needs a token", ns: "prod", wantField: "spec.bootstrap.fromBackup.tokenSecretRef"},
+		{name: "a same-named source in another namespace with a token", ns: "prod", token: token},
+		{name: "a source in another namespace cannot keep its identity", source: "src", ns: "prod", keep: true,
+			wantField: "spec.bootstrap.fromBackup.keepSourceIdentity"},
+		{name: "a same-named source in another namespace cannot keep its identity", ns: "prod", keep: true,
+			wantField: "spec.bootstrap.fromBackup.keepSourceIdentity"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := runningCluster()
+			c.Spec.Bootstrap = fromBackup(tc.source)
+			fb := c.Spec.Bootstrap.FromBackup
+			fb.SourceNamespace, fb.KeepSourceIdentity, fb.TokenSecretRef = tc.ns, tc.keep, tc.token
+			errs := restore.BootstrapRefused(c)
+			if tc.wantField == "" {
+				if len(errs) != 0 {
+					t.Fatalf("refused: %v", errs)
+				}
+				return
+			}
+			if len(errs) != 1 || errs[0].Field != tc.wantField {
+				t.Fatalf("got %v, want one error on %s", errs, tc.wantField)
+			}
+			// The controller restores nothing while the rule fails.
+			d := restore.DecideBootstrap(restore.BootstrapObserved{Cluster: c, Initialized: true})
+			if d.CreateRestore || d.Reason != restore.ReasonBootstrapMisconfigured || !d.Degraded || !strings.Contains(d.Message, tc.wantField) {
+				t.Fatalf("the fromBackup step: %+v", d)
+			}
+		})
+	}
 }
 
 func restoreIn(phase v1alpha1.RestorePhase, step v1alpha1.RestoreStep, installed bool) *v1alpha1.OpenBaoRestore {
