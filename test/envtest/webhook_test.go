@@ -178,6 +178,10 @@ var refusedCreations = []struct {
 		"spec.clusterName", "has no spec.backup"},
 	{"a bootstrap restore of a cluster without fromBackup", "OpenBaoRestore", `spec: {clusterName: backed, source: {bootstrap: true}}`,
 		"spec.source.bootstrap", "want source.key or source.latest"},
+	{"a snapshot of a source in another namespace without a token", "OpenBaoCluster", `spec: {version: 2.4.0, bootstrap: {fromBackup: {target: {endpoint: "https://s3.example.com", bucket: backups}, latest: true, sourceNamespace: prod, unsealKeySecretRef: {name: k}}}}`,
+		"spec.bootstrap.fromBackup.tokenSecretRef", "cluster refused-"},
+	{"a source's identity kept from another namespace", "OpenBaoCluster", `spec: {version: 2.4.0, bootstrap: {fromBackup: {target: {endpoint: "https://s3.example.com", bucket: backups}, latest: true, sourceCluster: old, sourceNamespace: prod, unsealKeySecretRef: {name: k}, keepSourceIdentity: true}}}`,
+		"spec.bootstrap.fromBackup.keepSourceIdentity", "ServiceAccounts of namespace prod"},
 }
 
 // refusedUpdates change a stored cluster in a way that depends on the old
