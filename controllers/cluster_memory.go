@@ -46,6 +46,10 @@ type clusterMemory struct {
 	// status.raft: a read that changed nothing leaves the copy, and its
 	// observedAt, as they were (raftstatus.Next).
 	raftReadAt time.Time
+	// standbyPolledAt is when a standby last listed its source's
+	// snapshots: status.standby.polledAt moves only when a listing found
+	// something new, so the poll is paced here.
+	standbyPolledAt time.Time
 }
 
 // with runs f on the memory of the cluster, made afresh for a new UID.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,6 +66,15 @@ func (r *OpenBaoClusterReconciler) reconcileStandby(ctx context.Context, p *pass
 		post := *d.Post
 		p.afterWrite(func(ctx context.Context) error { return r.postStandbyRestore(ctx, c, post) })
 	}
+	if o.Listed && !o.NotDue && !o.Promote {
+		// Paced from the status write on: a listing whose status was not
+		// written is done again on the next pass.
+		key, uid, now := client.ObjectKeyFromObject(c), c.UID, p.now
+		p.afterWrite(func(context.Context) error {
+			r.memory.with(key, uid, func(m *clusterMemory) { m.standbyPolledAt = now })
+			return nil
+		})
+	}
 	if len(d.Delete) > 0 {
 		names, uids := d.Delete, o.EndedUID
 		p.afterWrite(func(ctx context.Context) error { return r.deleteEndedRestores(ctx, c, names, uids) })
@@ -116,7 +126,10 @@ func (r *OpenBaoClusterReconciler) observeStandby(ctx context.Context, p *pass) 
 		o.Restore = &standby.Restore{}
 	}
 	if !o.Promote {
-		o.NotDue = o.Status != nil && o.Status.PolledAt != nil && o.Now.Sub(o.Status.PolledAt.Time) < c.Spec.Standby.Poll()
+		var polledAt time.Time
+		r.memory.with(client.ObjectKeyFromObject(c), c.UID, func(m *clusterMemory) { polledAt = m.standbyPolledAt })
+		// After a restart, memory is empty: one listing more.
+		o.NotDue = o.Status != nil && o.Status.PolledAt != nil && !polledAt.IsZero() && o.Now.Sub(polledAt) < c.Spec.Standby.Poll()
 		o.Snapshots, o.Listed, o.Problem = r.listSource(ctx, c, o)
 	}
 	return o, nil

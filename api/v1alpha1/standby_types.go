@@ -76,7 +76,10 @@ type StandbyStatus struct {
 	// identity was last bound to this cluster.
 	// +optional
 	IdentityBoundKey string `json:"identityBoundKey,omitempty"`
-	// PolledAt is when the source's snapshots were last listed.
+	// PolledAt is when a listing of the source's snapshots last changed
+	// what this status shows (the first one, or one that found a newer
+	// snapshot). The operator lists every pollInterval; a listing that
+	// finds nothing new writes nothing.
 	// +optional
 	PolledAt *metav1.Time `json:"polledAt,omitempty"`
 	// PromotedAt is when the cluster stopped standing by.

@@ -80,8 +80,9 @@ type Observed struct {
 	Snapshots []backup.Snapshot
 	Listed    bool
 	Problem   string
-	// NotDue says the poll interval has not passed since status.polledAt:
-	// Snapshots is the last listing's newest, and polledAt stays.
+	// NotDue says the poll interval has not passed since the last listing
+	// (kept in the operator's memory): Snapshots is the last listing's
+	// newest, as status records it, and polledAt stays.
 	NotDue bool
 	// Restore is the restore status.standby.restore names; nil when none
 	// is named.
@@ -175,7 +176,9 @@ func Decide(o Observed) Decision {
 		d.Reason, d.Message = ReasonSourceUnreadable, "the source's snapshots could not be listed: "+o.Problem
 		return d
 	}
-	if !o.NotDue {
+	if !o.NotDue && (s.PolledAt == nil || len(o.Snapshots) > 0 && o.Snapshots[0].Key != s.NewestKey) {
+		// Only a listing that changed what status shows moves polledAt: an
+		// idle poll writes nothing (the caller paces polls in memory).
 		now := metav1.NewTime(o.Now)
 		s.PolledAt = &now
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openbao/operator/api/v1alpha1"
@@ -74,6 +75,23 @@ func TestAStandbyServingTheNewestSnapshotIsCurrentOnceItsCanaryNamesIt(t *testin
 	next.Status = &d.Status
 	if d := Decide(next); d.ReadCanary || !d.Value {
 		t.Fatalf("the next pass: %+v", d)
+	}
+}
+
+func TestAPollThatFindsNothingNewChangesNothingInStatus(t *testing.T) {
+	o := formed(snap(0, "00000000"))
+	o.Canary = canaryOf(snap(0, "00000000").Key)
+	first := Decide(o)
+	idle := formed(snap(0, "00000000"))
+	idle.Now, idle.Status = idle.Now.Add(10*time.Minute), &first.Status
+	if d := Decide(idle); !equality.Semantic.DeepEqual(d.Status, first.Status) || !d.Value {
+		t.Fatalf("an idle poll changed status:\n%+v\n%+v", first.Status, d.Status)
+	}
+	// A newer snapshot moves polledAt with what it changes.
+	newer := formed(snap(5, "00000005"), snap(0, "00000000"))
+	newer.Now, newer.Status = idle.Now, &first.Status
+	if d := Decide(newer); d.Status.PolledAt == nil || !d.Status.PolledAt.Time.Equal(newer.Now) || d.Post == nil {
+		t.Fatalf("a newer snapshot: %+v", d.Status)
 	}
 }
 

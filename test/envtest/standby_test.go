@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,6 +66,19 @@ type standbyRig struct {
 	// canaryNames, when set, is the snapshot the canary of the next
 	// restored data names instead of its own (a fault).
 	canaryNames string
+	// lists counts the operator's listings of the store.
+	lists int
+}
+
+// countingStore counts List calls.
+type countingStore struct {
+	objectstore.Store
+	lists *int
+}
+
+func (s countingStore) List(ctx context.Context, prefix string) ([]objectstore.Object, error) {
+	*s.lists++
+	return s.Store.List(ctx, prefix)
 }
 
 func newStandbyRig(t *testing.T, ns string) *standbyRig {
@@ -100,7 +114,9 @@ func (r *standbyRig) restart() {
 		r.t.Fatal(err)
 	}
 	r.cr.Clock, r.cr.Issuer = r.clock, standbyIssuer{}
-	r.cr.NewStore = func(context.Context, objectstore.Config) (objectstore.Store, error) { return r.store, nil }
+	r.cr.NewStore = func(context.Context, objectstore.Config) (objectstore.Store, error) {
+		return countingStore{Store: r.store, lists: &r.lists}, nil
+	}
 	bao := &openbaofake.Client{HealthAnswer: openbao.Health{Initialized: true}}
 	if r.bao != nil {
 		bao.Written = r.bao.Written // the data outlives the operator
@@ -287,6 +303,28 @@ spec:
 	if st.Standby.ServedKey != second || st.Standby.IdentityBoundKey != second || st.Standby.LagSeconds != 0 ||
 		st.Standby.Canary == nil || st.Standby.Canary.Key != second || !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionStandby) {
 		t.Fatalf("after following %s: %+v", second, st.Standby)
+	}
+
+	// Idle: a poll that finds nothing new lists the store and changes
+	// nothing of status.standby or its condition (the fake's unsettled
+	// Raft state is written by its own step); a pass before the poll is
+	// due does not list.
+	rig.reconcile() // settles what the last pass's effects changed
+	idle := rig.get().Status
+	lists := rig.lists
+	rig.reconcile()
+	if rig.lists != lists {
+		t.Fatalf("a pass before the poll was due listed the store")
+	}
+	rig.clock.Step(31 * time.Second)
+	rig.reconcile()
+	if rig.lists != lists+1 {
+		t.Fatalf("the due poll listed the store %d times, want once", rig.lists-lists)
+	}
+	after := rig.get().Status
+	if !equality.Semantic.DeepEqual(idle.Standby, after.Standby) || !equality.Semantic.DeepEqual(
+		meta.FindStatusCondition(idle.Conditions, v1alpha1.ConditionStandby), meta.FindStatusCondition(after.Conditions, v1alpha1.ConditionStandby)) {
+		t.Fatalf("an idle poll changed the standby's status:\n%+v\n%+v", idle.Standby, after.Standby)
 	}
 
 	// A third snapshot; the operator restarts mid-restore: nothing twice.
