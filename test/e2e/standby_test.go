@@ -103,9 +103,11 @@ func TestAStandbyInAnotherNamespaceFollowsItsSourceAndIsPromotedWhenTheSourceIsL
 	lost := losePrimary(ctx, t, cl, siteA)
 	servedAtLoss := standbyStatus(ctx, t, cl, siteB).ServedTakenAt
 	last := newestObject(ctx, t, m, backup.ObjectPrefix("site-a", siteA, "bao"))
-	waitEvery(ctx, t, time.Second, 5*time.Minute, "the standby serves the primary's last snapshot "+last, func() (bool, string) {
+	// Served and proven: the canary read from the standby's data after
+	// the restore names that snapshot.
+	waitEvery(ctx, t, time.Second, 5*time.Minute, "the standby serves the primary's last snapshot "+last+", its canary read", func() (bool, string) {
 		st := standbyStatus(ctx, t, cl, siteB)
-		return st.ServedKey == last, fmt.Sprintf("%+v", st)
+		return st.ServedKey == last && st.Proven(), fmt.Sprintf("%+v canary %+v", st, st.Canary)
 	})
 	if n := countBackups(ctx, t, cl, siteB); n != 0 {
 		t.Errorf("the standby took %d backups of its own while standing by", n)
