@@ -213,12 +213,14 @@ const (
 	ConditionBackingUp = "BackingUp"
 	// ConditionRestoredFromBackup (fromBackup step) is True once a
 	// cluster of spec.bootstrap.fromBackup holds its snapshot, False while
-	// it is restored or after the restore failed.
+	// it is restored, after the restore failed, or while the spec cannot
+	// be bound after a restore (BootstrapMisconfigured).
 	ConditionRestoredFromBackup = "RestoredFromBackup"
 	// ConditionStandby (standby step) is True while a standby cluster
-	// (spec.standby) serves its source's newest snapshot, False while it
-	// forms, trails, waits, failed to follow, or once promoted (reason
-	// Promoted).
+	// (spec.standby) serves its source's newest snapshot and the canary
+	// read from its data names it, False while it forms, trails, waits,
+	// failed to follow, its canary does not prove the data, or once
+	// promoted (reason Promoted).
 	ConditionStandby = "Standby"
 )
 
