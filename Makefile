@@ -194,8 +194,11 @@ bench-timers: tools ## Benchmark 3-voter formation of bao on loopback with OpenB
 	go test -count=1 -run '^$$' -bench TimeToThreeVotersDefaultVsTuned -benchtime 1x -timeout 30m -v ./test/openbao
 
 .PHONY: bench-scale
-bench-scale: tools ## Benchmark 200 OpenBaoClusters against one operator on envtest and refresh BENCHMARKS.md (SCALE_CLUSTERS, SCALE_IDLE).
+bench-scale: tools ## Benchmark 200 OpenBaoClusters against one cluster-wide operator on envtest and refresh BENCHMARKS.md (SCALE_CLUSTERS, SCALE_NAMESPACES, SCALE_IDLE).
 	BENCH_SCALE_OUT=$(CURDIR)/BENCHMARKS.md go test -count=1 -run '^$$' -bench IdleAtScale -benchtime 1x -timeout 90m -v ./test/scale
+.PHONY: bench-scale-tenancy
+bench-scale-tenancy: tools ## Benchmark the tenancy install on envtest: 1000 OpenBaoClusters in 500 namespaces, each handed over by an OpenBaoTenant; refresh BENCHMARKS.md (SCALE_CLUSTERS, SCALE_NAMESPACES, SCALE_IDLE).
+	SCALE_MODE=tenancy BENCH_SCALE_OUT=$(CURDIR)/BENCHMARKS.md go test -count=1 -run '^$$' -bench IdleAtScale -benchtime 1x -timeout 120m -v ./test/scale
 .PHONY: bench-backup
 bench-backup: tools ## Benchmark backups of a cluster holding 1 GiB against a bare snapshot-to-S3 copy on the local node (root; BACKUP_BENCH_RUNS, BACKUP_BENCH_BYTES); writes BENCHMARKS.md.
 	@# Reuses a node that is up, else starts one and tears it down, as

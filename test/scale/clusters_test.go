@@ -23,7 +23,6 @@ import (
 )
 
 const (
-	namespaceCount    = 20
 	operatorNamespace = "openbao-operator-system"
 	createWorkers     = 16
 )
@@ -44,13 +43,14 @@ func newClient(cfg *rest.Config) (client.Client, error) {
 	return client.New(cfg, client.Options{Scheme: scheme})
 }
 
-func namespaceOf(i int) string { return fmt.Sprintf("scale-%02d", i%namespaceCount) }
-func clusterName(i int) string { return fmt.Sprintf("bao-%03d", i) }
+// namespaceOf spreads the clusters round-robin over n namespaces.
+func namespaceOf(i, n int) string { return fmt.Sprintf("scale-%03d", i%n) }
+func clusterName(i int) string    { return fmt.Sprintf("bao-%04d", i) }
 
-func createNamespaces(ctx context.Context, c client.Client) error {
+func createNamespaces(ctx context.Context, c client.Client, n int) error {
 	names := []string{operatorNamespace}
-	for i := range namespaceCount {
-		names = append(names, namespaceOf(i))
+	for i := range n {
+		names = append(names, namespaceOf(i, n))
 	}
 	for _, n := range names {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
@@ -61,8 +61,9 @@ func createNamespaces(ctx context.Context, c client.Client) error {
 }
 
 // createClusters creates n minimal clusters (spec.version only: every
-// other field takes its production default) from createWorkers goroutines.
-func createClusters(ctx context.Context, c client.Client, n int) error {
+// other field takes its production default) in the given number of
+// namespaces, from createWorkers goroutines.
+func createClusters(ctx context.Context, c client.Client, n, namespaces int) error {
 	var (
 		next     atomic.Int64
 		wg       sync.WaitGroup
@@ -72,7 +73,7 @@ func createClusters(ctx context.Context, c client.Client, n int) error {
 	for range createWorkers {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				obj := minimalCluster(namespaceOf(i), clusterName(i))
+				obj := minimalCluster(namespaceOf(i, namespaces), clusterName(i))
 				if err := c.Create(ctx, obj); err != nil {
 					once.Do(func() { firstErr = fmt.Errorf("create cluster %s/%s: %w", obj.GetNamespace(), obj.GetName(), err) })
 					return

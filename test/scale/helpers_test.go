@@ -14,9 +14,10 @@ import (
 
 func TestNormalPath(t *testing.T) {
 	for path, want := range map[string]string{
-		"/api/v1/namespaces/scale-03/secrets/bao-003-tls-ca": "/api/v1/namespaces/{ns}/secrets/{cluster}-tls-ca",
-		"/api/v1/namespaces/scale-03/pods":                   "/api/v1/namespaces/{ns}/pods",
-		"/api/v1/pods":                                       "/api/v1/pods",
+		"/api/v1/namespaces/scale-03/secrets/bao-003-tls-ca":                            "/api/v1/namespaces/{ns}/secrets/{cluster}-tls-ca",
+		"/api/v1/namespaces/scale-499/pods/bao-0999-0":                                  "/api/v1/namespaces/{ns}/pods/{cluster}-0",
+		"/api/v1/namespaces/scale-03/pods":                                              "/api/v1/namespaces/{ns}/pods",
+		"/api/v1/pods":                                                                  "/api/v1/pods",
 		"/apis/openbao.org/v1alpha1/namespaces/scale-01/openbaoclusters/bao-021/status": "/apis/openbao.org/v1alpha1/namespaces/{ns}/openbaoclusters/{cluster}/status",
 		"/api/v1/namespaces/openbao-operator-system/pods/manager-1":                     "/api/v1/namespaces/{ns}/pods/{name}",
 		"/api/v1/namespaces/scale-01":                                                   "/api/v1/namespaces/{name}",
@@ -51,7 +52,7 @@ func TestCountAudit(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	counts, err := countAudit(path, span{time.Unix(10, 0), time.Unix(20, 0)})
+	counts, err := countAudit(path, operatorUser, span{time.Unix(10, 0), time.Unix(20, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,14 +62,53 @@ func TestCountAudit(t *testing.T) {
 	}
 }
 
+// TestOpenWatches: a watch is open from its ResponseStarted to its
+// ResponseComplete; a watch closed and watched again counts once; other
+// users' watches and other verbs do not count.
+func TestOpenWatches(t *testing.T) {
+	event := func(stage, verb, uri, user string, at int) string {
+		ts := time.Unix(int64(at), 0).UTC().Format(time.RFC3339Nano)
+		return fmt.Sprintf(`{"stage":%q,"verb":%q,"requestURI":%q,"user":{"username":%q},"requestReceivedTimestamp":%q,"stageTimestamp":%q}`,
+			stage, verb, uri, user, ts, ts)
+	}
+	secrets := "/api/v1/namespaces/scale-001/secrets?watch=true"
+	lines := []string{
+		event("ResponseStarted", "watch", secrets, controllerUser, 10),
+		event("ResponseStarted", "watch", "/api/v1/namespaces/scale-002/secrets?watch=true", controllerUser, 10),
+		event("ResponseStarted", "watch", "/api/v1/namespaces/scale-001/pods?watch=true", controllerUser, 10),
+		event("ResponseComplete", "watch", secrets, controllerUser, 20), // timed out, and watched again:
+		event("ResponseStarted", "watch", secrets, controllerUser, 21),
+		event("ResponseComplete", "watch", "/api/v1/namespaces/scale-001/pods?watch=true", controllerUser, 40), // after the instant
+		event("ResponseStarted", "watch", secrets, provisionerUser, 10),
+		event("ResponseComplete", "list", "/api/v1/namespaces/scale-001/secrets", controllerUser, 10),
+	}
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := openWatches(path, controllerUser, time.Unix(30, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"/api/v1/namespaces/{ns}/secrets": 2, "/api/v1/namespaces/{ns}/pods": 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("open watches = %v, want %v", got, want)
+	}
+}
+
+// TestWriteMarkdownKeepsOtherSections: each mode rewrites its own section
+// only, the cluster-wide one and the tenancy one side by side.
 func TestWriteMarkdownKeepsOtherSections(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
 	other := "# Benchmarks\n\n<!-- other:begin -->\nkeep me\n<!-- other:end -->\n"
 	if err := os.WriteFile(path, []byte(other), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := &result{s: settings{clusters: 2}, workers: 2}
-	for range 2 { // the second write replaces the first section
+	for _, mode := range []string{modeClusterWide, modeTenancy, modeClusterWide, modeTenancy} {
+		r := &result{s: settings{mode: mode, clusters: 2, namespaces: 1}, workers: 2}
+		if mode == modeTenancy {
+			r.tenants = &tenantPhase{}
+		}
 		if err := writeMarkdown(path, r); err != nil {
 			t.Fatal(err)
 		}
@@ -78,8 +118,17 @@ func TestWriteMarkdownKeepsOtherSections(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(data)
-	if !strings.HasPrefix(text, other) || strings.Count(text, markBegin) != 1 || strings.Count(text, markEnd) != 1 {
-		t.Errorf("unexpected file:\n%s", text)
+	if !strings.HasPrefix(text, other) {
+		t.Errorf("the other section was not kept:\n%s", text)
+	}
+	for _, mode := range []string{modeClusterWide, modeTenancy} {
+		begin, end := markersOf(mode)
+		if strings.Count(text, begin) != 1 || strings.Count(text, end) != 1 {
+			t.Errorf("want one %s section:\n%s", sectionOf(mode), text)
+		}
+	}
+	if !strings.Contains(text, "Many tenants, one operator") || !strings.Contains(text, "Many clusters, one operator") {
+		t.Errorf("a mode's heading is missing:\n%s", text)
 	}
 }
 

@@ -5,6 +5,7 @@
 // traffic are its own and nothing of the harness is counted.
 //
 //	make bench-scale
+//	make bench-scale-tenancy   # SCALE_MODE=tenancy: the tenancy install
 //	SCALE_CLUSTERS=50 SCALE_IDLE=1m go test -run '^$' -bench IdleAtScale -benchtime 1x -timeout 90m -v ./test/scale
 package scale_test
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -288,4 +290,64 @@ func sortedKeys(m map[string]float64) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// metricLongRunning is kube-apiserver's gauge of the long-running requests
+// it serves now, by verb and resource: its WATCH series are the watches
+// open, of every client.
+const metricLongRunning = "apiserver_longrunning_requests"
+
+// apiServer reads kube-apiserver's own /metrics as the harness's admin.
+type apiServer struct {
+	client *http.Client
+	url    string
+}
+
+func newAPIServer(cfg *rest.Config) (*apiServer, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("API server HTTP client: %w", err)
+	}
+	return &apiServer{client: hc, url: strings.TrimSuffix(cfg.Host, "/") + "/metrics"}, nil
+}
+
+// watches returns the watches open on the API server, by resource.
+func (a *apiServer) watches(ctx context.Context) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape the API server: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scrape the API server: %s", resp.Status)
+	}
+	s, err := parseMetrics(resp.Body, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("parse the API server's metrics: %w", err)
+	}
+	out := map[string]float64{}
+	for _, m := range s.series(metricLongRunning, map[string]string{"verb": "WATCH"}) {
+		resource := ""
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "resource" {
+				resource = l.GetValue()
+			}
+		}
+		out[resource] += m.GetGauge().GetValue()
+	}
+	return out, nil
+}
+
+// total adds up counts.
+func total(m map[string]float64) float64 {
+	var n float64
+	for _, v := range m {
+		n += v
+	}
+	return n
 }

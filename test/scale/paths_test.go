@@ -51,7 +51,7 @@ func normalPath(path string) string {
 
 // benchCluster matches the names the benchmark gives its clusters, so that
 // a child's name keeps its suffix: "{cluster}-tls-ca" says which Secret.
-var benchCluster = regexp.MustCompile(`^bao-[0-9]{3}`)
+var benchCluster = regexp.MustCompile(`^bao-[0-9]+`)
 
 func objectName(name string) string {
 	if loc := benchCluster.FindStringIndex(name); loc != nil {

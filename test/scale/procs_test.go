@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -103,11 +104,11 @@ func (p *process) tail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// waitForLine waits until the log holds a line containing want and returns
-// that line.
-func (p *process) waitForLine(ctx context.Context, want string) (string, error) {
+// waitForLine waits until the log holds a line containing every string of
+// want and returns that line.
+func (p *process) waitForLine(ctx context.Context, want ...string) (string, error) {
 	for {
-		if line, ok := grepFile(p.log, want); ok {
+		if line, ok := grepFile(p.log, want...); ok {
 			return line, nil
 		}
 		if p.exited() {
@@ -121,7 +122,7 @@ func (p *process) waitForLine(ctx context.Context, want string) (string, error) 
 	}
 }
 
-func grepFile(path, want string) (string, bool) {
+func grepFile(path string, want ...string) (string, bool) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", false
@@ -130,11 +131,20 @@ func grepFile(path, want string) (string, bool) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if strings.Contains(sc.Text(), want) {
+		if containsAll(sc.Text(), want) {
 			return sc.Text(), true
 		}
 	}
 	return "", false
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }
 
 // toolPath finds a binary of `make tools` or fails the benchmark loudly.
@@ -159,14 +169,30 @@ func buildOperator(b *testing.B, root, dir string) string {
 	return out
 }
 
-// newEnvtest describes kube-apiserver and etcd from bin/ with the CRD.
+// newEnvtest describes kube-apiserver and etcd from bin/ with the CRDs and
+// config/webhook's ValidatingWebhookConfiguration, which envtest points at
+// a local port with a certificate of its own: the operator serves the
+// webhook there (webhookArgs), so every cluster is admitted as in a real
+// install.
 func newEnvtest(root string) *envtest.Environment {
 	binDir, _ := testbin.Dir()
 	return &envtest.Environment{
 		BinaryAssetsDirectory: binDir,
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			Paths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")},
+		},
 	}
+}
+
+// webhookArgs has the operator serve its webhook where envtest's
+// configuration points, with envtest's certificate (as under OLM, which
+// provides the certificate).
+func webhookArgs(env *envtest.Environment) []string {
+	wh := env.WebhookInstallOptions
+	return []string{"--webhook-port", strconv.Itoa(wh.LocalServingPort), "--webhook-cert-dir", wh.LocalServingCertDir,
+		"--webhook-cert-managed=false"}
 }
 
 func startEnvtest(b *testing.B, env *envtest.Environment) {
@@ -282,19 +308,21 @@ type operator struct {
 	workers      int
 }
 
-// startOperator runs the built manager against kubeconfig and waits until
-// its controller has started its workers.
-func startOperator(b *testing.B, bin, dir, kubeconfig, watches, metricsToken string) *operator {
+// startOperator runs the built manager against kubeconfig, with extra
+// flags after the benchmark's, and waits until its controller has started
+// its workers.
+func startOperator(b *testing.B, bin, dir, kubeconfig, watches, metricsToken string, extra ...string) *operator {
 	b.Helper()
 	metrics, probe := freeAddr(b), freeAddr(b)
-	p := start(b, dir, "operator", []string{"KUBECONFIG=" + kubeconfig}, bin,
-		"--metrics-bind-address", metrics, "--health-probe-bind-address", probe,
+	args := append([]string{"--metrics-bind-address", metrics, "--health-probe-bind-address", probe,
 		"--operator-namespace", operatorNamespace,
 		"--operator-image", "example.invalid/openbao-operator:bench", "--wrapper-image", "example.invalid/bao-wrapper:bench",
-		"--watches-file", watches)
+		"--watches-file", watches}, extra...)
+	p := start(b, dir, "operator", []string{"KUBECONFIG=" + kubeconfig}, bin, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	line, err := p.waitForLine(ctx, "Starting workers")
+	// Every controller logs it; the cluster controller's names its count.
+	line, err := p.waitForLine(ctx, "Starting workers", `"controller":"`+reconcileControllerID+`"`)
 	if err != nil {
 		b.Fatalf("%v\noperator log tail:\n%s", err, p.tail(40))
 	}

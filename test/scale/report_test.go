@@ -32,6 +32,23 @@ func (r *result) idleRequests() float64 {
 func (r *result) idleReads() float64  { return r.idle.perClusterMinute(r.idle.reads, r.s.clusters) }
 func (r *result) idleWrites() float64 { return r.idle.perClusterMinute(r.idle.writes, r.s.clusters) }
 
+// operatorWatches is the operator's watches open at the end (audit log).
+func (r *result) operatorWatches() float64 { return keyTotal(r.watches.operator) }
+
+// rssPerNamespace is what serving one more namespace added to the
+// operator's resident set, before any cluster existed.
+func (t *tenantPhase) rssPerNamespace(namespaces int) float64 {
+	return (t.servedRSS - t.startRSS) / float64(namespaces)
+}
+
+func keyTotal(cs []keyCount) float64 {
+	var n float64
+	for _, c := range cs {
+		n += c.n
+	}
+	return n
+}
+
 // busy is the share of the workers' time spent inside Reconcile.
 func (r *result) busy() float64 {
 	if r.idle.seconds == 0 || r.workers == 0 {
@@ -99,6 +116,13 @@ func (r *result) report(b *testing.B) {
 	b.ReportMetric(1000*r.idle.reconcileMean(), "idle-reconcile-ms/pass")
 	b.ReportMetric(1000*r.conv.reconcileMean(), "converge-reconcile-ms/pass")
 	b.ReportMetric(100*r.busy(), "idle-workers-busy-%")
+	b.ReportMetric(total(r.watches.end), "apiserver-watches")
+	if r.watches.operator != nil {
+		b.ReportMetric(r.operatorWatches(), "operator-watches")
+	}
+	if t := r.tenants; t != nil {
+		b.ReportMetric(t.rssPerNamespace(r.s.namespaces)/1024, "RSS-KiB/namespace")
+	}
 	b.ReportMetric(1000*r.idle.queueWaitMean(), "idle-queue-wait-ms")
 	for name, w := range map[string]window{"idle": r.idle, "converge": r.conv} {
 		if w.renderPresent && w.renders > 0 {
@@ -111,12 +135,18 @@ func (r *result) report(b *testing.B) {
 func (r *result) print(out io.Writer) {
 	p := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
 	p("")
-	p("=== bench-scale: %d OpenBaoClusters in %d namespaces, one operator (%d workers, reconcilePeriod %s)",
-		r.s.clusters, namespaceCount, r.workers, resyncPeriod)
+	p("=== %s (%s install): %d OpenBaoClusters in %d namespaces, one operator (%d workers, reconcilePeriod %s)",
+		sectionOf(r.s.mode), r.s.mode, r.s.clusters, r.s.namespaces, r.workers, resyncPeriod)
 	p("    reconcilePeriod is 1m, the smallest allowed: the worst case of the periodic resync,")
 	p("    so the idle window holds resync passes. No scheduler or kubelet: pods stay Pending.")
 	p("    API requests are counted at the operator's client (rest_client_requests_total).")
 	p("setup: operator build %s; total run %s", r.build.Round(time.Second), r.total.Round(time.Second))
+	if t := r.tenants; t != nil {
+		p("tenants: %d Ready after %s; the operator's watches settled after %s (%.0f open on the API server, %.0f before the operator)",
+			r.s.namespaces, t.ready.Round(100*time.Millisecond), t.served.Round(time.Second), total(t.watches), total(r.watches.before))
+		p("  operator RSS: %.1f MiB serving no namespace, %.1f MiB serving %d (%.0f KiB per namespace)",
+			t.startRSS/mib, t.servedRSS/mib, r.s.namespaces, t.rssPerNamespace(r.s.namespaces)/1024)
+	}
 	p("create: %d clusters submitted in %s (%d goroutines)", r.s.clusters, r.create.Round(time.Millisecond), createWorkers)
 	p("converge: all applied after %s (p50 %s)                 goal <= %s: %s",
 		r.converge.Round(100*time.Millisecond), r.p50.Round(100*time.Millisecond), goalConverge, met(r.converge <= goalConverge))
@@ -134,10 +164,21 @@ func (r *result) print(out io.Writer) {
 	p("  reconciles/cluster/min %.2f (%s)", r.idleReconciles(), formatCounts(r.idle.byResult))
 	p("  requests/cluster/min   %.2f   goal <= %.0f: %s", r.idleRequests(), goalIdleRequests, met(r.idleRequests() <= goalIdleRequests))
 	p("    reads  %.2f (%s)", r.idleReads(), r.readVerbs())
-	p("    writes %.2f   goal %.0f: %s", r.idleWrites(), goalIdleWrites, met(r.idle.writes == 0))
+	p("    writes %.2f   goal %.0f: %s (less %.0f reviews of the benchmark's own metrics scrapes)",
+		r.idleWrites(), goalIdleWrites, met(r.idle.writes == 0), r.scrapeReviews)
 	p("    by method (requests in the window): %s", formatCounts(r.idle.byMethod))
 	r.printPhase(p, "idle", r.idle)
 	p("  CPU cores used: %s", r.idleCPU)
+	p("  watches open on the API server at its end: %.0f (%s); before the operator: %.0f",
+		total(r.watches.end), formatCounts(r.watches.end), total(r.watches.before))
+	if r.watches.operator != nil {
+		p("  the operator's watches open at its end (audit log): %.0f (%.1f per namespace): %s",
+			r.operatorWatches(), r.operatorWatches()/float64(r.s.namespaces), formatKeyCounts(r.watches.operator))
+	}
+	if t := r.tenants; t != nil && t.provisionerIdle != nil {
+		p("  the provisioner's requests per tenant per minute: %.2f (%s)",
+			r.idle.perClusterMinute(keyTotal(t.provisionerIdle), r.s.namespaces), formatKeyCounts(t.provisionerIdle))
+	}
 	p("  workers busy %.1f%%, mean queue wait %.0f ms, queue depth at end %.0f", 100*r.busy(), 1000*r.idle.queueWaitMean(), r.queueDepth)
 	if r.saturated() {
 		p("  SATURATED: the %d workers had no slack, so the idle rates show their throughput, not the demand", r.workers)

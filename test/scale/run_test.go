@@ -22,6 +22,30 @@ type result struct {
 	convByPath                   []keyCount
 	convCPU, idleCPU             string             // cores used per process
 	states                       map[string]float64 // clusters by phase and bootstrap reason, after the window
+	watches                      watchCounts
+	// scrapeReviews are the idle window's TokenReviews and
+	// SubjectAccessReviews of the benchmark's own metrics scrapes, taken
+	// out of its writes (audit log; 0 with SCALE_AUDIT=0).
+	scrapeReviews float64
+	tenants       *tenantPhase // tenancy mode only
+}
+
+// watchCounts are the watches open on the API server (all clients, by
+// resource) before the operator started and at the end of the idle
+// window, and the operator's own then, by path, from the audit log.
+type watchCounts struct {
+	before, end map[string]float64
+	operator    []keyCount // nil with SCALE_AUDIT=0
+}
+
+// tenantPhase is what handing the namespaces over cost, before any
+// cluster existed: the provisioner binding the tenant role in each, then
+// the operator opening the informers of each.
+type tenantPhase struct {
+	ready, served       time.Duration      // since the tenants' creation began
+	startRSS, servedRSS float64            // VmRSS with no namespace served and with all
+	watches             map[string]float64 // on the API server once served
+	provisionerIdle     []keyCount         // the provisioner's idle requests; nil with SCALE_AUDIT=0
 }
 
 // run creates the clusters, waits for them to be applied, waits for the
@@ -30,10 +54,14 @@ func (h *harness) run(b *testing.B) *result {
 	b.Helper()
 	ctx := context.Background()
 	r := &result{s: h.s, workers: h.op.workers, build: h.build}
+	r.watches.before = h.watchesBefore
+	if h.s.mode == modeTenancy {
+		r.tenants = h.handOver(b)
+	}
 	m0 := h.mustScrape(b)
 	cpu0 := cpuTimes()
 	cv := &convergence{start: time.Now(), at: map[string]time.Duration{}}
-	if err := createClusters(ctx, h.k8s, h.s.clusters); err != nil {
+	if err := createClusters(ctx, h.k8s, h.s.clusters, h.s.namespaces); err != nil {
 		h.fatal(b, err)
 	}
 	r.create = time.Since(cv.start)
@@ -58,6 +86,58 @@ func (h *harness) run(b *testing.B) *result {
 	return r
 }
 
+// handOver creates an OpenBaoTenant per namespace and waits until the
+// provisioner reports each ready and the operator's watches stop growing:
+// it then serves every namespace.
+func (h *harness) handOver(b *testing.B) *tenantPhase {
+	b.Helper()
+	ctx := context.Background()
+	t := &tenantPhase{}
+	_, t.startRSS = h.mustRSS(b)
+	start := time.Now()
+	if err := createTenants(ctx, h.k8s, h.s.namespaces); err != nil {
+		h.fatal(b, err)
+	}
+	if err := waitTenantsReady(ctx, h.k8s, h.s.namespaces, h.s.convergeMax); err != nil {
+		h.fatal(b, fmt.Errorf("tenants: %w", err))
+	}
+	t.ready = time.Since(start)
+	b.Logf("%d tenants ready after %s; waiting for the operator's watches to stop growing", h.s.namespaces, t.ready.Round(time.Millisecond))
+	var err error
+	if t.watches, err = h.watchesSettled(ctx, start); err != nil {
+		h.fatal(b, err)
+	}
+	t.served = time.Since(start) - watchesQuiet
+	_, t.servedRSS = h.mustRSS(b)
+	b.Logf("%.0f watches open on the API server %s after the tenants' creation began", total(t.watches), t.served.Round(time.Second))
+	return t
+}
+
+// watchesQuiet is how long the count of watches must stay still to count
+// as settled; the operator opens a namespace's in well under a second.
+const watchesQuiet = 15 * time.Second
+
+// watchesSettled polls the API server's open watches until their count
+// stays still for watchesQuiet, and returns them.
+func (h *harness) watchesSettled(ctx context.Context, since time.Time) (map[string]float64, error) {
+	var last map[string]float64
+	lastChange := time.Now()
+	for time.Since(since) < h.s.convergeMax {
+		w, err := h.api.watches(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if last == nil || total(w) != total(last) {
+			last, lastChange = w, time.Now()
+		}
+		if time.Since(lastChange) >= watchesQuiet {
+			return last, nil
+		}
+		time.Sleep(time.Second)
+	}
+	return nil, fmt.Errorf("the watches open on the API server still changed %s after the tenants' creation began", h.s.convergeMax)
+}
+
 // measureIdle scrapes the operator before and after the idle window.
 func (h *harness) measureIdle(b *testing.B, r *result) (m2, m3 scrape) {
 	b.Helper()
@@ -72,6 +152,9 @@ func (h *harness) measureIdle(b *testing.B, r *result) (m2, m3 scrape) {
 	r.queueDepth = m3.sum(metricQueueDepth, map[string]string{"name": reconcileControllerID})
 	r.peakRSS, r.endRSS = h.mustRSS(b)
 	var err error
+	if r.watches.end, err = h.api.watches(context.Background()); err != nil {
+		h.fatal(b, err)
+	}
 	if r.states, err = clusterStates(context.Background(), h.k8s); err != nil {
 		h.fatal(b, err)
 	}
@@ -83,11 +166,31 @@ func (h *harness) measureIdle(b *testing.B, r *result) (m2, m3 scrape) {
 func (h *harness) readAudit(b *testing.B, r *result, converging, idle span) {
 	b.Helper()
 	time.Sleep(auditFlush)
-	counts, err := countAudit(h.audit, converging, idle)
+	user := operatorUserOf(h.s.mode)
+	counts, err := countAudit(h.audit, user, converging, idle)
 	if err != nil {
 		h.fatal(b, err)
 	}
 	r.convByPath, r.idleByPath = diffCounts(nil, counts[0]), diffCounts(nil, counts[1])
+	if r.scrapeReviews, err = scrapeReviews(h.audit, user, idle); err != nil {
+		h.fatal(b, err)
+	}
+	r.idle.writes -= r.scrapeReviews
+	if r.idle.byMethod["POST"] -= r.scrapeReviews; r.idle.byMethod["POST"] == 0 {
+		delete(r.idle.byMethod, "POST")
+	}
+	open, err := openWatches(h.audit, user, idle.to)
+	if err != nil {
+		h.fatal(b, err)
+	}
+	r.watches.operator = diffCounts(nil, open)
+	if r.tenants != nil {
+		prov, err := countAudit(h.audit, provisionerUser, idle)
+		if err != nil {
+			h.fatal(b, err)
+		}
+		r.tenants.provisionerIdle = diffCounts(nil, prov[0])
+	}
 }
 
 // auditFlush is ample for the log backend's batches (buffered, not timed).
