@@ -106,7 +106,8 @@ type harness struct {
 	build time.Duration
 	// watchesBefore are the watches open on the API server before the
 	// operator started (the controller manager's, the provisioner's).
-	watchesBefore map[string]float64
+	watchesBefore   map[string]float64
+	apiserverBefore float64 // kube-apiserver's VmRSS then
 }
 
 // BenchmarkIdleAtScale creates many OpenBaoClusters at once against one
@@ -175,6 +176,7 @@ func setUp(b *testing.B, s settings) *harness {
 	if h.watchesBefore, err = h.api.watches(ctx); err != nil {
 		b.Fatal(err)
 	}
+	h.apiserverBefore = childRSS("kube-apiserver")
 	h.op = startOperator(b, bin, s.logDir, kubeconfig, watches, token, append(webhookArgs(env), opArgs...)...)
 	if h.op.workers == 0 {
 		h.op.workers = workers

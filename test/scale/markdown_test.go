@@ -59,6 +59,7 @@ func (r *result) markdown() string {
 	p("| operator peak RSS (VmHWM) | %.1f MiB | ≤ %.0f MiB | %s |", r.peakRSS/mib, goalRSSMiB, met(r.peakRSS/mib <= goalRSSMiB))
 	p("| operator RSS at the end | %.1f MiB | | |", r.endRSS/mib)
 	p("| watches open on the API server at the end: all clients / before the operator started | %.0f / %.0f | | |", total(r.watches.end), total(r.watches.before))
+	p("| kube-apiserver RSS at the end / before the operator started | %.0f MiB / %.0f MiB | | |", r.watches.apiserverEnd/mib, r.watches.apiserverBefore/mib)
 	if r.s.audit {
 		p("| the operator's watches open at the end (audit log) | %.0f (%.1f per namespace) | | |", r.operatorWatches(), r.operatorWatches()/float64(r.s.namespaces))
 	}

@@ -171,6 +171,7 @@ func (r *result) print(out io.Writer) {
 	p("  CPU cores used: %s", r.idleCPU)
 	p("  watches open on the API server at its end: %.0f (%s); before the operator: %.0f",
 		total(r.watches.end), formatCounts(r.watches.end), total(r.watches.before))
+	p("  kube-apiserver RSS: %.0f MiB at its end, %.0f MiB before the operator started", r.watches.apiserverEnd/mib, r.watches.apiserverBefore/mib)
 	if r.watches.operator != nil {
 		p("  the operator's watches open at its end (audit log): %.0f (%.1f per namespace): %s",
 			r.operatorWatches(), r.operatorWatches()/float64(r.s.namespaces), formatKeyCounts(r.watches.operator))

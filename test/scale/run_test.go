@@ -35,7 +35,9 @@ type result struct {
 // window, and the operator's own then, by path, from the audit log.
 type watchCounts struct {
 	before, end map[string]float64
-	operator    []keyCount // nil with SCALE_AUDIT=0
+	// apiserverRSS is kube-apiserver's VmRSS then, in bytes.
+	apiserverBefore, apiserverEnd float64
+	operator                      []keyCount // nil with SCALE_AUDIT=0
 }
 
 // tenantPhase is what handing the namespaces over cost, before any
@@ -54,7 +56,7 @@ func (h *harness) run(b *testing.B) *result {
 	b.Helper()
 	ctx := context.Background()
 	r := &result{s: h.s, workers: h.op.workers, build: h.build}
-	r.watches.before = h.watchesBefore
+	r.watches.before, r.watches.apiserverBefore = h.watchesBefore, h.apiserverBefore
 	if h.s.mode == modeTenancy {
 		r.tenants = h.handOver(b)
 	}
@@ -155,6 +157,7 @@ func (h *harness) measureIdle(b *testing.B, r *result) (m2, m3 scrape) {
 	if r.watches.end, err = h.api.watches(context.Background()); err != nil {
 		h.fatal(b, err)
 	}
+	r.watches.apiserverEnd = childRSS("kube-apiserver")
 	if r.states, err = clusterStates(context.Background(), h.k8s); err != nil {
 		h.fatal(b, err)
 	}
