@@ -35,7 +35,7 @@ type result struct {
 // window, and the operator's own then, by path, from the audit log.
 type watchCounts struct {
 	before, end map[string]float64
-	// apiserverRSS is kube-apiserver's VmRSS then, in bytes.
+	// kube-apiserver's VmRSS then, in bytes.
 	apiserverBefore, apiserverEnd float64
 	operator                      []keyCount // nil with SCALE_AUDIT=0
 }
