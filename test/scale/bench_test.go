@@ -155,6 +155,9 @@ func setUp(b *testing.B, s settings) *harness {
 			b.Fatal(err)
 		}
 	}
+	// envtest's default Service range, a /24, holds fewer ClusterIPs than
+	// a thousand clusters ask for; the allocator then refuses the rest.
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
 	startEnvtest(b, env)
 	if h.k8s, err = newClient(env.Config); err != nil {
 		b.Fatal(err)
