@@ -144,14 +144,14 @@ func (r *result) markdownTenants(p func(string, ...any)) {
 		r.s.namespaces, t.startRSS/mib, t.servedRSS/mib, t.rssPerNamespace(r.s.namespaces)/1024)
 	p("| watches open on the API server once served, all clients | %.0f (%.1f more per namespace than before the operator) | | |",
 		total(t.watches), (total(t.watches)-total(r.watches.before))/float64(r.s.namespaces))
-	if t.provisionerIdle != nil {
+	if r.s.audit {
 		p("| the provisioner's idle requests / tenant / min | %.2f | | |", r.idle.perClusterMinute(keyTotal(t.provisionerIdle), r.s.namespaces))
 	}
 }
 
 // markdownWatches lists the operator's open watches by path.
 func (r *result) markdownWatches(p func(string, ...any)) {
-	if r.watches.operator == nil {
+	if !r.s.audit {
 		return
 	}
 	p("")

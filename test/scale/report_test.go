@@ -117,7 +117,7 @@ func (r *result) report(b *testing.B) {
 	b.ReportMetric(1000*r.conv.reconcileMean(), "converge-reconcile-ms/pass")
 	b.ReportMetric(100*r.busy(), "idle-workers-busy-%")
 	b.ReportMetric(total(r.watches.end), "apiserver-watches")
-	if r.watches.operator != nil {
+	if r.s.audit {
 		b.ReportMetric(r.operatorWatches(), "operator-watches")
 	}
 	if t := r.tenants; t != nil {
@@ -172,11 +172,11 @@ func (r *result) print(out io.Writer) {
 	p("  watches open on the API server at its end: %.0f (%s); before the operator: %.0f",
 		total(r.watches.end), formatCounts(r.watches.end), total(r.watches.before))
 	p("  kube-apiserver RSS: %.0f MiB at its end, %.0f MiB before the operator started", r.watches.apiserverEnd/mib, r.watches.apiserverBefore/mib)
-	if r.watches.operator != nil {
+	if r.s.audit {
 		p("  the operator's watches open at its end (audit log): %.0f (%.1f per namespace): %s",
 			r.operatorWatches(), r.operatorWatches()/float64(r.s.namespaces), formatKeyCounts(r.watches.operator))
 	}
-	if t := r.tenants; t != nil && t.provisionerIdle != nil {
+	if t := r.tenants; t != nil && r.s.audit {
 		p("  the provisioner's requests per tenant per minute: %.2f (%s)",
 			r.idle.perClusterMinute(keyTotal(t.provisionerIdle), r.s.namespaces), formatKeyCounts(t.provisionerIdle))
 	}

@@ -37,7 +37,7 @@ type watchCounts struct {
 	before, end map[string]float64
 	// kube-apiserver's VmRSS then, in bytes.
 	apiserverBefore, apiserverEnd float64
-	operator                      []keyCount // nil with SCALE_AUDIT=0
+	operator                      []keyCount // empty with SCALE_AUDIT=0
 }
 
 // tenantPhase is what handing the namespaces over cost, before any
@@ -47,7 +47,7 @@ type tenantPhase struct {
 	ready, served       time.Duration      // since the tenants' creation began
 	startRSS, servedRSS float64            // VmRSS with no namespace served and with all
 	watches             map[string]float64 // on the API server once served
-	provisionerIdle     []keyCount         // the provisioner's idle requests; nil with SCALE_AUDIT=0
+	provisionerIdle     []keyCount         // the provisioner's idle requests; empty with SCALE_AUDIT=0
 }
 
 // run creates the clusters, waits for them to be applied, waits for the
