@@ -220,6 +220,13 @@ bench-restore: tools ## Benchmark restores of a 1 GiB snapshot against a bare do
 	@rc=0; go test -run '^$$' -bench '^BenchmarkRestore$$' -benchtime 1x -timeout 60m -v ./test/e2e || rc=$$?; \
 	go run $(LOCALNODE) down -owner e2e; exit $$rc
 
+.PHONY: bench-idle
+bench-idle: tools ## Benchmark 10 idle one-server clusters for 30 min on the local node: the operator's API and OpenBao requests (root; IDLE_BENCH_CLUSTERS, IDLE_BENCH_WINDOW); writes BENCHMARKS.md.
+	@# Reuses a node that is up, else starts one and tears it down, as
+	@# bench-bootstrap does.
+	@rc=0; go test -run '^$$' -bench '^BenchmarkIdle$$' -benchtime 1x -timeout 120m -v ./test/e2e || rc=$$?; \
+	go run $(LOCALNODE) down -owner e2e; exit $$rc
+
 # The OLM bundle: bundle/ (and bundle.Dockerfile) from config/manifests, by
 # operator-sdk built from its pinned wrapper module (minutes cold, once).
 BUNDLE_VERSION ?= 0.1.0

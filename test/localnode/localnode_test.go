@@ -222,7 +222,8 @@ func TestFrontProxyClientChainsToItsOwnCAOnly(t *testing.T) {
 	}
 	args := strings.Join(apiServerArgs(Config{StateDir: "/s"}, "192.0.2.2"), " ")
 	for _, w := range []string{"--requestheader-client-ca-file=/s/pki/front-proxy-ca.crt", "--requestheader-allowed-names=front-proxy-client",
-		"--proxy-client-cert-file=/s/pki/front-proxy-client.crt"} {
+		"--proxy-client-cert-file=/s/pki/front-proxy-client.crt", "--audit-policy-file=/s/apiserver/audit-policy.yaml",
+		"--audit-log-path=/s/apiserver/audit.log"} {
 		if !strings.Contains(args, w) {
 			t.Errorf("kube-apiserver args lack %s", w)
 		}

@@ -204,6 +204,12 @@ func startControlPlane(ctx context.Context, c Config, s *State) error {
 	if err := waitHTTP(ctx, etcdHealth, s, 30*time.Second); err != nil {
 		return err
 	}
+	if err := os.MkdirAll(c.path("apiserver"), 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(c.path("apiserver", "audit-policy.yaml"), []byte(auditPolicy), 0o600); err != nil {
+		return err
+	}
 	if err := launch(c, s, "kube-apiserver", c.bin("kube-apiserver"), apiServerArgs(c, s.NodeIP)); err != nil {
 		return err
 	}

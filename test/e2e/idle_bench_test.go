@@ -1,0 +1,224 @@
+package e2e_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openbao/operator/test/auditlog"
+)
+
+// BenchmarkIdle (make bench-idle): IDLE_BENCH_CLUSTERS (default 10)
+// one-server clusters on the local node, each in its own namespace with a
+// stdout audit device, formed and settled; then IDLE_BENCH_WINDOW
+// (default 30m) in which nothing changes. What the operator asks in the
+// window is counted where it arrives: at the API server's audit log (the
+// operator's service accounts only; by verb and path) and at each
+// server's audit device (every request OpenBao audits: nobody else
+// talks to these servers, and OpenBao audits no unauthenticated request
+// such as sys/health or sys/leader). Goals (#31): 0 writes, reads of
+// OpenBao at most 1 per cluster per resync period. It writes
+// BENCHMARKS.md.
+func BenchmarkIdle(b *testing.B) {
+	cl := installOperator(b)
+	ctx := context.Background()
+	n := envInt(b, "IDLE_BENCH_CLUSTERS", 10)
+	window := envDuration(b, "IDLE_BENCH_WINDOW", 30*time.Minute)
+	namespaces := formIdleClusters(ctx, b, cl, n)
+	settled := waitNoOperatorWrites(ctx, b, time.Minute, 15*time.Minute)
+	uids := serverUIDs(ctx, b, cl, namespaces)
+	logf("%d clusters settled %s after formation; idle window of %s from %s", n, settled.Round(time.Second), window,
+		time.Now().UTC().Format("15:04:05"))
+	from := time.Now()
+	time.Sleep(window)
+	to := time.Now()
+	if now := serverUIDs(ctx, b, cl, namespaces); fmt.Sprint(now) != fmt.Sprint(uids) {
+		b.Fatalf("a server pod was replaced in the idle window: %v, then %v", uids, now)
+	}
+	counts, err := auditlog.Count(node.AuditLogPath(), func(auditlog.Event) bool { return true }, auditlog.NormalPath,
+		auditlog.Span{From: from, To: to})
+	if err != nil {
+		b.Fatalf("the API server's audit log: %v", err)
+	}
+	bao := openBaoRequests(ctx, b, cl, namespaces, from, to)
+	writeBenchSection(b, "<!-- bench-idle:begin -->", "<!-- bench-idle:end -->", idleSection(n, window, counts[0], bao))
+}
+
+func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		b.Fatalf("%s=%q: want a positive duration such as 30m", name, s)
+	}
+	return d
+}
+
+// formIdleClusters creates n one-server clusters "bao", one per namespace,
+// with the production sample's stdout audit device, and waits for each to
+// run with its voter.
+func formIdleClusters(ctx context.Context, b *testing.B, cl client.Client, n int) []string {
+	namespaces := make([]string, n)
+	for i := range namespaces {
+		namespaces[i] = createNamespace(ctx, b, cl, "bench-idle")
+		u := clusterObject(b, namespaces[i], "bao", nil)
+		spec := u.Object["spec"].(map[string]any)
+		spec["replicas"] = int64(1)
+		spec["config"] = map[string]any{"audit": []any{map[string]any{
+			"type": "file", "path": "stdout", "options": map[string]any{"file_path": "/dev/stdout"}}}}
+		if err := cl.Create(ctx, u); err != nil {
+			b.Fatalf("create the cluster in %s: %v", namespaces[i], err)
+		}
+	}
+	for _, ns := range namespaces { // they form at once; the waits take turns
+		waitRunning(ctx, b, cl, ns, 1)
+	}
+	return namespaces
+}
+
+// waitNoOperatorWrites waits until the API server's audit log shows no
+// write of the operator's for quiet, and returns how long that took.
+func waitNoOperatorWrites(ctx context.Context, b *testing.B, quiet, timeout time.Duration) time.Duration {
+	start := time.Now()
+	waitFor(ctx, b, timeout, fmt.Sprintf("no write of the operator's for %s", quiet), func() (bool, string) {
+		now := time.Now()
+		c, err := auditlog.Count(node.AuditLogPath(), func(auditlog.Event) bool { return true }, auditlog.NormalPath,
+			auditlog.Span{From: now.Add(-quiet), To: now})
+		if err != nil {
+			b.Fatalf("the API server's audit log: %v", err)
+		}
+		writes := map[string]float64{}
+		for k, v := range c[0] {
+			if auditlog.Writes(k) {
+				writes[k] = v
+			}
+		}
+		return time.Since(start) >= quiet && len(writes) == 0, fmt.Sprintf("writes in the last %s: %v", quiet, writes)
+	})
+	return time.Since(start) - quiet
+}
+
+// serverUIDs names each server pod by its UID: the same map before and
+// after the window says no server restarted in it.
+func serverUIDs(ctx context.Context, b *testing.B, cl client.Client, namespaces []string) map[string]types.UID {
+	out := map[string]types.UID{}
+	for _, ns := range namespaces {
+		for _, p := range serverPods(ctx, b, cl, ns, 1) {
+			out[ns+"/"+p.Name] = p.UID
+		}
+	}
+	return out
+}
+
+// baoAuditLine is the part of an OpenBao audit entry a count needs.
+type baoAuditLine struct {
+	Time    time.Time `json:"time"`
+	Type    string    `json:"type"`
+	Request struct {
+		Path      string `json:"path"`
+		Operation string `json:"operation"`
+	} `json:"request"`
+}
+
+// openBaoRequests counts, by operation and path, the requests the servers
+// audited in the window (each request once: its "request" entry).
+func openBaoRequests(ctx context.Context, b *testing.B, cl client.Client, namespaces []string, from, to time.Time) map[string]int {
+	out := map[string]int{}
+	cs := clientset(b)
+	for _, ns := range namespaces {
+		for _, p := range serverPods(ctx, b, cl, ns, 1) {
+			sc := bufio.NewScanner(strings.NewReader(podLogs(ctx, b, cs, &p)))
+			sc.Buffer(make([]byte, 1<<20), 16<<20)
+			for sc.Scan() {
+				var l baoAuditLine
+				if json.Unmarshal(sc.Bytes(), &l) != nil || l.Type != "request" || l.Time.Before(from) || !l.Time.Before(to) {
+					continue
+				}
+				out[l.Request.Operation+" "+l.Request.Path]++
+			}
+		}
+	}
+	return out
+}
+
+func idleSection(n int, window time.Duration, api map[string]float64, bao map[string]int) string {
+	perMin := func(v float64) float64 { return v / float64(n) / window.Minutes() }
+	var reads, writes float64
+	for k, v := range api {
+		if auditlog.Writes(k) {
+			writes += v
+		} else {
+			reads += v
+		}
+	}
+	var baoAll int
+	for _, v := range bao {
+		baoAll += v
+	}
+	resyncs := window.Minutes() / 10
+	var rows strings.Builder
+	for _, k := range sortedKeys(api) {
+		fmt.Fprintf(&rows, "| API server: %s | %.0f | %.3f |\n", k, api[k], perMin(api[k]))
+	}
+	for _, k := range sortedKeys(bao) {
+		fmt.Fprintf(&rows, "| OpenBao: %s | %d | %.3f |\n", k, bao[k], perMin(float64(bao[k])))
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "not met"
+	}
+	return fmt.Sprintf(`<!-- bench-idle:begin -->
+## Idle real clusters (make bench-idle)
+
+%d one-server clusters on the local node, each in its own namespace with a stdout audit device, formed, then
+settled (no write of the operator's for 1 min); then %s in which nothing changes and no server restarts,
+with the install's resync period (10 min, watches.yaml). Counted where the requests arrive: the API
+server's audit log (the operator's service accounts only) and each server's audit device (OpenBao
+audits every authenticated request; it does not audit unauthenticated ones such as sys/health and
+sys/leader, which the operator's reads of Raft progress use).
+
+Measured %s, %s.
+
+| figure | measured | goal | |
+|---|---|---|---|
+| API writes in the window | %.0f (%.3f / cluster / min) | 0 | %s |
+| API reads in the window | %.0f (%.3f / cluster / min) | ≤ 1 / cluster / min | %s |
+| OpenBao requests audited / cluster / resync period | %.2f | ≤ 1 | %s |
+
+| request | in the window | per cluster / min |
+|---|---|---|
+%s<!-- bench-idle:end -->
+`, n, window, time.Now().UTC().Format("2006-01-02 15:04 UTC"), provenance(),
+		writes, perMin(writes), verdict(writes == 0), reads, perMin(reads), verdict(perMin(reads) <= 1),
+		float64(baoAll)/float64(n)/resyncs, verdict(float64(baoAll)/float64(n)/resyncs <= 1), rows.String())
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// provenance says where figures come from: the CPUs and the commit.
+func provenance() string {
+	out, _ := exec.Command("git", "-C", node.RepoRoot, "describe", "--always", "--dirty").Output()
+	return fmt.Sprintf("%d CPUs, commit %s", runtime.NumCPU(), strings.TrimSpace(string(out)))
+}
