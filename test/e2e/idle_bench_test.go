@@ -36,6 +36,7 @@ func BenchmarkIdle(b *testing.B) {
 	ctx := context.Background()
 	n := envInt(b, "IDLE_BENCH_CLUSTERS", 10)
 	window := envDuration(b, "IDLE_BENCH_WINDOW", 30*time.Minute)
+	created := time.Now()
 	namespaces := formIdleClusters(ctx, b, cl, n)
 	settled := waitNoOperatorWrites(ctx, b, time.Minute, 15*time.Minute)
 	uids := serverUIDs(ctx, b, cl, namespaces)
@@ -50,6 +51,13 @@ func BenchmarkIdle(b *testing.B) {
 	clusters := operatorRequests(b, aboutClusters, from, to)
 	own := operatorRequests(b, func(e auditlog.Event) bool { return !aboutClusters(e) }, from, to)
 	bao := openBaoRequests(ctx, b, cl, namespaces, from, to)
+	// The same count over the formation proves that the devices write
+	// and the lines parse: a window's 0 is then a figure.
+	formation := openBaoRequests(ctx, b, cl, namespaces, created, from)
+	if len(formation) == 0 {
+		b.Fatal("no request audited by OpenBao while the clusters formed: the audit devices do not write, or their lines do not parse")
+	}
+	logf("OpenBao audited while the clusters formed and settled: %v", formation)
 	writeBenchSection(b, "<!-- bench-idle:begin -->", "<!-- bench-idle:end -->", idleSection(n, window, clusters, own, bao))
 }
 
