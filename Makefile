@@ -213,6 +213,13 @@ bench-drain: tools ## Benchmark every server of a 3-server cluster evicted in tu
 	@rc=0; go test -run '^$$' -bench '^BenchmarkDrain$$' -benchtime 1x -timeout 60m -v ./test/e2e || rc=$$?; \
 	go run $(LOCALNODE) down -owner e2e; exit $$rc
 
+.PHONY: bench-rollout
+bench-rollout: tools ## Benchmark config-change rollouts of a 3-server cluster under a plain writing client against the sum of its pods' restarts, with a timeline per pod, on the local node (root; ROLLOUT_BENCH_RUNS, default 3); writes BENCHMARKS.md.
+	@# Reuses a node that is up, else starts one and tears it down, as
+	@# bench-bootstrap does.
+	@rc=0; go test -run '^$$' -bench '^BenchmarkRollout$$' -benchtime 1x -timeout 60m -v ./test/e2e || rc=$$?; \
+	go run $(LOCALNODE) down -owner e2e; exit $$rc
+
 .PHONY: bench-restore
 bench-restore: tools ## Benchmark restores of a 1 GiB snapshot against a bare download-and-POST on the local node (root; RESTORE_BENCH_RUNS, RESTORE_BENCH_BYTES); writes BENCHMARKS.md.
 	@# Reuses a node that is up, else starts one and tears it down, as

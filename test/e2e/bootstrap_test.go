@@ -192,7 +192,7 @@ func killManager(ctx context.Context, t *testing.T, cl client.Client) (killed ti
 }
 
 // killReserved is killManager for a test that reserved kills.
-func killReserved(ctx context.Context, t *testing.T, cl client.Client) (killed time.Time) {
+func killReserved(ctx context.Context, t testing.TB, cl client.Client) (killed time.Time) {
 	t.Helper()
 	pod := managerPod(ctx, t, cl)
 	kept := keepLogsOf(ctx, t, pod)

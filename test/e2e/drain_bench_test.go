@@ -285,7 +285,7 @@ func activePod(ctx context.Context, b *testing.B, cl client.Client, ns string) s
 // cluster is healthy and tolerates a failure: a replaced server counts
 // only after autopilot's stabilization time, and until then the guard, by
 // design, holds nothing.
-func (w *plainWriter) waitAutopilotHealthy(ctx context.Context, b *testing.B) {
+func (w *writer) waitAutopilotHealthy(ctx context.Context, b testing.TB) {
 	waitFor(ctx, b, 2*time.Minute, "autopilot healthy with a failure tolerance", func() (bool, string) {
 		code, body := w.do(http.MethodGet, "/v1/sys/storage/raft/autopilot/state", "")
 		var st struct {

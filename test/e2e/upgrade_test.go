@@ -120,7 +120,7 @@ func waitVotersN(ctx context.Context, t testing.TB, cl client.Client, ns, token 
 	})
 }
 
-func patchSpec(ctx context.Context, t *testing.T, cl client.Client, ns string, spec map[string]any) {
+func patchSpec(ctx context.Context, t testing.TB, cl client.Client, ns string, spec map[string]any) {
 	t.Helper()
 	patch, _ := json.Marshal(map[string]any{"spec": spec})
 	u := &unstructured.Unstructured{}
@@ -142,6 +142,36 @@ type rolloutFigures struct {
 	twice map[string]int
 	// firstGone is when the first voter was seen deleted.
 	firstGone time.Time
+	// pods is each pod's part of the rollout, in the order they went.
+	pods []podPhases
+}
+
+// podPhases splits one pod's part of a rollout into phases, each timed
+// from the end of the one before: the first from the end of the pod
+// before (for the first pod, from the spec change).
+type podPhases struct {
+	name string
+	// steppedDown says the pod's server was seen active during the
+	// rollout before its pod was deleted: the operator stepped it down.
+	steppedDown bool
+	// release is the wait for the release decision (the pod before it
+	// counted, or the preflight, then a step-down if it is active), up to
+	// its deletion; stop is from its deletion to its container stopped
+	// (the successor pod object appears); start is from there to the
+	// successor Ready; count is from Ready until the operator records it
+	// rolled (status.upgrade.completedPods): the release rule, the
+	// leader's view of it, is satisfied.
+	release, stop, start, count time.Duration
+}
+
+func (p podPhases) String() string {
+	active := ""
+	if p.steppedDown {
+		active = " (stepped down)"
+	}
+	r := func(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }
+	return fmt.Sprintf("%s%s: release wait %s, deletion -> stop %s, stop -> Ready %s, Ready -> counted %s",
+		p.name, active, r(p.release), r(p.stop), r(p.start), r(p.count))
 }
 
 // replacedTwice logs the pods a rollout replaced more than once. It is a
@@ -173,13 +203,13 @@ func (m rolloutFigures) gap(w *writer) time.Duration {
 
 // rollTo changes the spec and waits for the rollout to complete, killing
 // the manager kills times as the partition moves.
-func rollTo(ctx context.Context, t *testing.T, cl client.Client, ns string, spec map[string]any, kills int) rolloutFigures {
+func rollTo(ctx context.Context, t testing.TB, cl client.Client, ns string, spec map[string]any, kills int) rolloutFigures {
 	t.Helper()
 	return rollBy(ctx, t, cl, ns, func() { patchSpec(ctx, t, cl, ns, spec) }, kills)
 }
 
 // rollBy is rollTo with the change made by trigger.
-func rollBy(ctx context.Context, t *testing.T, cl client.Client, ns string, trigger func(), kills int) rolloutFigures {
+func rollBy(ctx context.Context, t testing.TB, cl client.Client, ns string, trigger func(), kills int) rolloutFigures {
 	t.Helper()
 	tracker := trackRestarts(ctx, t, cl, ns)
 	before := statefulSetRevisions(ctx, t, cl, ns)
@@ -192,9 +222,16 @@ func rollBy(ctx context.Context, t *testing.T, cl client.Client, ns string, trig
 	defer shutdowns()
 	trigger()
 	killed, lastPartition, lastStep, lastUpdate := 0, "", "", before.update
-	waitFor(ctx, t, 8*time.Minute, "the rollout to complete", func() (bool, string) {
+	counted := map[string]time.Time{}
+	waitEvery(ctx, t, 100*time.Millisecond, 8*time.Minute, "the rollout to complete", func() (bool, string) {
 		st := clusterStatus(ctx, t, cl, ns, "bao")
 		up, _ := st["upgrade"].(map[string]any)
+		completed, _ := up["completedPods"].([]any)
+		for _, name := range completed {
+			if _, seen := counted[fmt.Sprint(name)]; !seen {
+				counted[fmt.Sprint(name)] = time.Now()
+			}
+		}
 		// What the rollout waits for, without the countdown, whenever it changes.
 		waiting, _, _ := strings.Cut(conditionMessage(st, "Upgrading"), "; waiting (")
 		if step := fmt.Sprintf("partition %v (StatefulSet %s), step %v: %s", up["currentPartition"], livePartition(ctx, cl, ns), up["step"], waiting); up != nil && step != lastStep {
@@ -219,7 +256,8 @@ func rollBy(ctx context.Context, t *testing.T, cl client.Client, ns string, trig
 		done := rolled && up == nil && hasConditionReason(st, "UpgradeComplete") && st["phase"] == "Running"
 		return done, fmt.Sprintf("phase %v upgrade %v revisions %+v", st["phase"], up, rev)
 	})
-	total := time.Since(start)
+	doneAt := time.Now()
+	total := doneAt.Sub(start)
 	restarts, twice := tracker.stop()
 	if len(restarts) != replicas {
 		t.Fatalf("%d pods were restarted by the rollout, want %d: %v", len(restarts), replicas, restarts)
@@ -238,6 +276,10 @@ func rollBy(ctx context.Context, t *testing.T, cl client.Client, ns string, trig
 			m.firstGone = at
 		}
 	}
+	m.pods = tracker.phases(start, counted, doneAt)
+	for _, p := range m.pods {
+		logf("  %s", p)
+	}
 	return m
 }
 
@@ -253,7 +295,7 @@ func conditionMessage(status map[string]any, condType string) string {
 
 type revisions struct{ current, update string }
 
-func statefulSetRevisions(ctx context.Context, t *testing.T, cl client.Client, ns string) revisions {
+func statefulSetRevisions(ctx context.Context, t testing.TB, cl client.Client, ns string) revisions {
 	t.Helper()
 	sts := &appsv1.StatefulSet{}
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, sts); err != nil {
@@ -275,11 +317,14 @@ type restartTracker struct {
 	// it is a second restart, counted in again.
 	successorUID map[string]types.UID
 	again        map[string]int
-	stopped      chan struct{}
-	done         chan struct{}
+	// active holds the pods whose server was seen active before their
+	// deletion.
+	active  map[string]bool
+	stopped chan struct{}
+	done    chan struct{}
 }
 
-func trackRestarts(ctx context.Context, t *testing.T, cl client.Client, ns string) *restartTracker {
+func trackRestarts(ctx context.Context, t testing.TB, cl client.Client, ns string) *restartTracker {
 	t.Helper()
 	return trackRestartsOf(ctx, cl, ns, serverPods(ctx, t, cl, ns, replicas))
 }
@@ -287,7 +332,7 @@ func trackRestarts(ctx context.Context, t *testing.T, cl client.Client, ns strin
 // trackRestartsOf tracks the given pods.
 func trackRestartsOf(ctx context.Context, cl client.Client, ns string, pods []corev1.Pod) *restartTracker {
 	tr := &restartTracker{gone: map[string]time.Time{}, successor: map[string]time.Time{}, took: map[string]time.Duration{},
-		successorUID: map[string]types.UID{}, again: map[string]int{}, stopped: make(chan struct{}), done: make(chan struct{})}
+		successorUID: map[string]types.UID{}, again: map[string]int{}, active: map[string]bool{}, stopped: make(chan struct{}), done: make(chan struct{})}
 	uids := map[string]types.UID{}
 	for _, p := range pods {
 		uids[p.Name] = p.UID
@@ -315,6 +360,9 @@ func (tr *restartTracker) observe(ctx context.Context, cl client.Client, ns stri
 		now := time.Now()
 		if _, seen := tr.gone[name]; !seen && (err != nil || p.UID != uid || p.DeletionTimestamp != nil) {
 			tr.gone[name] = now
+		}
+		if _, seen := tr.gone[name]; !seen && p.Labels["openbao-active"] == "true" {
+			tr.active[name] = true
 		}
 		if _, seen := tr.successor[name]; !seen && err == nil && p.UID != uid {
 			tr.successor[name], tr.successorUID[name] = now, p.UID
@@ -347,6 +395,35 @@ func (tr *restartTracker) readyAt() map[string]time.Time {
 	out := map[string]time.Time{}
 	for name, d := range tr.took {
 		out[name] = tr.gone[name].Add(d)
+	}
+	return out
+}
+
+// phases splits each replaced pod's part of the rollout that began at
+// start and was done at done (podPhases); counted says when each pod was
+// seen recorded rolled, and a pod never seen so (the last one, recorded
+// in the pass that completes the rollout) counts at done. Call it after
+// stop.
+func (tr *restartTracker) phases(start time.Time, counted map[string]time.Time, done time.Time) []podPhases {
+	var names []string
+	for name := range tr.took {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool { return tr.gone[names[i]].Before(tr.gone[names[j]]) })
+	var out []podPhases
+	prev := start
+	for _, name := range names {
+		gone, stopped, ready := tr.gone[name], tr.successor[name], tr.gone[name].Add(tr.took[name])
+		at, ok := counted[name]
+		if !ok {
+			at = done
+		}
+		if at.Before(ready) { // each is seen by its own poll
+			at = ready
+		}
+		out = append(out, podPhases{name: name, steppedDown: tr.active[name], release: max(0, gone.Sub(prev)),
+			stop: stopped.Sub(gone), start: ready.Sub(stopped), count: at.Sub(ready)})
+		prev = at
 	}
 	return out
 }
@@ -472,7 +549,7 @@ func scaleTo(ctx context.Context, t *testing.T, cl client.Client, ns, token stri
 // down: its lines from OpenBao's "shutdown triggered" to its last, timed
 // from the first. Operator and server logs are gone after a run; this is
 // the timeline of a server that takes long to stop.
-func followShutdowns(ctx context.Context, t *testing.T, ns string, pods []corev1.Pod, start time.Time) func() {
+func followShutdowns(ctx context.Context, t testing.TB, ns string, pods []corev1.Pod, start time.Time) func() {
 	t.Helper()
 	cs := clientset(t)
 	type stream struct {

@@ -47,7 +47,7 @@ const (
 
 // startWriter enables a KV mount with the root token and writes until
 // stopped.
-func startWriter(ctx context.Context, t *testing.T, cl client.Client, ns, token string, caPEM []byte) *writer {
+func startWriter(ctx context.Context, t testing.TB, cl client.Client, ns, token string, caPEM []byte) *writer {
 	t.Helper()
 	svc := &corev1.Service{}
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, svc); err != nil {
@@ -137,7 +137,7 @@ func (w *writer) do(method, path, body string) (int, string) {
 }
 
 // finish stops the writer and reads every acknowledged write back.
-func (w *writer) finish(t *testing.T) (acked, failed int, longest time.Duration) {
+func (w *writer) finish(t testing.TB) (acked, failed int, longest time.Duration) {
 	t.Helper()
 	close(w.stop)
 	<-w.done
