@@ -65,7 +65,13 @@ func (r *OpenBaoClusterReconciler) reconcileRollout(ctx context.Context, p *pass
 	if d.StepDown != "" {
 		if err := r.stepDown(ctx, p, d.StepDown, "rollout"); err != nil {
 			ctrl.LoggerFrom(ctx).Info("step-down failed; retrying", "pod", d.StepDown, "reason", err.Error())
-			d.Upgrade.Step, d.Upgrade.LastStepDownTime = "", nil // ask again next pass
+			// Ask again next pass: a release's step-down from its start, one
+			// asked while the pod before catches up (upgrade.stepDownEarly)
+			// from the step that pod is verified in.
+			if d.Upgrade.Step == upgrade.StepStepDown {
+				d.Upgrade.Step = ""
+			}
+			d.Upgrade.LastStepDownTime = nil
 		}
 	}
 	p.status.Upgrade = d.Upgrade

@@ -62,6 +62,18 @@ func active(i int) func(*upgrade.Observed) {
 	}
 }
 
+func started(i int, ago time.Duration) func(*upgrade.Observed) {
+	return pod(i, func(p *upgrade.Pod) { p.Started = t0.Add(ago) })
+}
+
+// steppedDownAt records a step-down asked at t0+at; after inProgress.
+func steppedDownAt(at time.Duration) func(*upgrade.Observed) {
+	return func(o *upgrade.Observed) {
+		t := metav1.NewTime(t0.Add(at))
+		o.Upgrade.LastStepDownTime = &t
+	}
+}
+
 func notReady(i int) func(*upgrade.Observed) {
 	return pod(i, func(p *upgrade.Pod) { p.Ready = false })
 }
@@ -181,6 +193,29 @@ func TestDecide(t *testing.T) {
 		{name: "another server leads: the stepped-down pod is released",
 			obs:       cluster(rolled(2), active(2), inProgress(2, upgrade.StepStepDown, -5*time.Second, "bao-2")),
 			partition: 1, step: upgrade.StepPodReady},
+		{name: "the next pod is the active server and a rolled server is counted caught up: it steps down while the pod before it catches up",
+			obs: cluster(rolled(2), rolled(1), active(0), inProgress(1, upgrade.StepRaftSync, -5*time.Second, "bao-2"), started(1, -3*time.Second),
+				server("bao-1", func(s *upgrade.Server) { s.Received = false })),
+			partition: 1, step: upgrade.StepRaftSync, stepDown: "bao-0"},
+		{name: "a step-down asked while the pod before catches up is not asked again",
+			obs: cluster(rolled(2), rolled(1), active(0), inProgress(1, upgrade.StepRaftSync, -5*time.Second, "bao-2"), started(1, -3*time.Second),
+				server("bao-1", func(s *upgrade.Server) { s.Received = false }), steppedDownAt(-time.Second)),
+			partition: 1, step: upgrade.StepRaftSync},
+		{name: "the active server is next but no rolled server is counted to lead: it steps down only at its release",
+			obs: cluster(rolled(2), active(1), inProgress(2, upgrade.StepRaftSync, -5*time.Second), started(2, -3*time.Second),
+				server("bao-2", func(s *upgrade.Server) { s.Received = false })),
+			partition: 2, step: upgrade.StepRaftSync},
+		{name: "the pod before not Ready yet: no step-down",
+			obs: cluster(rolled(2), rolled(1), active(0), notReady(1), inProgress(1, upgrade.StepPodReady, -5*time.Second, "bao-2"), started(1, -3*time.Second)),
+			partition: 1, step: upgrade.StepPodReady},
+		{name: "stepped down early, its label still says active: the release waits for another active instead of asking again",
+			obs: cluster(rolled(2), rolled(1), active(0), inProgress(1, upgrade.StepRaftSync, -5*time.Second, "bao-2"), started(1, -3*time.Second),
+				steppedDownAt(-time.Second)),
+			partition: 1, step: upgrade.StepStepDown},
+		{name: "stepped down early and a rolled server leads: released without asking again",
+			obs: cluster(rolled(2), rolled(1), active(2), inProgress(1, upgrade.StepRaftSync, -5*time.Second, "bao-2"), started(1, -3*time.Second),
+				steppedDownAt(-time.Second)),
+			partition: 0, step: upgrade.StepPodReady},
 		{name: "the last pod verified completes the rollout and locks the partition again",
 			obs:       cluster(rolled(0), rolled(1), rolled(2), active(2), inProgress(0, upgrade.StepRaftSync, -time.Second, "bao-2", "bao-1")),
 			partition: 3, step: "-", upgrading: v1alpha1.ReasonUpgradeComplete},

@@ -28,6 +28,8 @@ import (
 //     counts healthy, heard from since its container started, and reached
 //     by the leader's replication (its log at the leader's index), and
 //     every other voter is reached by that replication too.
+//
+// and one whenever a pass asks a server to step down (checkStepDown).
 func FuzzNoReleasePastAnUnverifiedOrActivePod(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 	f.Add([]byte{255, 0, 255, 0, 7, 7, 7, 7, 1, 2, 4, 8, 16, 32, 64, 128})
@@ -43,6 +45,9 @@ func FuzzNoReleasePastAnUnverifiedOrActivePod(f *testing.F) {
 			d := upgrade.Decide(o)
 			if d.Partition < o.LivePartition {
 				checkRelease(t, o, d)
+			}
+			if d.StepDown != "" {
+				checkStepDown(t, o, d)
 			}
 			o.LivePartition = d.Partition
 			// Bit 3 of b loses the pass's status write after its
@@ -101,6 +106,86 @@ func checkRelease(t *testing.T, o upgrade.Observed, d upgrade.Decision) {
 		t.Fatalf("partition lowered onto %s while it is the active server", released.Name)
 	}
 	checkPeers(t, o, released.Name)
+}
+
+// FuzzEarlyStepDownLeavesTheLeadToARolledServer starts each pass in the
+// middle of a rollout: bao-2 rolled and recorded, bao-1 released and
+// verified (its step RaftSync or before), bao-0 not rolled; the script
+// varies everything else (readiness, health, leadership, the leader's
+// view of each server, when each container started, when a step-down was
+// last asked) and keeps or drops each pass's status. Whenever a pass asks
+// a step-down, checkStepDown holds; and a pass that kept the status of
+// one that asked it never asks it again of the same server before that
+// server's pod is released, nor of another while bao-1 is verified.
+func FuzzEarlyStepDownLeavesTheLeadToARolledServer(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0})
+	// Twice in a row: bao-0 active, bao-2 counted caught up, bao-1 not
+	// reached by the leader's replication yet.
+	f.Add([]byte{0, 0, 0, 0x42, 0, 0, 0, 0x42})
+	f.Fuzz(func(t *testing.T, script []byte) {
+		o := cluster(rolled(2), rolled(1), inProgress(1, upgrade.StepRaftSync, 0, "bao-2"))
+		o.LivePartition, o.LivePartitionKnown, o.LiveReplicas = 1, true, 3
+		asked := ""
+		for i := 0; i+3 < len(script); i += 4 {
+			b, c, e, g := script[i], script[i+1], script[i+2], script[i+3]
+			o.Now = t0.Add(time.Duration(i+1) * time.Second)
+			applyObservation(&o, 0, c, e, g)
+			o.Pods[2].Revision, o.Pods[1].Revision, o.Pods[0].Revision = newRev, newRev, oldRev
+			o.Pods[1].Started = t0.Add(-time.Duration(b&3) * time.Second)
+			d := upgrade.Decide(o)
+			if d.StepDown != "" {
+				checkStepDown(t, o, d)
+				if d.StepDown == asked && d.Partition == 1 {
+					t.Fatalf("%s asked to step down twice while bao-1 is verified (pass %d)", asked, i/4)
+				}
+				asked = d.StepDown
+			}
+			// Bit 7 of b loses the status write; a pass that moved on
+			// (released bao-0 or waits on its step-down) is not kept
+			// either, so that each pass verifies bao-1. Without the status
+			// of the pass that asked, asking again is right.
+			if b&0x80 == 0 && d.Upgrade != nil && d.Partition == 1 && d.Upgrade.Step != upgrade.StepStepDown {
+				o.Upgrade = d.Upgrade
+			} else {
+				asked = ""
+			}
+		}
+	})
+}
+
+// checkStepDown holds, for a pass that asks the server of d.StepDown to
+// step down: it is the active server and not rolled yet; every other
+// server is Ready and unsealed; and another voter the leader counts
+// healthy, reached by its replication and caught up can take over. A
+// step-down asked while the pod released last is still verified (the
+// partition held, the step RaftSync: the pod not counted yet) must leave
+// the leadership to a rolled server, one that will not be rolled again,
+// which the leader has also heard from since its start.
+func checkStepDown(t *testing.T, o upgrade.Observed, d upgrade.Decision) {
+	t.Helper()
+	early := d.Upgrade != nil && d.Upgrade.Step == upgrade.StepRaftSync
+	takeOver := false
+	for _, p := range o.Pods {
+		if p.Name == d.StepDown {
+			if !p.Active || p.Revision == newRev {
+				t.Fatalf("%s asked to step down, which is not the active server or is rolled already: %+v", p.Name, p)
+			}
+			continue
+		}
+		if h := o.Health[p.Name]; !p.Ready || !h.Initialized || h.Sealed {
+			t.Fatalf("%s asked to step down while %s is not Ready and unsealed: %+v %+v", d.StepDown, p.Name, p, h)
+		}
+		s := o.Raft.Servers[p.Name]
+		caughtUp := s.Voter && s.Healthy && s.Received && s.LagKnown && s.Lag <= o.Settings.MaxRaftLag
+		heard := s.ContactKnown && o.Now.Add(-s.LastContact).After(p.Started)
+		takeOver = takeOver || (caughtUp && (!early || (heard && p.Revision == newRev && int32(p.Ordinal) != d.Partition)))
+	}
+	if !takeOver {
+		t.Fatalf("%s asked to step down (while a pod is verified: %t) with no caught-up voter to take over: pods %+v, servers %+v",
+			d.StepDown, early, o.Pods, o.Raft.Servers)
+	}
 }
 
 // checkPeers holds "never two voters down by our hand" for a release of

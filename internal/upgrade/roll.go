@@ -101,6 +101,9 @@ func verify(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) bool {
 	steps := checks(o, up, name)
 	for i, s := range steps {
 		if problem := s.problem(); problem != "" {
+			if s.step == StepRaftSync {
+				stepDownEarly(o, up, d)
+			}
 			// A check of an earlier step that fails again waits under the
 			// current step's timeout.
 			cur := steps[min(stepIndex(up.Step), len(steps)-1)]
@@ -248,8 +251,71 @@ func since(now, t time.Time) string {
 	return now.Sub(t).Round(100*time.Millisecond).String() + " ago"
 }
 
+// stepDownEarly asks the active server to step down while the pod
+// released before it is Ready and unsealed but not yet counted by the
+// leader (RaftSync), when that server is the next to go and a rolled
+// server the leader counts caught up can take over (earlyStepDownTarget).
+// The leader's Raft library backs off for up to 10 s between attempts to
+// a server that was down, and OpenBao holds a stepped-down server's
+// shutdown for 10 s; a fresh leader replicates to the restarted server at
+// once, and the stepped-down server's wait runs while that pod catches
+// up instead of after its release. The step-down is the one its release
+// would ask for: no server steps down more often than before.
+func stepDownEarly(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) {
+	target := earlyStepDownTarget(o, up)
+	if target == "" {
+		return
+	}
+	d.StepDown = target
+	up.LastStepDownTime = ptrTime(o.Now)
+	d.event(false, "StepDown", fmt.Sprintf("%s is the active server and the next to roll: asked it to step down while %s catches up, "+
+		"so that a rolled server leads and replicates to it at once", target, podName(o, up.CurrentPartition)))
+}
+
+// earlyStepDownTarget names the active server that stepDownEarly may ask
+// to step down now; "" when none. With three servers or more: the next
+// pod to go is the active one and not rolled; the pod being verified is a
+// voter, Ready and unsealed; every other server is Ready and unsealed;
+// at least one rolled server other than those two is Ready, unsealed and
+// counted caught up by the leader (syncProblem), so that the leadership
+// goes to a server that will not roll again in this rollout; and no
+// step-down was asked since the pod being verified started (steppedEarly).
+func earlyStepDownTarget(o Observed, up *v1alpha1.UpgradeStatus) string {
+	k := up.CurrentPartition - 1
+	next, ok := o.pod(int(k))
+	cur, okCur := o.pod(int(up.CurrentPartition))
+	if o.Replicas < 3 || k < 0 || o.Raft == nil || !ok || !okCur || !next.Active || next.Revision == up.TargetRevision ||
+		cur.Started.IsZero() || steppedEarly(o, up) || !o.Raft.Servers[cur.Name].Voter {
+		return ""
+	}
+	for _, p := range o.Pods {
+		if h, ok := o.Health[p.Name]; p.Name != next.Name && (!p.Ready || !ok || !h.Initialized || h.Sealed) {
+			return ""
+		}
+	}
+	for _, name := range up.CompletedPods {
+		p, ok := o.podNamed(name)
+		if ok && name != cur.Name && name != next.Name && p.Revision == up.TargetRevision && syncProblem(o, name) == "" {
+			return next.Name
+		}
+	}
+	return ""
+}
+
+// steppedEarly says a step-down was asked since the container of the pod
+// released last started: stepDownEarly asked it of the next pod while
+// that one caught up. A release's own step-down comes before the pod it
+// releases restarts. The start is cut to whole seconds, so it errs
+// towards the step-down counting as asked before it.
+func steppedEarly(o Observed, up *v1alpha1.UpgradeStatus) bool {
+	cur, ok := o.pod(int(up.CurrentPartition))
+	return ok && up.CurrentPartition < o.Replicas && !cur.Started.IsZero() && up.LastStepDownTime != nil &&
+		!up.LastStepDownTime.Time.Before(cur.Started)
+}
+
 // release lowers the partition onto the next pod, after stepping its
-// server down if it is the active one.
+// server down if it is the active one; a step-down asked while the pod
+// before it caught up (stepDownEarly) is not asked again.
 func release(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) bool {
 	k := up.CurrentPartition - 1
 	pod, _ := o.pod(int(k))
@@ -259,6 +325,10 @@ func release(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) bool {
 			fmt.Sprintf("%s is not released: %s", name, problem))
 	}
 	stepped := up.Step == StepStepDown
+	if !stepped && pod.Active && steppedEarly(o, up) {
+		next(o, up, StepStepDown) // its label may lag: wait for another active as after a release's own step-down
+		stepped = true
+	}
 	if o.Replicas > 1 && pod.Revision != up.TargetRevision {
 		if pod.Active && !stepped {
 			d.StepDown = name

@@ -82,8 +82,8 @@ func rolloutSection(runs []rolloutRun) string {
 	sec := func(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
 	for i, r := range runs {
 		rel, stop, start, count := r.phaseSums()
-		fmt.Fprintf(&s, "| %d | %s | %s | %.2f× | %d | %s | %s | %s | %s | %s |\n", i+1, sec(r.total), sec(r.restarts), r.ratio(),
-			r.failed, r.gap.Round(10*time.Millisecond), sec(rel), sec(stop), sec(start), sec(count))
+		fmt.Fprintf(&s, "| %d | %s | %s | %.2f× | %d | %.2f s | %s | %s | %s | %s |\n", i+1, sec(r.total), sec(r.restarts), r.ratio(),
+			r.failed, r.gap.Seconds(), sec(rel), sec(stop), sec(start), sec(count))
 	}
 	phase := func(f func(r rolloutRun) time.Duration) func(rolloutRun) float64 {
 		return func(r rolloutRun) float64 { return f(r).Seconds() }

@@ -580,6 +580,9 @@ func followShutdowns(ctx context.Context, t testing.TB, ns string, pods []corev1
 				<-s.done
 			}
 			logf("  %s shut down:%s", s.name, shutdownLines(s.text.String(), start))
+			if lines := raftLines(s.text.String(), start); lines != "" {
+				logf("  %s's Raft replication to its peers, timed from the rollout's start:%s", s.name, lines)
+			}
 		}
 	}
 }
@@ -615,6 +618,33 @@ func shutdownLines(log string, start time.Time) string {
 			rest = rest[:220]
 		}
 		fmt.Fprintf(&out, "\n      +%5.2fs %s", tm.Sub(t0).Seconds(), rest)
+	}
+	return out.String()
+}
+
+// raftLines picks what a leader's Raft library logs of its replication to
+// a peer it cannot reach (the dial's error tells a stale DNS answer from a
+// refused or timed-out connection) and of its resuming, each timed from
+// the rollout's start: the timeline of the leader's backoff to a replaced
+// server.
+func raftLines(log string, start time.Time) string {
+	var out strings.Builder
+	n := 0
+	for _, l := range strings.Split(log, "\n") {
+		if !strings.Contains(l, "appendEntries") && !strings.Contains(l, "heartbeat") && !strings.Contains(l, "pipelin") &&
+			!strings.Contains(l, "entering leader state") && !strings.Contains(l, "added peer") {
+			continue
+		}
+		if n++; n > 40 {
+			out.WriteString("\n      ...")
+			break
+		}
+		ts, rest, _ := strings.Cut(l, " ")
+		tm, _ := time.Parse(time.RFC3339Nano, ts)
+		if len(rest) > 260 {
+			rest = rest[:260]
+		}
+		fmt.Fprintf(&out, "\n      %6.2fs %s", tm.Sub(start).Seconds(), rest)
 	}
 	return out.String()
 }
