@@ -302,6 +302,12 @@ func earlyStepDownTarget(o Observed, up *v1alpha1.UpgradeStatus) string {
 	return ""
 }
 
+// stepDownHold is how long OpenBao keeps a server that stepped down from
+// taking the lead again (manualStepDownSleepPeriod): still labelled active
+// within it, the label lags; after it, the server may have been elected
+// again, and is asked again.
+const stepDownHold = 10 * time.Second
+
 // steppedEarly says a step-down was asked since the container of the pod
 // released last started: stepDownEarly asked it of the next pod while
 // that one caught up. A release's own step-down comes before the pod it
@@ -325,8 +331,8 @@ func release(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) bool {
 			fmt.Sprintf("%s is not released: %s", name, problem))
 	}
 	stepped := up.Step == StepStepDown
-	if !stepped && pod.Active && steppedEarly(o, up) {
-		next(o, up, StepStepDown) // its label may lag: wait for another active as after a release's own step-down
+	if !stepped && pod.Active && steppedEarly(o, up) && o.Now.Sub(up.LastStepDownTime.Time) < stepDownHold {
+		next(o, up, StepStepDown) // its label lags: wait for another active as after a release's own step-down
 		stepped = true
 	}
 	if o.Replicas > 1 && pod.Revision != up.TargetRevision {
