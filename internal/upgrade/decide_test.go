@@ -206,7 +206,7 @@ func TestDecide(t *testing.T) {
 				server("bao-2", func(s *upgrade.Server) { s.Received = false })),
 			partition: 2, step: upgrade.StepRaftSync},
 		{name: "the pod before not Ready yet: no step-down",
-			obs: cluster(rolled(2), rolled(1), active(0), notReady(1), inProgress(1, upgrade.StepPodReady, -5*time.Second, "bao-2"), started(1, -3*time.Second)),
+			obs:       cluster(rolled(2), rolled(1), active(0), notReady(1), inProgress(1, upgrade.StepPodReady, -5*time.Second, "bao-2"), started(1, -3*time.Second)),
 			partition: 1, step: upgrade.StepPodReady},
 		{name: "stepped down early, its label still says active: the release waits for another active instead of asking again",
 			obs: cluster(rolled(2), rolled(1), active(0), inProgress(1, upgrade.StepRaftSync, -5*time.Second, "bao-2"), started(1, -3*time.Second),
