@@ -272,20 +272,10 @@ func stepDownEarly(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) {
 		"so that a rolled server leads and replicates to it at once", target, podName(o, up.CurrentPartition)))
 }
 
-// dnsSettle is how long after a restarted server's container started
-// a fresh leader is let look it up: a cluster's DNS may name the old
-// pod's address for up to its records' TTL (5 s in CoreDNS by default)
-// after the pod changed, and a leader that dials that address hangs for
-// OpenBao's Raft dial timeout, 10 s, before it tries again (as the old
-// leader does: bench-rollout's Raft lines show "i/o timeout" to the old
-// address 10 s after the last "connection refused").
-const dnsSettle = 5 * time.Second
-
 // earlyStepDownTarget names the active server that stepDownEarly may ask
 // to step down now; "" when none. With three servers or more: the next
 // pod to go is the active one and not rolled; the pod being verified is a
-// voter, Ready and unsealed, and its container started dnsSettle ago or
-// more; every other server is Ready and unsealed;
+// voter, Ready and unsealed; every other server is Ready and unsealed;
 // at least one rolled server other than those two is Ready, unsealed and
 // counted caught up by the leader (syncProblem), so that the leadership
 // goes to a server that will not roll again in this rollout; and no
@@ -295,7 +285,7 @@ func earlyStepDownTarget(o Observed, up *v1alpha1.UpgradeStatus) string {
 	next, ok := o.pod(int(k))
 	cur, okCur := o.pod(int(up.CurrentPartition))
 	if o.Replicas < 3 || k < 0 || o.Raft == nil || !ok || !okCur || !next.Active || next.Revision == up.TargetRevision ||
-		cur.Started.IsZero() || o.Now.Sub(cur.Started) < dnsSettle || steppedEarly(o, up) || !o.Raft.Servers[cur.Name].Voter {
+		cur.Started.IsZero() || steppedEarly(o, up) || !o.Raft.Servers[cur.Name].Voter {
 		return ""
 	}
 	for _, p := range o.Pods {
