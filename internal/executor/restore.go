@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -18,20 +17,18 @@ import (
 )
 
 // RunRestore restores one snapshot and returns its report; it never
-// returns a secret in it. It reads the object twice and holds neither
-// read: the first streams it through the snapshot check and a SHA-256
-// (and compares expectedSHA256), so a bad object is refused before
-// anything reaches OpenBao; the second, pinned to the version checked,
-// streams into the active server, and ends the upload without its final
-// chunk unless the bytes are the same again.
+// returns a secret in it. It reads the object once, straight into the
+// active server, through the snapshot check and a SHA-256, and keeps the
+// last restore.WithheldTail bytes back until both passed: a bad object
+// leaves OpenBao an upload without its end, which it does not install.
 func RunRestore(ctx context.Context, cfg restore.ExecutorConfig, deps Deps) backup.Report {
 	return runBounded(ctx, cfg.Timeout, deps, "restore", "snapshot restored", func(ctx context.Context, secrets *redactor) backup.Report {
 		return runRestore(ctx, cfg, deps, secrets)
 	})
 }
 
-// checked is what the first read found.
-type checked struct {
+// posted is what the one read found.
+type posted struct {
 	object objectstore.Object
 	size   int64
 	sha256 string
@@ -49,32 +46,39 @@ func runRestore(ctx context.Context, cfg restore.ExecutorConfig, deps Deps, secr
 		s.prefix = backup.ObjectPrefix(cfg.PathPrefix, ns, cluster)
 		s.prover = s.prover.ForSource(ns, cluster)
 	}
-	var (
-		snap   checked
-		leader openbao.Client
-	)
 	for attempt := 0; ; attempt++ {
-		snap, leader, err = s.prepareRestore(ctx, cfg)
+		snap, cut, err := s.restoreOnce(ctx, cfg, deps, start)
 		if err == nil {
-			break
+			return backup.Report{Key: snap.object.Key, Size: snap.size, SHA256: snap.sha256, RaftIndex: snap.info.Index, Unproven: s.ignored}
 		}
-		if !retryableBeforePost(err) || attempt >= len(retryWaits) || ctx.Err() != nil {
+		if !mayRetryRestore(cut, err) || attempt >= len(retryWaits) || ctx.Err() != nil {
 			return failed(reasonOf(ctx, err), err)
 		}
 		logr.FromContextOrDiscard(ctx).Info("attempt failed; retrying", "attempt", attempt+1,
 			"reason", reasonOf(ctx, err), "error", secrets.redact(err.Error()), "wait", retryWaits[attempt].String())
 		deps.Sleep(ctx, retryWaits[attempt])
 	}
-	// Checking reads the whole object once more than posting does: its
-	// share of a long restore shows here while the post runs.
-	logr.FromContextOrDiscard(ctx).Info("snapshot checked; posting it to the active server", "key", snap.object.Key,
-		"size", snap.size, "elapsed", deps.Clock.Since(start).Round(time.Millisecond).String())
-	// The post is never retried: whether OpenBao installed a snapshot it
-	// did not confirm is not known here.
-	if err := s.post(ctx, leader, snap, cfg.Force); err != nil {
-		return failed(reasonOf(ctx, err), err)
+}
+
+// restoreOnce is one try. cut says it failed before the upload's end went
+// to OpenBao (before the post, or with the end kept back), so OpenBao
+// installed nothing; false once the end may have gone.
+func (s *runner) restoreOnce(ctx context.Context, cfg restore.ExecutorConfig, deps Deps, start time.Time) (posted, bool, error) {
+	obj, leader, err := s.prepareRestore(ctx, cfg)
+	if err != nil {
+		return posted{}, true, err
 	}
-	return backup.Report{Key: snap.object.Key, Size: snap.size, SHA256: snap.sha256, RaftIndex: snap.info.Index, Unproven: s.ignored}
+	logr.FromContextOrDiscard(ctx).Info("posting the snapshot to the active server, checking it on the way", "key", obj.Key,
+		"size", obj.Size, "withheld", restore.WithheldTail, "elapsed", deps.Clock.Since(start).Round(time.Millisecond).String())
+	return s.post(ctx, leader, obj, cfg)
+}
+
+// mayRetryRestore says whether another try may succeed and cannot install
+// a snapshot twice: only a try that failed before the upload's end went
+// (cut), for a reason that may pass. Once the end went, whether OpenBao
+// installed a snapshot it did not confirm is not known here.
+func mayRetryRestore(cut bool, err error) bool {
+	return cut && retryableBeforePost(err)
 }
 
 // retryableBeforePost says whether another try of the steps before the
@@ -94,23 +98,19 @@ func retryableBeforePost(err error) bool {
 	return retryable(err)
 }
 
-// prepareRestore finds and checks the object, then logs in and finds the
-// active server. Nothing of it changes OpenBao, so it may be retried.
-func (s *runner) prepareRestore(ctx context.Context, cfg restore.ExecutorConfig) (checked, openbao.Client, error) {
+// prepareRestore finds the object, then logs in and finds the active
+// server. Nothing of it changes OpenBao, so it may be retried.
+func (s *runner) prepareRestore(ctx context.Context, cfg restore.ExecutorConfig) (objectstore.Object, openbao.Client, error) {
 	obj, err := s.resolve(ctx, cfg)
 	if err != nil {
-		return checked{}, nil, err
-	}
-	snap, err := s.check(ctx, obj, cfg.ExpectedSHA256)
-	if err != nil {
-		return checked{}, nil, err
+		return objectstore.Object{}, nil, err
 	}
 	token, err := s.auth(ctx)
 	if err != nil {
-		return checked{}, nil, stage(ReasonAuthFailed, err)
+		return objectstore.Object{}, nil, stage(ReasonAuthFailed, err)
 	}
 	leader, err := s.leaderClient(ctx, token)
-	return snap, leader, err
+	return obj, leader, err
 }
 
 // resolve stats the object named, or the newest of the cluster's.
@@ -146,27 +146,6 @@ func (s *runner) resolve(ctx context.Context, cfg restore.ExecutorConfig) (objec
 	return obj, nil
 }
 
-// check is the first read: the whole object through the snapshot check
-// and the digest, into nothing.
-func (s *runner) check(ctx context.Context, obj objectstore.Object, expected string) (checked, error) {
-	body, err := s.store.OpenVersion(ctx, obj.Key, obj.Version)
-	if err != nil {
-		return checked{}, readError(err)
-	}
-	defer body.Close()
-	r := snapshot.NewReader(body)
-	defer r.Close()
-	if _, err := io.Copy(io.Discard, r); err != nil {
-		return checked{}, readError(err)
-	}
-	snap := checked{object: obj, size: r.Size(), sha256: r.SHA256(), info: r.Info()}
-	if expected != "" && snap.sha256 != expected {
-		return checked{}, stage(restore.ReasonDigestMismatch, fmt.Errorf(
-			"object %s has SHA-256 %s, not the expected %s", obj.Key, snap.sha256, expected))
-	}
-	return snap, nil
-}
-
 // readError names what failed a read of the object: the snapshot check
 // (a corrupt or truncated object), a replaced object, or the store.
 func readError(err error) error {
@@ -176,29 +155,39 @@ func readError(err error) error {
 		return stage(restore.ReasonCorruptSnapshot, fmt.Errorf("the object is not a complete OpenBao snapshot (%s): %w", se.Reason, err))
 	case errors.Is(err, objectstore.ErrVersionChanged):
 		return stage(restore.ReasonObjectChanged, err)
-	case errors.Is(err, errReadChanged):
+	case errors.Is(err, restore.ErrDigestMismatch):
 		return stage(restore.ReasonDigestMismatch, err)
 	}
 	return stage(ReasonStoreFailed, err)
 }
 
-// post is the second read, streamed into the active server.
-func (s *runner) post(ctx context.Context, leader openbao.Client, snap checked, force bool) error {
-	body, err := s.store.OpenVersion(ctx, snap.object.Key, snap.object.Version)
+// post is the one read, streamed into the active server with its end
+// kept back until the object checked out. cut is true when the upload
+// failed before its end went: then OpenBao installed nothing.
+func (s *runner) post(ctx context.Context, leader openbao.Client, obj objectstore.Object, cfg restore.ExecutorConfig) (posted, bool, error) {
+	body, err := s.store.OpenVersion(ctx, obj.Key, obj.Version)
 	if err != nil {
-		return readError(err)
+		return posted{}, true, readError(err)
 	}
 	defer body.Close()
-	gate := &sameBytes{r: snapshot.NewReader(body), size: snap.size, sha256: snap.sha256}
-	defer gate.r.Close()
-	err = leader.RestoreSnapshot(ctx, gate, force)
-	if gate.err != nil {
-		return fmt.Errorf("%w; OpenBao received an incomplete upload and installed nothing", readError(gate.err))
+	check := snapshot.NewReader(body)
+	defer check.Close()
+	gate := newTailGate(check, cfg.ExpectedSHA256, restore.WithheldTail)
+	err = leader.RestoreSnapshot(ctx, gate, cfg.Force)
+	if gate.refusal != nil {
+		return posted{}, true, fmt.Errorf("%w; the upload to OpenBao ended without the snapshot's last bytes, so it installed nothing",
+			readError(gate.refusal))
 	}
+	if err != nil {
+		return posted{}, !gate.released, postError(err, cfg.Force)
+	}
+	return posted{object: obj, size: check.Size(), sha256: check.SHA256(), info: check.Info()}, false, nil
+}
+
+// postError names why OpenBao refused or did not confirm the post.
+func postError(err error, force bool) error {
 	var status *openbao.StatusError
 	switch {
-	case err == nil:
-		return nil
 	case !force && errors.As(err, &status) && status.Code == 400:
 		// The archive checked out (its plain checksums, sizes and
 		// structure), so what OpenBao refuses is the sealed checksums:
@@ -208,36 +197,4 @@ func (s *runner) post(ctx context.Context, leader openbao.Client, snap checked, 
 		return stage(ReasonAuthFailed, fmt.Errorf("the restore identity may not post a snapshot: %w", err))
 	}
 	return stage(restore.ReasonRestoreFailed, err)
-}
-
-// errReadChanged says the second read gave other bytes than the first.
-var errReadChanged = errors.New("the object read for the post differs from the one checked")
-
-// sameBytes passes the second read through the snapshot check and ends it
-// with io.EOF only if it is the size and digest of the first; anything
-// else fails the read, so the upload never completes.
-type sameBytes struct {
-	r      *snapshot.Reader
-	size   int64
-	sha256 string
-	err    error
-}
-
-func (g *sameBytes) Read(p []byte) (int, error) {
-	if g.err != nil {
-		return 0, g.err
-	}
-	n, err := g.r.Read(p)
-	switch {
-	case err == nil && g.r.Size() > g.size:
-		g.err = errReadChanged
-	case errors.Is(err, io.EOF) && (g.r.Size() != g.size || g.r.SHA256() != g.sha256):
-		g.err = errReadChanged
-	case err != nil && !errors.Is(err, io.EOF):
-		g.err = err
-	}
-	if g.err != nil {
-		return 0, g.err
-	}
-	return n, err
 }
