@@ -7,6 +7,7 @@ import (
 
 	"github.com/openbao/operator/internal/objectstore"
 	"github.com/openbao/operator/internal/openbao"
+	"github.com/openbao/operator/internal/restore"
 	"github.com/openbao/operator/internal/snapshot"
 )
 
@@ -39,6 +40,28 @@ func FuzzNothingAfterTheUploadIsRetried(f *testing.F) {
 		}
 		if retryable(err) {
 			t.Fatalf("%v is retried after the upload", err)
+		}
+	})
+}
+
+// FuzzNoRestoreIsRetriedOnceItsEndWent: whatever failed, a restore whose
+// upload may have reached its end is never tried again (OpenBao may have
+// installed it), and one cut before it is retried only for what may pass.
+func FuzzNoRestoreIsRetriedOnceItsEndWent(f *testing.F) {
+	f.Add(byte(0), false)
+	f.Add(byte(3), true)
+	f.Fuzz(func(t *testing.T, kind byte, cut bool) {
+		kinds := []error{
+			&openbao.TransportError{Op: "sys/storage/raft/snapshot", Err: errors.New("reset")},
+			&openbao.StatusError{Op: "sys/storage/raft/snapshot", Code: 503},
+			&objectstore.Error{Op: "get", Err: errors.New("timeout")},
+			stage(ReasonStoreFailed, errors.New("connection reset")),
+			stage(restore.ReasonDigestMismatch, restore.ErrDigestMismatch),
+			stage(restore.ReasonCorruptSnapshot, &snapshot.Error{Reason: snapshot.ReasonSnapshotTruncated}),
+		}
+		err := kinds[int(kind)%len(kinds)]
+		if mayRetryRestore(cut, err) && (!cut || !retryableBeforePost(err)) {
+			t.Fatalf("%v is retried (cut %v)", err, cut)
 		}
 	})
 }

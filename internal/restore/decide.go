@@ -217,7 +217,7 @@ func (d *Decision) begin(o Observed) {
 	now := metav1.NewTime(o.Now)
 	s.Phase, s.Step, s.StartTime = v1alpha1.RestoreRunning, v1alpha1.RestoreStepRestoring, &now
 	s.JobName = o.Cluster.RestoreJobName(o.Restore)
-	s.Reason, s.Message = ReasonJobCreated, "Job "+s.JobName+" checks the snapshot, then streams it into the active server"
+	s.Reason, s.Message = ReasonJobCreated, "Job "+s.JobName+" streams the snapshot into the active server, checking it on the way"
 	d.CreateJob = true
 }
 
@@ -334,7 +334,7 @@ func failureOf(j *Job) (reason, message string) {
 	case r.Reason == ReasonSealMismatch:
 		return r.Reason, r.Error
 	}
-	return r.Reason, r.Error + "; nothing was posted to OpenBao, the cluster's data is unchanged"
+	return r.Reason, r.Error + "; OpenBao installed nothing, the cluster's data is unchanged"
 }
 
 // verify waits for every server to be healthy and caught up with the

@@ -82,7 +82,7 @@ type restoreRun struct {
 	// The operator's only: from the creation to the step Verifying (the
 	// snapshot installed), the Job's own span from its status (whole
 	// seconds), and the executor's time before its post began (resolve,
-	// check, login, leader look-up), from its log.
+	// login, leader look-up), from its log.
 	installed, job, beforePost time.Duration
 	// settle is from the end seen to the server answering with the
 	// snapshot's data.
@@ -244,7 +244,7 @@ func (rb *restoreBench) postStart(ctx context.Context, b *testing.B, pod *corev1
 			Msg     string `json:"msg"`
 			Elapsed string `json:"elapsed"`
 		}
-		if json.Unmarshal([]byte(line), &entry) == nil && strings.HasPrefix(entry.Msg, "snapshot checked") {
+		if json.Unmarshal([]byte(line), &entry) == nil && strings.HasPrefix(entry.Msg, "posting the snapshot") {
 			d, err := time.ParseDuration(entry.Elapsed)
 			if err != nil {
 				b.Fatalf("the log of %s: elapsed %q: %v", pod.Name, entry.Elapsed, err)
@@ -252,7 +252,7 @@ func (rb *restoreBench) postStart(ctx context.Context, b *testing.B, pod *corev1
 			return d
 		}
 	}
-	b.Fatalf("the log of %s has no line \"snapshot checked\"", pod.Name)
+	b.Fatalf("the log of %s has no line \"posting the snapshot\"", pod.Name)
 	return 0
 }
 
@@ -311,10 +311,10 @@ random values written through the API (in %s), backed up once to MinIO on
 the node's bridge address (a %d MiB snapshot), then restored from that
 object %d times by the operator and by the floor, each restore after a
 write that it must undo. The operator: an OpenBaoRestore naming the key
-and its SHA-256; its Job's pod reads the object once through the snapshot
-check and a SHA-256, logs in, finds the active server and reads the object
-again into POST sys/storage/raft/snapshot; the operator then checks that
-every server is healthy and caught up. The floor: a pod streaming the same
+and its SHA-256; its Job's pod logs in, finds the active server and reads
+the object once into POST sys/storage/raft/snapshot through the snapshot
+check and a SHA-256, keeping its last MiB back until both passed; the
+operator then checks that every server is healthy and caught up. The floor: a pod streaming the same
 object through the same S3 client into the same POST, nothing else.
 
 Medians: an OpenBaoRestore takes **%.1f s** from its creation to phase

@@ -197,14 +197,17 @@ func TestRestoreRefusesAnotherClustersSnapshotAndChangesNothing(t *testing.T) {
 	}
 }
 
-// TestRestoreRefusesABadObjectBeforePostingAnything: an expected digest
-// that differs, a truncated object and a corrupted one are each refused
-// by the first read, with the restore role's token never used (the
-// server's data is unchanged and OpenBao saw no restore request).
-func TestRestoreRefusesABadObjectBeforePostingAnything(t *testing.T) {
+// TestRestoreInstallsNoBadObject: an expected digest that differs (a
+// valid snapshot of this cluster, larger than restore.WithheldTail, that
+// only its SHA-256 at its end tells apart), a truncated object and a
+// corrupted one are each refused, and OpenBao, which received all of the
+// first but its last MiB, installs none of them: the server's data is
+// unchanged.
+func TestRestoreInstallsNoBadObject(t *testing.T) {
 	t.Parallel()
 	f := newRestoreFixture(t)
 	kvWrite(t, f.bao, f.root, "before", "one")
+	writeData(t, f.bao, f.root, 8, 256<<10)
 	b := runExecutor(t, f.backupCfg)
 	if b.Failed() {
 		t.Fatalf("backup: %s: %s", b.Reason, b.Error)
@@ -228,15 +231,17 @@ func TestRestoreRefusesABadObjectBeforePostingAnything(t *testing.T) {
 	} {
 		cfg := f.restoreBase
 		cfg.Key, cfg.ExpectedSHA256 = tc.key, tc.sha
-		if r := runRestoreExecutor(t, cfg); r.Reason != tc.want {
+		logFrom := len(f.bao.Log())
+		if r := runRestoreExecutor(t, cfg); r.Reason != tc.want || !strings.Contains(r.Error, "installed nothing") {
 			t.Errorf("%s: %+v, want %s", tc.name, r, tc.want)
 		}
+		afterCutUpload(t, f.bao, logFrom)
 	}
 	if _, ok := kvRead(t, f.bao, f.root, "after"); !ok {
 		t.Error("kv/after is gone: something was restored")
 	}
-	if strings.Contains(f.bao.Log(), "installing snapshot") || strings.Contains(f.bao.Log(), "restoring snapshot") {
-		t.Error("the server installed a snapshot")
+	if installed(f.bao, 0) {
+		t.Errorf("the server installed a snapshot:\n%s", f.bao.Log())
 	}
 }
 
