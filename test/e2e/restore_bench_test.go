@@ -323,7 +323,7 @@ its creation to its end: **%.2f×** the floor. The server answers with the
 snapshot's data only some seconds after the floor's POST returns (%.1f s
 after the pod's creation, median), a wait that Succeeded includes: against
 that, **%.2f×**. Inside their pods the executor takes %.1f s, of which
-%.1f s before its post begins (mostly the check's full read), the floor
+%.1f s before its post begins (login, leader look-up), the floor
 %.1f s (%.2f×). The executor's peak RSS (VmHWM) is **%.0f MiB**, of which
 %.0f MiB anonymous (sampled every 50 ms); the rest are pages of the
 operator's own binary.
