@@ -243,7 +243,7 @@ func (r *OpenBaoRestoreReconciler) observeJob(ctx context.Context, rs *v1alpha1.
 	out := &restore.Job{Found: true, Owned: metav1.IsControlledBy(job, rs)}
 	out.Succeeded, out.Failed = jobEnded(job)
 	if !out.Succeeded && !out.Failed {
-		return out, nil
+		return executorSucceeded(ctx, r.Client, job, out)
 	}
 	for _, cond := range job.Status.Conditions {
 		if cond.Type == batchv1.JobFailed && cond.Status == corev1.ConditionTrue {
@@ -252,6 +252,22 @@ func (r *OpenBaoRestoreReconciler) observeJob(ctx context.Context, rs *v1alpha1.
 	}
 	out.Report, out.ReportRead, err = jobReport(ctx, r.Client, job, out.Succeeded)
 	return out, err
+}
+
+// executorSucceeded reads the restore's success from its pod, a second or
+// more before the Job controller marks the Job Complete (it counts the
+// pod, removes its tracking finalizer, then writes the condition), so that
+// verification starts as soon as the install returned. Only a success:
+// the executor exited 0 with a report of one, after OpenBao confirmed the
+// install, and the Job runs no other pod (backoffLimit 0). A failure
+// waits for the Job's own end, as does a report that cannot be read.
+func executorSucceeded(ctx context.Context, reader client.Reader, job *batchv1.Job, out *restore.Job) (*restore.Job, error) {
+	report, read, err := jobReport(ctx, reader, job, true)
+	if err != nil || !read || report.Failed() {
+		return out, err
+	}
+	out.Succeeded, out.Report, out.ReportRead = true, report, true
+	return out, nil
 }
 
 // observeBackup reads the restore's pre-restore OpenBaoBackup.

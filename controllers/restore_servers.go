@@ -8,12 +8,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/backup"
 	"github.com/openbao/operator/internal/pki"
 	"github.com/openbao/operator/internal/restore"
 )
@@ -143,7 +147,40 @@ func (r *OpenBaoRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// One at a time: restores of one cluster must not start side by side.
 	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.OpenBaoRestore{}).Owns(&batchv1.Job{}).
 		Watches(&v1alpha1.OpenBaoBackup{}, handler.EnqueueRequestsFromMapFunc(restoreOfPreRestoreBackup)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(restoreOfExecutorPod), builder.WithPredicates(executorEnded)).
 		Named("openbaorestore").WithOptions(controllerOptions(1)).Complete(r)
+}
+
+// restoreOfExecutorPod maps the pod of a restore Job to its restore.
+func restoreOfExecutorPod(_ context.Context, obj client.Object) []reconcile.Request {
+	labels := obj.GetLabels()
+	if labels[v1alpha1.LabelComponent] != v1alpha1.ComponentBackup || labels[v1alpha1.LabelRestore] == "" || labels[batchv1.JobNameLabel] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: labels[v1alpha1.LabelRestore]}}}
+}
+
+// executorEnded passes the update in which a pod's executor container
+// ended: the restore reads its report then, before the Job's own end
+// (which its watch on the Job brings).
+var executorEnded = predicate.Funcs{
+	CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
+	DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return false },
+	GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+	UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+		before, ok1 := e.ObjectOld.(*corev1.Pod)
+		after, ok2 := e.ObjectNew.(*corev1.Pod)
+		return ok1 && ok2 && !executorTerminated(before) && executorTerminated(after)
+	},
+}
+
+func executorTerminated(p *corev1.Pod) bool {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == backup.ExecutorName && s.State.Terminated != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // restoreOfPreRestoreBackup maps a pre-restore OpenBaoBackup to the
