@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
@@ -63,5 +64,36 @@ func TestARestoreSeesItsExecutorsSuccessBeforeTheJobsEnd(t *testing.T) {
 				t.Fatalf("decided %s/%s %s", d.Status.Phase, d.Status.Step, d.Status.Reason)
 			}
 		})
+	}
+}
+
+// TestARestoreWakesWhenItsExecutorEnds: the pod watch passes only the
+// update in which the executor container ends, and maps it to the
+// restore its labels name.
+func TestARestoreWakesWhenItsExecutorEnds(t *testing.T) {
+	pod := func(terminated bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "j-x", Namespace: "ns", Labels: map[string]string{
+			v1alpha1.LabelComponent: v1alpha1.ComponentBackup, v1alpha1.LabelRestore: "r1", batchv1.JobNameLabel: "j"}}}
+		s := corev1.ContainerStatus{Name: backup.ExecutorName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+		if terminated {
+			s.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}
+		}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{s}
+		return p
+	}
+	for name, tc := range map[string]struct {
+		before, after bool
+		want          bool
+	}{
+		"the executor ends":          {false, true, true},
+		"an ended executor's update": {true, true, false},
+		"a running executor":         {false, false, false},
+	} {
+		if got := executorEnded.Update(ctrlevent.UpdateEvent{ObjectOld: pod(tc.before), ObjectNew: pod(tc.after)}); got != tc.want {
+			t.Errorf("%s: passed %v", name, got)
+		}
+	}
+	if reqs := restoreOfExecutorPod(context.Background(), pod(true)); len(reqs) != 1 || reqs[0].Name != "r1" || reqs[0].Namespace != "ns" {
+		t.Errorf("mapped to %v", reqs)
 	}
 }
