@@ -51,6 +51,15 @@ func (r *OpenBaoClusterReconciler) view(ctx context.Context, p *pass) *openbaoVi
 	if p.openbao != nil {
 		return p.openbao
 	}
+	v := r.serverHealth(ctx, p)
+	if v.problem == "" {
+		v.raft, v.problem = r.readRaft(ctx, p, v)
+	}
+	return v
+}
+
+// serverHealth is the first half of view: each server's sys/health.
+func (r *OpenBaoClusterReconciler) serverHealth(ctx context.Context, p *pass) *openbaoView {
 	v := &openbaoView{health: map[string]upgrade.Health{}, active: map[string]bool{}, servers: map[string]openbao.Client{}}
 	p.openbao = v
 	if !p.tls.ready || r.OpenBao == nil {
@@ -68,7 +77,6 @@ func (r *OpenBaoClusterReconciler) view(ctx context.Context, p *pass) *openbaoVi
 			v.servers[pod.Name] = bao
 		}
 	}
-	v.raft, v.problem = r.readRaft(ctx, p, v)
 	return v
 }
 

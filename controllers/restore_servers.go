@@ -26,12 +26,25 @@ import (
 // the leader's committed index (openbao.RaftLagTo), and the leader's
 // autopilot verdict, as rollouts do: OpenBao's view of a pass made for
 // this read.
+//
+// While a server installs a snapshot it answers nothing, and each read
+// waits out viewReadTimeout: when no server answered sys/health, the Raft
+// reads, which would wait as long again, are not made, and the restore
+// looks again (restore.VerifyPollEarly) instead of a pass later.
 func (r *OpenBaoClusterReconciler) ObserveServers(ctx context.Context, c *v1alpha1.OpenBaoCluster) (*restore.Servers, error) {
-	p, v, err := r.observe(ctx, c)
+	p, err := r.trustedPass(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	v.measureLag(ctx)
+	v := r.serverHealth(ctx, p)
+	switch {
+	case v.problem != "":
+	case len(v.health) == 0:
+		v.problem = "no server answered sys/health"
+	default:
+		v.raft, v.problem = r.readRaft(ctx, p, v)
+		v.measureLag(ctx)
+	}
 	return serversOf(c, p, v), nil
 }
 
@@ -39,19 +52,29 @@ func (r *OpenBaoClusterReconciler) ObserveServers(ctx context.Context, c *v1alph
 // step runs, nothing is written): the pods from the cache, the CA the
 // servers are verified against from the API server.
 func (r *OpenBaoClusterReconciler) observe(ctx context.Context, c *v1alpha1.OpenBaoCluster) (*pass, *openbaoView, error) {
-	p, err := r.newPass(ctx, c)
+	p, err := r.trustedPass(ctx, c)
 	if err != nil {
 		return nil, nil, err
+	}
+	return p, r.view(ctx, p), nil
+}
+
+// trustedPass is a pass made for a read only, with the CA the servers are
+// verified against.
+func (r *OpenBaoClusterReconciler) trustedPass(ctx context.Context, c *v1alpha1.OpenBaoCluster) (*pass, error) {
+	p, err := r.newPass(ctx, c)
+	if err != nil {
+		return nil, err
 	}
 	ca, err := r.readSecret(ctx, r.APIReader, c.Namespace, c.TrustedCASecretName())
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if ca == nil {
-		return nil, nil, fmt.Errorf("secret %s with the cluster's CA does not exist", c.TrustedCASecretName())
+		return nil, fmt.Errorf("secret %s with the cluster's CA does not exist", c.TrustedCASecretName())
 	}
 	p.tls = servedTLS{caPEM: ca.Data[pki.CAKey], ready: true}
-	return p, r.view(ctx, p), nil
+	return p, nil
 }
 
 func serversOf(c *v1alpha1.OpenBaoCluster, p *pass, v *openbaoView) *restore.Servers {
