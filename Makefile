@@ -234,6 +234,13 @@ bench-idle: tools ## Benchmark 10 idle one-server clusters for 30 min on the loc
 	@rc=0; go test -run '^$$' -bench '^BenchmarkIdle$$' -benchtime 1x -timeout 120m -v ./test/e2e || rc=$$?; \
 	go run $(LOCALNODE) down -owner e2e; exit $$rc
 
+.PHONY: bench-dr
+bench-dr: tools ## Benchmark a disaster-recovery standby's RPO and RTO: primary backing up every minute, standby following, primary lost, standby promoted, on the local node (root; DR_BENCH_RUNS, default 3); writes BENCHMARKS.md.
+	@# Reuses a node that is up, else starts one and tears it down, as
+	@# bench-bootstrap does.
+	@rc=0; go test -run '^$$' -bench '^BenchmarkDR$$' -benchtime 1x -timeout 60m -v ./test/e2e || rc=$$?; \
+	go run $(LOCALNODE) down -owner e2e; exit $$rc
+
 # The OLM bundle: bundle/ (and bundle.Dockerfile) from config/manifests, by
 # operator-sdk built from its pinned wrapper module (minutes cold, once).
 BUNDLE_VERSION ?= 0.1.0

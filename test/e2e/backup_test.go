@@ -227,7 +227,7 @@ func backupStatus(ctx context.Context, t testing.TB, cl client.Client, ns string
 // waitScheduledSuccess waits for a backup of the schedule to succeed and
 // the cluster's status to show it: failures back to zero, the next slot
 // ahead.
-func waitScheduledSuccess(ctx context.Context, t *testing.T, cl client.Client, ns string) string {
+func waitScheduledSuccess(ctx context.Context, t testing.TB, cl client.Client, ns string) string {
 	t.Helper()
 	var name string
 	waitEvery(ctx, t, time.Second, 3*time.Minute, "a scheduled backup to succeed", func() (bool, string) {

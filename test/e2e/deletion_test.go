@@ -143,7 +143,7 @@ func readClusterData(ctx context.Context, t *testing.T, cl client.Client, ns str
 // dataSecrets are the Secrets that go with the data, by the policy.
 var dataSecrets = []string{"bao-unseal-key", "bao-root-token", "bao-tls-ca"}
 
-func patchDeletionPolicy(ctx context.Context, t *testing.T, cl client.Client, ns, policy string) {
+func patchDeletionPolicy(ctx context.Context, t testing.TB, cl client.Client, ns, policy string) {
 	t.Helper()
 	c := &v1alpha1.OpenBaoCluster{}
 	c.Name, c.Namespace = "bao", ns

@@ -73,7 +73,7 @@ func pluginStatusAndReport(ctx context.Context, t *testing.T, cl client.Client, 
 	return bin
 }
 
-func buildPlugin(t *testing.T) string {
+func buildPlugin(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "kubectl-openbao")
 	if err := images.GoBuild(node.RepoRoot, "./cmd/kubectl-openbao", bin); err != nil {
@@ -100,7 +100,7 @@ func serverRoles(status string) map[string]int {
 // not send to the operator's webhook (a parallel test killed the operator)
 // wrote nothing, and runs again, as a user would run it again, for up to
 // webhookDownFor.
-func runPlugin(t *testing.T, bin string, args ...string) string {
+func runPlugin(t testing.TB, bin string, args ...string) string {
 	t.Helper()
 	deadline := time.Now().Add(webhookDownFor)
 	for {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/standby"
 	"github.com/openbao/operator/test/miniotest"
 )
 
@@ -35,12 +36,18 @@ const standbyPoll = 30 * time.Second
 // standby "dr", in the other namespace, forms from its newest snapshot
 // with the copies of its Secrets a user carries across, and follows each
 // newer one; its client Service has no endpoint while it stands by. The
-// primary is deleted with DeleteAll; `kubectl openbao promote --yes
-// --wait`; the promoted standby serves every key written before the
-// primary's last snapshot, takes a write through its client Service, and
-// backs up under its own prefix, site-b, never site-a. It logs RTO (the
-// promote call to the first acknowledged write) and RPO (the age of the
-// newest data served when the primary was lost).
+// operator is killed while a restore of the standby runs: the restore
+// ends and the standby follows on. The primary is deleted with DeleteAll;
+// `kubectl openbao promote --yes`, the operator killed at once, then
+// `kubectl openbao promote --yes --wait`; the promoted standby serves
+// every key written before the primary's last snapshot, takes a write
+// through its client Service, and backs up under its own prefix, site-b,
+// never site-a. A watch of site-b counts what posts snapshots (each
+// restore Job and its pod): no snapshot was posted twice, none after the
+// promotion, and the promotion was announced at most once. It logs RTO
+// (the promote call to the first acknowledged write, here with a kill in
+// it; make bench-dr measures it without) and RPO (the age of the newest
+// data served when the primary was lost).
 //
 // Both clusters have one server: what a standby follows is the snapshot
 // path (a backup Job, the store, a restore Job), which is the same for one
@@ -52,29 +59,75 @@ func TestAStandbyInAnotherNamespaceFollowsItsSourceAndIsPromotedWhenTheSourceIsL
 	cl := backupClient(t)
 	ctx := context.Background()
 	start := time.Now()
-	m := startBridgeMinIO(t)
-	plugin := buildPlugin(t)
-	siteA := createNamespace(ctx, t, cl, "e2e-site-a")
-	siteB := createNamespace(ctx, t, cl, "e2e-site-b")
+	d := startDRDrill(ctx, t, cl, startBridgeMinIO(t), buildPlugin(t), "e2e-site", func(siteB string) *postLog { return watchPosts(ctx, t, siteB) })
+	d.follow(ctx, t, func() { d.killDuringStandbyRestore(ctx, t) })
+	loss := d.lose(ctx, t)
+	rto := d.promote(ctx, t, func() {
+		at := promotionState(ctx, t, cl, d.siteB)
+		killReserved(ctx, t, cl)
+		logf("the operator killed right after `kubectl openbao promote dr --yes` returned: %s", at)
+	})
+	logf("RTO %s with the operator killed in it: `kubectl openbao promote dr --yes` to the first acknowledged write through the client Service",
+		rto.Round(100*time.Millisecond))
+	logf("RPO %s: %s", loss.rpo().Round(time.Second), loss)
+	d.checkPromoted(ctx, t, loss.served)
+	checkOwnFirstBackup(ctx, t, cl, d.m, d.siteA, d.siteB)
+	if n := eventCount(ctx, t, cl, d.siteB, standby.ReasonPromoted); n > 1 {
+		t.Errorf("%d Promoted events: the promotion was announced more than once", n)
+	}
+	logf("the standby test took %s", time.Since(start).Round(time.Second))
+	assertNoLeaks(ctx, t, cl, d.siteA, map[string]string{"the primary's root token": d.root})
+	assertNoLeaks(ctx, t, cl, d.siteB, nil)
+}
 
-	createOneServerCluster(ctx, t, cl, siteA)
+// drDrill is a disaster-recovery drill: a primary "bao" in siteA backing
+// up every minute under site-a of the MinIO bucket, and a standby "dr" in
+// siteB following it; the test and BenchmarkDR take its steps in turn.
+type drDrill struct {
+	cl           client.Client
+	m            *miniotest.Server
+	plugin       string
+	siteA, siteB string
+	root         string
+	primary      *baoAPI
+	drService    *baoAPI
+	keys         *writtenKeys
+	posts        *postLog
+	// promotedAt is status.standby.promotedAt once promoted.
+	promotedAt time.Time
+}
+
+// startDRDrill forms the primary, writes k0, backs it up every minute,
+// and forms the standby from its first scheduled backup; watch, when not
+// nil, starts watching siteB before anything is created there.
+func startDRDrill(ctx context.Context, t testing.TB, cl client.Client, m *miniotest.Server, plugin, prefix string,
+	watch func(siteB string) *postLog) *drDrill {
+	t.Helper()
+	start := time.Now()
+	d := &drDrill{cl: cl, m: m, plugin: plugin, keys: &writtenKeys{}}
+	d.siteA, d.siteB = createNamespace(ctx, t, cl, prefix+"-a"), createNamespace(ctx, t, cl, prefix+"-b")
+	if watch != nil {
+		d.posts = watch(d.siteB)
+		// Also when a wait fails: a snapshot posted twice may be why.
+		t.Cleanup(func() { d.posts.check(t, d.promotedAt) })
+	}
+	createOneServerCluster(ctx, t, cl, d.siteA)
 	waitFor(ctx, t, 5*time.Minute, "the primary Running with the operator's identity", func() (bool, string) {
-		st := clusterStatus(ctx, t, cl, siteA, "bao")
+		st := clusterStatus(ctx, t, cl, d.siteA, "bao")
 		return st["phase"] == "Running" && st["identityConfigured"] == true, fmt.Sprint(st["phase"], st["conditions"])
 	})
-	root := string(secretData(ctx, t, cl, siteA, "bao-root-token", "token"))
-	primary := activeOneServer(ctx, t, cl, siteA, "bao", root)
-	primary.call(t, http.MethodPost, "sys/mounts/kv", map[string]any{"type": "kv"})
-	keys := &writtenKeys{}
-	keys.write(t, primary, "k0")
-	setBackupToMinIO(ctx, t, cl, siteA, m, "site-a", func(b *v1alpha1.BackupSpec) { b.Schedule, b.JWTAuthRole = "* * * * *", "backup" })
-	first := waitScheduledSuccess(ctx, t, cl, siteA)
-	logf("the primary's first scheduled backup %s %s after the test started", first, time.Since(start).Round(time.Second))
+	d.root = string(secretData(ctx, t, cl, d.siteA, "bao-root-token", "token"))
+	d.primary = activeOneServer(ctx, t, cl, d.siteA, "bao", d.root)
+	d.primary.call(t, http.MethodPost, "sys/mounts/kv", map[string]any{"type": "kv"})
+	d.keys.write(t, d.primary, "k0")
+	setBackupToMinIO(ctx, t, cl, d.siteA, m, "site-a", func(b *v1alpha1.BackupSpec) { b.Schedule, b.JWTAuthRole = "* * * * *", "backup" })
+	first := waitScheduledSuccess(ctx, t, cl, d.siteA)
+	logf("the primary's first scheduled backup %s %s after the drill started", first, time.Since(start).Round(time.Second))
 
-	standbyCreated := createStandby(ctx, t, cl, m, siteA, siteB)
+	standbyCreated := createStandby(ctx, t, cl, m, d.siteA, d.siteB)
 	waitFor(ctx, t, 8*time.Minute, "the standby formed from the primary's snapshot", func() (bool, string) {
-		st := standbyStatus(ctx, t, cl, siteB)
-		c := clusterTyped(ctx, t, cl, siteB, "dr")
+		st := standbyStatus(ctx, t, cl, d.siteB)
+		c := clusterTyped(ctx, t, cl, d.siteB, "dr")
 		fb := c.Status.FromBackup
 		if fb != nil && fb.Failed != "" {
 			t.Fatalf("the standby's forming restore failed: %s: %s", fb.Failed, fb.FailedMessage)
@@ -82,58 +135,111 @@ func TestAStandbyInAnotherNamespaceFollowsItsSourceAndIsPromotedWhenTheSourceIsL
 		return c.Status.Phase == "Running" && fb != nil && fb.CompletedAt != nil && st.ServedKey != "",
 			fmt.Sprintf("%s %+v %+v %v", c.Status.Phase, fb, st, c.Status.Conditions)
 	})
-	logf("the standby formed from %s %s after it was created", standbyStatus(ctx, t, cl, siteB).ServedKey, time.Since(standbyCreated).Round(time.Second))
-	drCA := secretData(ctx, t, cl, siteB, "dr-tls-ca", "ca.crt")
-	drService := clientServiceAPI(ctx, t, cl, siteB, "dr", root, drCA)
-	checkClosedWhileStandingBy(ctx, t, cl, siteB, drService)
+	logf("the standby formed from %s %s after it was created", standbyStatus(ctx, t, cl, d.siteB).ServedKey, time.Since(standbyCreated).Round(time.Second))
+	d.drService = clientServiceAPI(ctx, t, cl, d.siteB, "dr", d.root, secretData(ctx, t, cl, d.siteB, "dr-tls-ca", "ca.crt"))
+	checkClosedWhileStandingBy(ctx, t, cl, d.siteB, d.drService)
+	return d
+}
 
-	// The standby follows a write within one schedule interval plus its
-	// poll (and the restore's own time); the wait is generous, the figure
-	// is logged.
-	k1 := keys.write(t, primary, "k1")
+// follow writes k1 and waits until the standby serves a snapshot taken
+// after it: within one schedule interval plus its poll (and the restore's
+// own time); the wait is generous, the figure is logged. during, when not
+// nil, runs after the write.
+func (d *drDrill) follow(ctx context.Context, t testing.TB, during func()) time.Duration {
+	t.Helper()
+	k1 := d.keys.write(t, d.primary, "k1")
+	if during != nil {
+		during()
+	}
 	waitEvery(ctx, t, time.Second, 6*time.Minute, "the standby serves a snapshot taken after k1", func() (bool, string) {
-		st := standbyStatus(ctx, t, cl, siteB)
+		st := standbyStatus(ctx, t, d.cl, d.siteB)
 		return st.ServedTakenAt != nil && st.ServedTakenAt.After(k1), fmt.Sprintf("%+v", st)
 	})
-	logf("the standby served a snapshot taken after k1 %s after k1 was written (schedule 1m + poll %s)",
-		time.Since(k1).Round(time.Second), standbyPoll)
-	checkClosedWhileStandingBy(ctx, t, cl, siteB, drService)
+	took := time.Since(k1)
+	logf("the standby served a snapshot taken after k1 %s after k1 was written (schedule 1m + poll %s)", took.Round(time.Second), standbyPoll)
+	checkClosedWhileStandingBy(ctx, t, d.cl, d.siteB, d.drService)
+	return took
+}
 
-	keys.write(t, primary, "k2")
-	lost := losePrimary(ctx, t, cl, siteA)
-	servedAtLoss := standbyStatus(ctx, t, cl, siteB).ServedTakenAt
-	last := newestObject(ctx, t, m, backup.ObjectPrefix("site-a", siteA, "bao"))
+// drLoss is what the standby served when its primary was lost, and what
+// it serves once it took the primary's last snapshot.
+type drLoss struct {
+	lost                 time.Time
+	servedAtLoss, served v1alpha1.StandbyStatus
+	last                 string
+	caughtUp             time.Duration
+}
+
+// rpo is the age, at the loss, of the newest data the standby serves
+// once it took the primary's last snapshot: what a promotion then keeps.
+func (l drLoss) rpo() time.Duration { return l.lost.Sub(l.served.ServedTakenAt.Time) }
+
+// rpoAtLoss is the age, at the loss, of the data the standby served at
+// that moment: what a promotion at once would have kept.
+func (l drLoss) rpoAtLoss() time.Duration { return l.lost.Sub(l.servedAtLoss.ServedTakenAt.Time) }
+
+func (l drLoss) String() string {
+	return fmt.Sprintf("the primary was lost at %s; the standby serves %s, taken %s (schedule 1m, poll %s), %s after the loss; "+
+		"at the loss it served data taken %s (%s old)", l.lost.UTC().Format(time.RFC3339), l.served.ServedKey,
+		l.served.ServedTakenAt.UTC().Format(time.RFC3339), standbyPoll, l.caughtUp.Round(time.Second),
+		l.servedAtLoss.ServedTakenAt.UTC().Format(time.RFC3339), l.rpoAtLoss().Round(time.Second))
+}
+
+// lose writes k2, deletes the primary with DeleteAll and waits until the
+// standby serves the primary's last snapshot.
+func (d *drDrill) lose(ctx context.Context, t testing.TB) drLoss {
+	t.Helper()
+	d.keys.write(t, d.primary, "k2")
+	var l drLoss
+	l.servedAtLoss = standbyStatus(ctx, t, d.cl, d.siteB)
+	l.lost = losePrimary(ctx, t, d.cl, d.siteA)
+	l.last = newestObject(ctx, t, d.m, backup.ObjectPrefix("site-a", d.siteA, "bao"))
 	// Served and proven: the canary read from the standby's data after
 	// the restore names that snapshot.
-	waitEvery(ctx, t, time.Second, 5*time.Minute, "the standby serves the primary's last snapshot "+last+", its canary read", func() (bool, string) {
-		st := standbyStatus(ctx, t, cl, siteB)
-		return st.ServedKey == last && st.Proven(), fmt.Sprintf("%+v canary %+v", st, st.Canary)
+	waitEvery(ctx, t, time.Second, 5*time.Minute, "the standby serves the primary's last snapshot "+l.last+", its canary read", func() (bool, string) {
+		st := standbyStatus(ctx, t, d.cl, d.siteB)
+		return st.ServedKey == l.last && st.Proven(), fmt.Sprintf("%+v canary %+v", st, st.Canary)
 	})
-	if n := countBackups(ctx, t, cl, siteB); n != 0 {
+	l.caughtUp = time.Since(l.lost)
+	if n := countBackups(ctx, t, d.cl, d.siteB); n != 0 {
 		t.Errorf("the standby took %d backups of its own while standing by", n)
 	}
-	served := standbyStatus(ctx, t, cl, siteB)
+	l.served = standbyStatus(ctx, t, d.cl, d.siteB)
+	return l
+}
 
+// promote runs `kubectl openbao promote dr --yes --wait` and writes
+// through the client Service until a write is acknowledged; it returns
+// the time from the promote call to that acknowledgement (the RTO).
+// between, when not nil, runs between a first `promote --yes` without
+// --wait and the one that waits.
+func (d *drDrill) promote(ctx context.Context, t testing.TB, between func()) time.Duration {
+	t.Helper()
 	promoted := time.Now()
-	out := runPlugin(t, plugin, "promote", "dr", "-n", siteB, "--yes", "--wait")
-	if !strings.Contains(out, "promoted: it takes writes") {
+	if between != nil {
+		end := reserveKills(t)
+		runPlugin(t, d.plugin, "promote", "dr", "-n", d.siteB, "--yes")
+		between()
+		end()
+	}
+	out := runPlugin(t, d.plugin, "promote", "dr", "-n", d.siteB, "--yes", "--wait")
+	if !strings.Contains(out, "promoted: it takes writes") && (between == nil || !strings.Contains(out, "is already promoted")) {
 		t.Fatalf("kubectl openbao promote --yes --wait:\n%s", out)
 	}
-	acked := writeUntilAcknowledged(ctx, t, drService, "kv/after-promotion")
-	logf("RTO %s: `kubectl openbao promote dr --yes --wait` to the first acknowledged write through the client Service",
-		acked.Sub(promoted).Round(100*time.Millisecond))
-	logf("RPO %s: the primary was lost at %s; the standby serves %s, taken %s (schedule 1m, poll %s); at the loss it served data taken %s",
-		lost.Sub(served.ServedTakenAt.Time).Round(time.Second), lost.UTC().Format(time.RFC3339), served.ServedKey,
-		served.ServedTakenAt.UTC().Format(time.RFC3339), standbyPoll, servedAtLoss.UTC().Format(time.RFC3339))
-	keys.checkServed(t, drService, served.ServedTakenAt.Time)
-	if body, code := drService.read(t, "kv/after-promotion"); code != http.StatusOK || !strings.Contains(body, `"promoted"`) {
+	if at := standbyStatus(ctx, t, d.cl, d.siteB).PromotedAt; at != nil {
+		d.promotedAt = at.Time
+	}
+	return writeUntilAcknowledged(ctx, t, d.drService, "kv/after-promotion").Sub(promoted)
+}
+
+// checkPromoted: the promoted standby serves every key written before
+// its snapshot was taken, and the write taken after the promotion.
+func (d *drDrill) checkPromoted(_ context.Context, t testing.TB, served v1alpha1.StandbyStatus) {
+	t.Helper()
+	d.keys.checkServed(t, d.drService, served.ServedTakenAt.Time)
+	if body, code := d.drService.read(t, "kv/after-promotion"); code != http.StatusOK || !strings.Contains(body, `"promoted"`) {
 		t.Errorf("kv/after-promotion read back through the client Service: HTTP %d %s", code, body)
 	}
-
-	checkOwnFirstBackup(ctx, t, cl, m, siteA, siteB)
-	logf("the standby test took %s", time.Since(start).Round(time.Second))
-	assertNoLeaks(ctx, t, cl, siteA, map[string]string{"the primary's root token": root})
-	assertNoLeaks(ctx, t, cl, siteB, nil)
 }
 
 // createStandby makes, in siteB, what a user carries across from the
@@ -141,7 +247,7 @@ func TestAStandbyInAnotherNamespaceFollowsItsSourceAndIsPromotedWhenTheSourceIsL
 // its provenance key with its labels, and the store's credentials), then
 // the standby "dr" following the primary's snapshots under site-a, with
 // its own backups under site-b.
-func createStandby(ctx context.Context, t *testing.T, cl client.Client, m *miniotest.Server, siteA, siteB string) time.Time {
+func createStandby(ctx context.Context, t testing.TB, cl client.Client, m *miniotest.Server, siteA, siteB string) time.Time {
 	t.Helper()
 	copyAcross(ctx, t, cl, siteA, "bao-unseal-key", siteB, "bao-seal-key-copy", false)
 	copyAcross(ctx, t, cl, siteA, "bao-root-token", siteB, "bao-token-copy", false)
@@ -174,7 +280,7 @@ func createStandby(ctx context.Context, t *testing.T, cl client.Client, m *minio
 // copyAcross copies a Secret from one namespace to another as a user who
 // may read it does; withLabels keeps its labels (the provenance key's
 // prove that the operator wrote it) and creates it as break-glass.
-func copyAcross(ctx context.Context, t *testing.T, cl client.Client, fromNS, from, toNS, to string, withLabels bool) {
+func copyAcross(ctx context.Context, t testing.TB, cl client.Client, fromNS, from, toNS, to string, withLabels bool) {
 	t.Helper()
 	src := &corev1.Secret{}
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: fromNS, Name: from}, src); err != nil {
@@ -194,7 +300,7 @@ func copyAcross(ctx context.Context, t *testing.T, cl client.Client, fromNS, fro
 
 // checkClosedWhileStandingBy: the standby's client Service has no ready
 // endpoint, and a read through it gets no answer.
-func checkClosedWhileStandingBy(ctx context.Context, t *testing.T, cl client.Client, ns string, svc *baoAPI) {
+func checkClosedWhileStandingBy(ctx context.Context, t testing.TB, cl client.Client, ns string, svc *baoAPI) {
 	t.Helper()
 	epSlices := &discoveryv1.EndpointSliceList{}
 	if err := cl.List(ctx, epSlices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: "dr"}); err != nil {
@@ -227,7 +333,7 @@ func checkClosedWhileStandingBy(ctx context.Context, t *testing.T, cl client.Cli
 // losePrimary deletes the primary with DeleteAll and waits until it and
 // every pod of its namespace (its servers, its backup Jobs) has ended, so
 // that its last snapshot is in the store; it returns when it was lost.
-func losePrimary(ctx context.Context, t *testing.T, cl client.Client, ns string) time.Time {
+func losePrimary(ctx context.Context, t testing.TB, cl client.Client, ns string) time.Time {
 	t.Helper()
 	patchDeletionPolicy(ctx, t, cl, ns, string(v1alpha1.DeletionPolicyDeleteAll))
 	kept := keepLogsOf(ctx, t, &serverPods(ctx, t, cl, ns, 1)[0])
@@ -257,7 +363,7 @@ func losePrimary(ctx context.Context, t *testing.T, cl client.Client, ns string)
 
 // newestObject is the newest snapshot's key under prefix (names sort by
 // the time in them).
-func newestObject(ctx context.Context, t *testing.T, m *miniotest.Server, prefix string) string {
+func newestObject(ctx context.Context, t testing.TB, m *miniotest.Server, prefix string) string {
 	t.Helper()
 	keys := objectKeys(ctx, t, m, prefix)
 	if len(keys) == 0 {
@@ -266,7 +372,7 @@ func newestObject(ctx context.Context, t *testing.T, m *miniotest.Server, prefix
 	return slices.Max(keys)
 }
 
-func objectKeys(ctx context.Context, t *testing.T, m *miniotest.Server, prefix string) []string {
+func objectKeys(ctx context.Context, t testing.TB, m *miniotest.Server, prefix string) []string {
 	t.Helper()
 	var keys []string
 	for o := range m.Client.ListObjects(ctx, m.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
@@ -311,7 +417,7 @@ func checkOwnFirstBackup(ctx context.Context, t *testing.T, cl client.Client, m 
 	logf("the promoted standby's first backup: %s", b.Status.Key)
 }
 
-func countBackups(ctx context.Context, t *testing.T, cl client.Client, ns string) int {
+func countBackups(ctx context.Context, t testing.TB, cl client.Client, ns string) int {
 	t.Helper()
 	list := &v1alpha1.OpenBaoBackupList{}
 	if err := cl.List(ctx, list, client.InNamespace(ns)); err != nil {
@@ -320,7 +426,7 @@ func countBackups(ctx context.Context, t *testing.T, cl client.Client, ns string
 	return len(list.Items)
 }
 
-func clusterTyped(ctx context.Context, t *testing.T, cl client.Client, ns, name string) *v1alpha1.OpenBaoCluster {
+func clusterTyped(ctx context.Context, t testing.TB, cl client.Client, ns, name string) *v1alpha1.OpenBaoCluster {
 	t.Helper()
 	c := &v1alpha1.OpenBaoCluster{}
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
@@ -329,7 +435,7 @@ func clusterTyped(ctx context.Context, t *testing.T, cl client.Client, ns, name 
 	return c
 }
 
-func standbyStatus(ctx context.Context, t *testing.T, cl client.Client, ns string) v1alpha1.StandbyStatus {
+func standbyStatus(ctx context.Context, t testing.TB, cl client.Client, ns string) v1alpha1.StandbyStatus {
 	t.Helper()
 	if st := clusterTyped(ctx, t, cl, ns, "dr").Status.Standby; st != nil {
 		return *st
@@ -338,7 +444,7 @@ func standbyStatus(ctx context.Context, t *testing.T, cl client.Client, ns strin
 }
 
 // activeOneServer reaches server 0 of a one-server cluster.
-func activeOneServer(ctx context.Context, t *testing.T, cl client.Client, ns, cluster, root string) *baoAPI {
+func activeOneServer(ctx context.Context, t testing.TB, cl client.Client, ns, cluster, root string) *baoAPI {
 	t.Helper()
 	pod := clusterServerPods(ctx, t, cl, ns, cluster, 1)[0]
 	caPEM := secretData(ctx, t, cl, ns, cluster+"-tls-ca", "ca.crt")
@@ -347,7 +453,7 @@ func activeOneServer(ctx context.Context, t *testing.T, cl client.Client, ns, cl
 
 // clientServiceAPI reaches a cluster through its client Service, as its
 // clients do.
-func clientServiceAPI(ctx context.Context, t *testing.T, cl client.Client, ns, cluster, root string, caPEM []byte) *baoAPI {
+func clientServiceAPI(ctx context.Context, t testing.TB, cl client.Client, ns, cluster, root string, caPEM []byte) *baoAPI {
 	t.Helper()
 	svc := &corev1.Service{}
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, svc); err != nil {
@@ -360,7 +466,7 @@ func clientServiceAPI(ctx context.Context, t *testing.T, cl client.Client, ns, c
 
 // writeUntilAcknowledged writes path until OpenBao acknowledges it, and
 // returns when it did.
-func writeUntilAcknowledged(ctx context.Context, t *testing.T, b *baoAPI, path string) time.Time {
+func writeUntilAcknowledged(ctx context.Context, t testing.TB, b *baoAPI, path string) time.Time {
 	t.Helper()
 	var at time.Time
 	waitEvery(ctx, t, 100*time.Millisecond, 3*time.Minute, "a write through the promoted standby's client Service", func() (bool, string) {
@@ -388,7 +494,7 @@ type writtenKeys struct {
 	acked []time.Time
 }
 
-func (w *writtenKeys) write(t *testing.T, b *baoAPI, name string) time.Time {
+func (w *writtenKeys) write(t testing.TB, b *baoAPI, name string) time.Time {
 	t.Helper()
 	b.call(t, http.MethodPost, "kv/"+name, map[string]any{"value": "value-of-" + name})
 	at := time.Now()
@@ -398,7 +504,7 @@ func (w *writtenKeys) write(t *testing.T, b *baoAPI, name string) time.Time {
 
 // checkServed reads, through b, every key acknowledged before the served
 // snapshot was taken; later ones may or may not be there (the RPO).
-func (w *writtenKeys) checkServed(t *testing.T, b *baoAPI, takenAt time.Time) {
+func (w *writtenKeys) checkServed(t testing.TB, b *baoAPI, takenAt time.Time) {
 	t.Helper()
 	var served, after []string
 	for i, name := range w.names {
