@@ -189,7 +189,7 @@ func (p *postLog) check(t testing.TB, promotedAt time.Time) {
 		}
 	}
 	slices.Sort(posted)
-	logf("what posts snapshots, as a watch saw it: %d OpenBaoRestores, %d restore Jobs, %d of their pods; each snapshot posted once: %v",
+	logf("what posts snapshots, as a watch saw it: %d OpenBaoRestores, %d restore Jobs, %d of their pods; the snapshots they posted: %v",
 		len(p.restores), len(p.jobs), len(p.pods)-countBackupPods(p), posted)
 }
 
