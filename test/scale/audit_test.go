@@ -1,9 +1,6 @@
 package scale_test
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -11,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openbao/operator/test/auditlog"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -55,40 +53,13 @@ func enableAudit(env *envtest.Environment, dir string, users ...string) (string,
 	return path, nil
 }
 
-// auditEvent is the part of an audit.k8s.io/v1 Event the count needs.
-type auditEvent struct {
-	Stage      string    `json:"stage"`
-	Verb       string    `json:"verb"`
-	RequestURI string    `json:"requestURI"`
-	Received   time.Time `json:"requestReceivedTimestamp"`
-	StageAt    time.Time `json:"stageTimestamp"`
-	User       struct {
-		Username string `json:"username"`
-	} `json:"user"`
-}
-
-// span is a time window whose requests are counted.
-type span struct{ from, to time.Time }
-
 // countAudit counts the requests of user received in each span by verb
-// and path. A watch is counted once, when its response starts; every
-// other request when it completes.
-func countAudit(path, user string, spans ...span) ([]map[string]float64, error) {
-	out := make([]map[string]float64, len(spans))
-	for i := range out {
-		out[i] = map[string]float64{}
-	}
-	err := eachAudit(path, user, func(e auditEvent, u *url.URL) {
-		if e.Stage != stageCounted(e.Verb) || scrapeReview(u.Path) {
-			return
-		}
-		for i, s := range spans {
-			if !e.Received.Before(s.from) && e.Received.Before(s.to) {
-				out[i][e.Verb+" "+normalPath(u.Path)]++
-			}
-		}
-	})
-	return out, err
+// and path, the benchmark's own scrape reviews left out.
+func countAudit(path, user string, spans ...auditlog.Span) ([]map[string]float64, error) {
+	return auditlog.Count(path, func(e auditlog.Event) bool {
+		path, _, _ := strings.Cut(e.RequestURI, "?")
+		return e.User.Username == user && !scrapeReview(path)
+	}, normalPath, spans...)
 }
 
 // openWatches counts, by path, the watches of user open at the instant at:
@@ -97,8 +68,8 @@ func countAudit(path, user string, spans ...span) ([]map[string]float64, error) 
 // again).
 func openWatches(path, user string, at time.Time) (map[string]float64, error) {
 	out := map[string]float64{}
-	err := eachAudit(path, user, func(e auditEvent, u *url.URL) {
-		if e.Verb != "watch" || !e.StageAt.Before(at) {
+	err := auditlog.Each(path, func(e auditlog.Event, u *url.URL) {
+		if e.User.Username != user || e.Verb != "watch" || !e.StageAt.Before(at) {
 			return
 		}
 		switch e.Stage {
@@ -115,44 +86,14 @@ func openWatches(path, user string, at time.Time) (map[string]float64, error) {
 // created in the span: in an idle window, the operator's metrics endpoint
 // asks those about the benchmark's scrapes only, and its client counts
 // them as writes.
-func scrapeReviews(path, user string, s span) (float64, error) {
+func scrapeReviews(path, user string, s auditlog.Span) (float64, error) {
 	var n float64
-	err := eachAudit(path, user, func(e auditEvent, u *url.URL) {
-		if e.Stage == "ResponseComplete" && scrapeReview(u.Path) && !e.Received.Before(s.from) && e.Received.Before(s.to) {
+	err := auditlog.Each(path, func(e auditlog.Event, u *url.URL) {
+		if e.User.Username == user && e.Stage == "ResponseComplete" && scrapeReview(u.Path) && s.Holds(e.Received) {
 			n++
 		}
 	})
 	return n, err
-}
-
-// eachAudit calls fn with each audit event of user.
-func eachAudit(path, user string, fn func(auditEvent, *url.URL)) error {
-	// A rotated log would lose the start of the run without a sign.
-	if rotated, _ := filepath.Glob(strings.TrimSuffix(path, ".log") + "-*.log"); len(rotated) > 0 {
-		return fmt.Errorf("the API server rotated its audit log (%s): counts would be short", rotated[0])
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var e auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return fmt.Errorf("audit log %s: %w", path, err)
-		}
-		if e.User.Username != user {
-			continue
-		}
-		u, err := url.ParseRequestURI(e.RequestURI)
-		if err != nil {
-			continue
-		}
-		fn(e, u)
-	}
-	return sc.Err()
 }
 
 // scrapeReview says whether path is a TokenReview or SubjectAccessReview:
@@ -160,11 +101,4 @@ func eachAudit(path, user string, fn func(auditEvent, *url.URL)) error {
 // are no cost of the clusters.
 func scrapeReview(path string) bool {
 	return strings.HasSuffix(path, "/tokenreviews") || strings.HasSuffix(path, "/subjectaccessreviews")
-}
-
-func stageCounted(verb string) string {
-	if verb == "watch" {
-		return "ResponseStarted"
-	}
-	return "ResponseComplete"
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openbao/operator/test/auditlog"
 )
 
 // The harness's own pure parts are tested here; they run in `go test`
@@ -52,7 +54,7 @@ func TestCountAudit(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	counts, err := countAudit(path, operatorUser, span{time.Unix(10, 0), time.Unix(20, 0)})
+	counts, err := countAudit(path, operatorUser, auditlog.Span{From: time.Unix(10, 0), To: time.Unix(20, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}

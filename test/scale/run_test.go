@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/openbao/operator/test/auditlog"
 )
 
 // result is what one run measured.
@@ -83,7 +85,7 @@ func (h *harness) run(b *testing.B) *result {
 	r.settled, r.settleWait = h.settle(b)
 	m2, m3 := h.measureIdle(b, r)
 	if h.audit != "" {
-		h.readAudit(b, r, span{m0.at, m1.at}, span{m2.at, m3.at})
+		h.readAudit(b, r, auditlog.Span{From: m0.at, To: m1.at}, auditlog.Span{From: m2.at, To: m3.at})
 	}
 	return r
 }
@@ -166,7 +168,7 @@ func (h *harness) measureIdle(b *testing.B, r *result) (m2, m3 scrape) {
 
 // readAudit splits the operator's requests by verb and path from the API
 // server's audit log, once its batches are written.
-func (h *harness) readAudit(b *testing.B, r *result, converging, idle span) {
+func (h *harness) readAudit(b *testing.B, r *result, converging, idle auditlog.Span) {
 	b.Helper()
 	time.Sleep(auditFlush)
 	user := operatorUserOf(h.s.mode)
@@ -182,7 +184,7 @@ func (h *harness) readAudit(b *testing.B, r *result, converging, idle span) {
 	if r.idle.byMethod["POST"] -= r.scrapeReviews; r.idle.byMethod["POST"] == 0 {
 		delete(r.idle.byMethod, "POST")
 	}
-	open, err := openWatches(h.audit, user, idle.to)
+	open, err := openWatches(h.audit, user, idle.To)
 	if err != nil {
 		h.fatal(b, err)
 	}
