@@ -254,6 +254,11 @@ func jobReport(ctx context.Context, reader client.Reader, job *batchv1.Job, succ
 	}
 	var newest *corev1.ContainerStateTerminated
 	for _, p := range pods.Items {
+		// The label names the Job, but anyone who may create pods here can
+		// set it: only a pod the Job controls carries its executor's report.
+		if !metav1.IsControlledBy(&p, job) {
+			continue
+		}
 		for _, s := range p.Status.ContainerStatuses {
 			t := s.State.Terminated
 			if s.Name != backup.ExecutorName || t == nil || (t.ExitCode == 0) != succeeded {

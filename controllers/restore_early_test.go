@@ -31,17 +31,24 @@ func TestARestoreSeesItsExecutorsSuccessBeforeTheJobsEnd(t *testing.T) {
 	for name, tc := range map[string]struct {
 		exit    int32
 		message string
-		want    bool
+		// forged: a pod with the Job's label that the Job does not control.
+		forged bool
+		want   bool
 	}{
-		"a success is read from the pod":         {0, string(ok.Encode()), true},
-		"a failure waits for the Job":            {1, string(failedReport.Encode()), false},
-		"an unreadable report waits for the Job": {0, "not a report", false},
+		"a success is read from the pod":                     {0, string(ok.Encode()), false, true},
+		"a failure waits for the Job":                        {1, string(failedReport.Encode()), false, false},
+		"an unreadable report waits for the Job":             {0, "not a report", false, false},
+		"a pod with the Job's label but not its is not read": {0, string(ok.Encode()), true, false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: rs.Status.JobName, Namespace: "ns",
+			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: rs.Status.JobName, Namespace: "ns", UID: "ju",
 				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, v1alpha1.GroupVersion.WithKind("OpenBaoRestore"))}}}
+			var owners []metav1.OwnerReference
+			if !tc.forged {
+				owners = []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}
+			}
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: rs.Status.JobName + "-x", Namespace: "ns",
-				Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
+				Labels: map[string]string{batchv1.JobNameLabel: job.Name}, OwnerReferences: owners},
 				Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: backup.ExecutorName,
 					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: tc.exit, Message: tc.message}}}}}}
 			scheme := runtime.NewScheme()

@@ -458,7 +458,8 @@ func endJob(t *testing.T, job *batchv1.Job, exitCode int32, report backup.Report
 	ctx := context.Background()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x1", Namespace: job.Namespace, Labels: map[string]string{
-			batchv1.JobNameLabel: job.Name, v1alpha1.LabelCluster: "bao", v1alpha1.LabelComponent: v1alpha1.ComponentBackup}},
+			batchv1.JobNameLabel: job.Name, v1alpha1.LabelCluster: "bao", v1alpha1.LabelComponent: v1alpha1.ComponentBackup},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
 		Spec: job.Spec.Template.Spec,
 	}
 	if err := k8s.Create(ctx, pod); err != nil {

@@ -320,7 +320,9 @@ func TestARestoreWhoseJobIsDeletedMidRunNeverCreatesItAgain(t *testing.T) {
 	// A pod of the Job, still running, and the Job deleted (no garbage
 	// collector here: the pod stays, as it does until the collector runs).
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x1", Namespace: rig.ns,
-		Labels: map[string]string{batchv1.JobNameLabel: job.Name}}, Spec: job.Spec.Template.Spec}
+		Labels:          map[string]string{batchv1.JobNameLabel: job.Name},
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
+		Spec: job.Spec.Template.Spec}
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
