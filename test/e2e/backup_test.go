@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,6 +38,18 @@ import (
 
 func backupClient(t testing.TB) client.Client {
 	t.Helper()
+	cfg, s := typedConfig(t)
+	cl, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return webhookRetrying{cl}
+}
+
+// typedConfig is the node's administrator configuration and a scheme
+// that knows Kubernetes' kinds and the operator's, for typed clients.
+func typedConfig(t testing.TB) (*rest.Config, *runtime.Scheme) {
+	t.Helper()
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = v1alpha1.AddToScheme(s)
@@ -44,11 +57,7 @@ func backupClient(t testing.TB) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return webhookRetrying{cl}
+	return cfg, s
 }
 
 // bridgeGateway is the host's address on the pod bridge (the first of the

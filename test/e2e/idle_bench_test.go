@@ -5,10 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -208,15 +209,15 @@ func idleSection(r idleRun) string {
 	perResync := func(v float64) float64 { return v / float64(r.clusters) / (r.window.Minutes() / 10) }
 	kinds := map[string]float64{}
 	var rows strings.Builder
-	for _, k := range sortedKeys(r.api) {
+	for _, k := range slices.Sorted(maps.Keys(r.api)) {
 		kinds[idleKind(k)] += r.api[k]
 		fmt.Fprintf(&rows, "| API server: %s | %.0f | %.3f |\n", k, r.api[k], perMin(r.api[k]))
 	}
-	for _, k := range sortedKeys(r.own) {
+	for _, k := range slices.Sorted(maps.Keys(r.own)) {
 		fmt.Fprintf(&rows, "| API server, the operator's own namespace: %s | %.0f | (%.1f / min) |\n", k, r.own[k], r.own[k]/r.window.Minutes())
 	}
 	var baoReads, baoLogins float64
-	for _, k := range sortedKeys(r.bao) {
+	for _, k := range slices.Sorted(maps.Keys(r.bao)) {
 		if strings.HasSuffix(k, "/login") {
 			baoLogins += float64(r.bao[k])
 		} else {
@@ -262,15 +263,6 @@ Measured %s, %s.
 		kinds["write"], verdict(kinds["write"] == 0), perMin(all), verdict(perMin(all) <= 1),
 		perMin(kinds["read"]), perMin(kinds["watch"]), perMin(kinds["token"]),
 		perResync(baoReads), verdict(perResync(baoReads) <= 1), perResync(baoLogins), rows.String())
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // provenance says where figures come from: the CPUs and the commit.

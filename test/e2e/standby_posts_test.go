@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openbao/operator/api/v1alpha1"
@@ -53,13 +52,7 @@ type postedRestore struct {
 // does it list again, and the log says so.
 func watchPosts(ctx context.Context, t testing.TB, ns string) *postLog {
 	t.Helper()
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = v1alpha1.AddToScheme(s)
-	cfg, err := node.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, s := typedConfig(t)
 	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)

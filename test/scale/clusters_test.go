@@ -64,6 +64,18 @@ func createNamespaces(ctx context.Context, c client.Client, n int) error {
 // other field takes its production default) in the given number of
 // namespaces, from createWorkers goroutines.
 func createClusters(ctx context.Context, c client.Client, n, namespaces int) error {
+	return createEach(n, func(i int) error {
+		obj := minimalCluster(namespaceOf(i, namespaces), clusterName(i))
+		if err := c.Create(ctx, obj); err != nil {
+			return fmt.Errorf("create cluster %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+		}
+		return nil
+	})
+}
+
+// createEach calls create for 0..n-1 from createWorkers goroutines; a
+// worker stops at its first error, and the first error is returned.
+func createEach(n int, create func(i int) error) error {
 	var (
 		next     atomic.Int64
 		wg       sync.WaitGroup
@@ -73,9 +85,8 @@ func createClusters(ctx context.Context, c client.Client, n, namespaces int) err
 	for range createWorkers {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				obj := minimalCluster(namespaceOf(i, namespaces), clusterName(i))
-				if err := c.Create(ctx, obj); err != nil {
-					once.Do(func() { firstErr = fmt.Errorf("create cluster %s/%s: %w", obj.GetNamespace(), obj.GetName(), err) })
+				if err := create(i); err != nil {
+					once.Do(func() { firstErr = err })
 					return
 				}
 			}

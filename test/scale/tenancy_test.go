@@ -8,8 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,26 +124,14 @@ func tenantName(i int) string { return fmt.Sprintf("team-%03d", i) }
 // createTenants hands each benchmark namespace to the operator through an
 // OpenBaoTenant of its own, from createWorkers goroutines.
 func createTenants(ctx context.Context, c client.Client, namespaces int) error {
-	var (
-		next     atomic.Int64
-		wg       sync.WaitGroup
-		firstErr error
-		once     sync.Once
-	)
-	for range createWorkers {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < namespaces; i = int(next.Add(1) - 1) {
-				t := &v1alpha1.OpenBaoTenant{ObjectMeta: metav1.ObjectMeta{Name: tenantName(i)},
-					Spec: v1alpha1.OpenBaoTenantSpec{Namespaces: []string{namespaceOf(i, namespaces)}}}
-				if err := c.Create(ctx, t); err != nil {
-					once.Do(func() { firstErr = fmt.Errorf("create tenant %s: %w", t.Name, err) })
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return firstErr
+	return createEach(namespaces, func(i int) error {
+		t := &v1alpha1.OpenBaoTenant{ObjectMeta: metav1.ObjectMeta{Name: tenantName(i)},
+			Spec: v1alpha1.OpenBaoTenantSpec{Namespaces: []string{namespaceOf(i, namespaces)}}}
+		if err := c.Create(ctx, t); err != nil {
+			return fmt.Errorf("create tenant %s: %w", t.Name, err)
+		}
+		return nil
+	})
 }
 
 // waitTenantsReady polls until n tenants report Ready=True for their
