@@ -32,16 +32,19 @@ func TearDown(ctx context.Context, c Config, before Facts, logf Logf) error {
 	return nil
 }
 
-// KeepLogs copies the component logs out of the state directory, which
+// KeepLogs copies the component logs and the logs of the pods still on
+// the node (the operator's among them) out of the state directory, which
 // teardown removes, so that a failed run can be diagnosed.
 func KeepLogs(c Config, logf Logf) {
 	dst, err := os.MkdirTemp("", "localnode-logs-")
 	if err != nil {
 		return
 	}
-	if out, err := exec.Command("cp", "-r", c.logDir(), dst).CombinedOutput(); err != nil {
-		logf("could not keep logs: %v %s", err, out)
-		return
+	for _, dir := range []string{c.logDir(), c.path("pod-logs")} {
+		if out, err := exec.Command("cp", "-r", dir, dst).CombinedOutput(); err != nil {
+			logf("could not keep logs: %v %s", err, out)
+			return
+		}
 	}
-	logf("component logs kept in %s", filepath.Join(dst, "logs"))
+	logf("component logs kept in %s, pod logs in %s", filepath.Join(dst, "logs"), filepath.Join(dst, "pod-logs"))
 }
