@@ -216,7 +216,7 @@ func (d *drDrill) killDuringStandbyRestore(ctx context.Context, t *testing.T) {
 		waitEvery(ctx, t, 100*time.Millisecond, 3*time.Minute, "the standby posting a newer snapshot", func() (bool, string) {
 			st := standbyStatus(ctx, t, d.cl, d.siteB)
 			if st.RestoreKey <= posted {
-				return false, fmt.Sprintf("%+v", st)
+				return false, fmt.Sprintf("%+v; %s", st, standbyConditions(ctx, t, d.cl, d.siteB))
 			}
 			err := d.cl.Get(ctx, client.ObjectKey{Namespace: d.siteB, Name: st.Restore}, rs)
 			if apierrors.IsNotFound(err) && st.ServedKey == st.RestoreKey {

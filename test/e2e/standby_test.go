@@ -443,6 +443,21 @@ func standbyStatus(ctx context.Context, t testing.TB, cl client.Client, ns strin
 	return v1alpha1.StandbyStatus{}
 }
 
+// standbyConditions tells the standby's Standby, Degraded and Ready
+// conditions and when status was observed, for a wait's last word.
+func standbyConditions(ctx context.Context, t testing.TB, cl client.Client, ns string) string {
+	t.Helper()
+	c := clusterTyped(ctx, t, cl, ns, "dr")
+	var out []string
+	for _, cond := range c.Status.Conditions {
+		switch cond.Type {
+		case v1alpha1.ConditionStandby, v1alpha1.ConditionDegraded, v1alpha1.ConditionReady:
+			out = append(out, fmt.Sprintf("%s=%s (%s, since %s): %s", cond.Type, cond.Status, cond.Reason, cond.LastTransitionTime.UTC().Format(time.TimeOnly), cond.Message))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
 // activeOneServer reaches server 0 of a one-server cluster.
 func activeOneServer(ctx context.Context, t testing.TB, cl client.Client, ns, cluster, root string) *baoAPI {
 	t.Helper()
