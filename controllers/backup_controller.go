@@ -104,7 +104,7 @@ func (r *OpenBaoBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if d.CreateJob {
 		return r.createJob(ctx, b, o.Cluster)
 	}
-	return ctrl.Result{RequeueAfter: d.Requeue}, nil
+	return dueAfter(d.Requeue), nil
 }
 
 // observe gathers what the backup's step needs, and, for one that has not

@@ -190,7 +190,7 @@ func (r *OpenBaoClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			// The cluster changed while this pass ran; its own event, or
 			// this retry, starts a pass on the new version.
 			log.FromContext(ctx).V(1).Info("status write conflicted; retrying")
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			return dueAfter(conflictRetry), nil
 		}
 		return ctrl.Result{}, err
 	}
@@ -286,11 +286,10 @@ func (r *OpenBaoClusterReconciler) result(p *pass, stepErr error) ctrl.Result {
 	if stepErr != nil {
 		return ctrl.Result{}
 	}
-	after := p.requeue
-	if after == 0 || after > r.ResyncPeriod {
-		after = r.ResyncPeriod
+	if p.requeue == 0 || p.requeue > r.ResyncPeriod {
+		return resyncAfter(r.ResyncPeriod)
 	}
-	return ctrl.Result{RequeueAfter: after}
+	return dueAfter(p.requeue)
 }
 
 // reconcilePause owns Paused: while spec.paused holds, the pass stops here.

@@ -133,7 +133,7 @@ func (r *OpenBaoRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if d.Release {
 		return ctrl.Result{}, r.release(ctx, rs)
 	}
-	return ctrl.Result{RequeueAfter: d.Requeue}, nil
+	return dueAfter(d.Requeue), nil
 }
 
 // hold puts the finalizer on a restore that has not ended, before it can
