@@ -191,7 +191,7 @@ type idleRun struct {
 // idleKind sorts a request of the operator's at the API server: a write
 // that stores something; a TokenRequest (a create that signs a token for
 // a login to OpenBao and stores nothing); a watch (re-opened by each
-// informer, as client-go ends a watch after 5 to 10 min); or a read.
+// informer when the API server ends it); or a read.
 func idleKind(key string) string {
 	switch {
 	case strings.HasPrefix(key, "create ") && strings.HasSuffix(key, "/token"):
@@ -244,7 +244,8 @@ authenticated request; it does not audit unauthenticated ones such as sys/health
 the operator's reads of Raft progress use). The operator's requests in its own namespace (leader
 election: a cost per operator, not per cluster) are listed apart and left out of the per-cluster
 figures. A TokenRequest signs a ServiceAccount token for a login to OpenBao and stores nothing; a watch
-is counted each time an informer opens it again (client-go ends each watch after 5 to 10 min).
+is counted each time an informer opens it again: the API server ends each watch after the time it asked
+for (the operator's cache asks for 30 to 60 min since commit d523685; client-go's default is 5 to 10 min).
 
 Measured %s, %s.
 
