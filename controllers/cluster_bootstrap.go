@@ -66,6 +66,7 @@ func (r *OpenBaoClusterReconciler) observeBootstrap(ctx context.Context, p *pass
 		InitStarted:         status.InitializationStarted != nil,
 		ResetDone:           status.BootstrapReset != nil,
 		FromBackup:          c.FromBackup() != nil,
+		FromBackupRecorded:  status.FromBackup != nil || p.anyRestore,
 		ClusterCreated:      c.CreationTimestamp.Time,
 		Pod0ClaimName:       c.DataVolumeName(0),
 	}

@@ -220,7 +220,8 @@ func (r *OpenBaoClusterReconciler) newPass(ctx context.Context, c *v1alpha1.Open
 	return &pass{
 		cluster: c, status: c.Status.DeepCopy(), now: r.Clock.Now(),
 		pods: pods.Items, servers: podstate.NewSnapshot(pods.Items),
-		restoring: len(day2.Names(day2.Observe(c, nil, nil, restores).Running, day2.Restore)) > 0,
+		restoring:  len(day2.Names(day2.Observe(c, nil, nil, restores).Running, day2.Restore)) > 0,
+		anyRestore: len(restores) > 0,
 	}, nil
 }
 

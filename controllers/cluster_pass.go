@@ -36,8 +36,8 @@ type pass struct {
 	pods    []corev1.Pod
 	servers podstate.Snapshot
 	// restoring: an OpenBaoRestore of the cluster runs (day2.Observe), as
-	// the cache showed it at the start of the pass.
-	restoring bool
+	// the cache showed it at the start of the pass; anyRestore: one exists.
+	restoring, anyRestore bool
 	// openbao is OpenBao's view of the cluster, read once by the first
 	// step that needs it.
 	openbao *openbaoView

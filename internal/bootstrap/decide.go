@@ -172,16 +172,23 @@ func adopt(o Observed) Decision {
 }
 
 // provenEmpty says a wipe of pod-0 can lose nothing the operator did not
-// make: its claim was read, is not older than the cluster, and the
-// cluster is not formed from a backup.
+// make: its claim was read, is not older than the cluster, and no restore
+// of a cluster formed from a backup can have begun.
 func (o Observed) provenEmpty() bool {
-	return !o.FromBackup && o.Pod0Claim != nil && !o.Pod0Claim.PredatesCluster(o.ClusterCreated)
+	return !o.mayHoldRestoredSnapshot() && o.Pod0Claim != nil && !o.Pod0Claim.PredatesCluster(o.ClusterCreated)
 }
 
 // retainedData says pod-0's data is known to predate this cluster's own
 // initialization: a restored snapshot, or a volume older than the cluster.
 func (o Observed) retainedData() bool {
-	return o.FromBackup || o.Pod0Claim != nil && o.Pod0Claim.PredatesCluster(o.ClusterCreated)
+	return o.mayHoldRestoredSnapshot() || o.Pod0Claim != nil && o.Pod0Claim.PredatesCluster(o.ClusterCreated)
+}
+
+// mayHoldRestoredSnapshot says pod-0's data may be a restored snapshot: a
+// cluster formed from a backup whose restore may have begun. Before that,
+// a lost sys/init of such a cluster left the same empty data as any other.
+func (o Observed) mayHoldRestoredSnapshot() bool {
+	return o.FromBackup && o.FromBackupRecorded
 }
 
 // retained reports an initialized pod-0 whose data the operator must keep:
@@ -193,7 +200,7 @@ func retained(o Observed) Decision {
 	if o.Pod0Claim == nil {
 		why = fmt.Sprintf("its data volume %s could not be read, so the operator cannot tell whether it holds earlier data", o.Pod0ClaimName)
 	}
-	if o.FromBackup {
+	if o.mayHoldRestoredSnapshot() {
 		why = "this cluster is formed from a backup (spec.bootstrap.fromBackup): its data is a restored snapshot, whose root token the operator voids"
 	}
 	return degraded(ReasonRetainedData, fmt.Sprintf(

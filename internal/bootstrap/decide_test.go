@@ -227,8 +227,8 @@ func TestAResetUnderWayIsFinishedBeforeAnythingElse(t *testing.T) {
 }
 
 // TestRetainedDataIsNeitherWipedNorInitialized: a retained cluster created
-// again starts pod-0 on its old volume, and one formed from a backup holds
-// a restored snapshot; neither is ever reset, whatever
+// again starts pod-0 on its old volume, and one formed from a backup whose
+// restore may have begun holds a restored snapshot; neither is ever reset, whatever
 // initializationStarted says (an earlier release recorded it on a label's
 // word), and the status says what the user must do.
 func TestRetainedDataIsNeitherWipedNorInitialized(t *testing.T) {
@@ -245,8 +245,11 @@ func TestRetainedDataIsNeitherWipedNorInitialized(t *testing.T) {
 		{"a volume older than the cluster without an init start is reported as retained data", func(o *bootstrap.Observed) {
 			o.Pod0Claim = &bootstrap.Claim{Created: created.Add(-time.Second)}
 		}},
-		{"a cluster formed from a backup is never wiped, even on a new volume", func(o *bootstrap.Observed) {
-			o.InitStarted, o.FromBackup, o.Pod0Claim = true, true, &bootstrap.Claim{Created: created.Add(time.Second)}
+		{"a cluster formed from a backup whose restore is recorded is never wiped, even on a new volume", func(o *bootstrap.Observed) {
+			o.InitStarted, o.FromBackup, o.FromBackupRecorded, o.Pod0Claim = true, true, true, &bootstrap.Claim{Created: created.Add(time.Second)}
+		}},
+		{"nor is a cluster formed from a backup without an init start of this operator's", func(o *bootstrap.Observed) {
+			o.FromBackup, o.FromBackupRecorded, o.Pod0Claim = true, true, &bootstrap.Claim{Created: created.Add(time.Second)}
 		}},
 		{"a claim that could not be found proves nothing, so nothing is wiped", func(o *bootstrap.Observed) {
 			o.InitStarted = true
@@ -271,6 +274,16 @@ func TestRetainedDataIsNeitherWipedNorInitialized(t *testing.T) {
 	sameSecond.InitStarted, sameSecond.Pod0Claim = true, &bootstrap.Claim{Created: created.Truncate(time.Second)}
 	if d := bootstrap.Decide(sameSecond); d.Action != bootstrap.ActionReset {
 		t.Errorf("a claim of the cluster's own second is its own: got %s/%s, want Reset", d.Action, d.Reason)
+	}
+	// A cluster formed from a backup restores only once status says it is
+	// initialized, which needs the root token stored: before its restore
+	// is recorded, a cut-off sys/init left empty data (the drill copy of
+	// the e2e, its operator killed inside sys/init, stayed RetainedData).
+	lostBeforeRestore := base
+	lostBeforeRestore.InitStarted, lostBeforeRestore.FromBackup = true, true
+	lostBeforeRestore.Pod0Claim = &bootstrap.Claim{Created: created.Add(time.Second)}
+	if d := bootstrap.Decide(lostBeforeRestore); d.Action != bootstrap.ActionReset {
+		t.Errorf("a cluster formed from a backup whose sys/init was cut off before any restore: got %s/%s, want Reset", d.Action, d.Reason)
 	}
 }
 

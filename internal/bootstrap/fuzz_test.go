@@ -14,24 +14,26 @@ import (
 // existing root-token Secret, no adoption a label alone asserts, no wipe
 // of a cluster that may hold data or was reset before, and every outcome
 // has a reason. The wipe invariant: no reset unless the recorded sys/init
-// outcome is unknown (initializationStarted still set) and pod-0's claim is
-// known not to predate the cluster, which is not formed from a backup.
+// outcome is unknown (initializationStarted still set), pod-0's claim is
+// known not to predate the cluster, and no restore of a cluster formed
+// from a backup can have begun.
 func FuzzDecide(f *testing.F) {
-	f.Add(true, true, "false", false, false, false, false, false, "", int32(0), 0, int64(0), false, false, false, false, true, int64(10))
-	f.Add(true, true, "", true, true, false, false, false, "CrashLoopBackOff", int32(5), 2, int64(3), false, false, false, false, true, int64(0))
-	f.Add(true, true, "true", false, false, true, true, false, "", int32(0), 0, int64(0), false, false, false, false, false, int64(0))
-	f.Add(true, true, "true", true, true, false, false, false, "", int32(0), 0, int64(0), true, false, false, false, true, int64(5))
-	f.Add(true, true, "false", true, true, false, false, false, "", int32(0), 0, int64(0), true, false, false, false, true, int64(-3600))
-	f.Add(true, true, "false", true, true, false, false, false, "", int32(0), 0, int64(0), true, false, false, true, true, int64(5))
-	f.Add(false, false, "", false, false, false, false, false, "", int32(0), 0, int64(0), false, true, true, false, false, int64(0))
+	f.Add(true, true, "false", false, false, false, false, false, "", int32(0), 0, int64(0), false, false, false, false, true, int64(10), true)
+	f.Add(true, true, "", true, true, false, false, false, "CrashLoopBackOff", int32(5), 2, int64(3), false, false, false, false, true, int64(0), true)
+	f.Add(true, true, "true", false, false, true, true, false, "", int32(0), 0, int64(0), false, false, false, false, false, int64(0), true)
+	f.Add(true, true, "true", true, true, false, false, false, "", int32(0), 0, int64(0), true, false, false, false, true, int64(5), true)
+	f.Add(true, true, "false", true, true, false, false, false, "", int32(0), 0, int64(0), true, false, false, false, true, int64(-3600), true)
+	f.Add(true, true, "false", true, true, false, false, false, "", int32(0), 0, int64(0), true, false, false, true, true, int64(5), true)
+	f.Add(false, false, "", false, false, false, false, false, "", int32(0), 0, int64(0), false, true, true, false, false, int64(0), true)
+	f.Add(true, true, "true", true, true, false, false, false, "", int32(0), 0, int64(0), true, false, false, true, true, int64(5), false)
 	f.Fuzz(func(t *testing.T, hasPod, running bool, initLabel string, hasHealth, healthInit, selfInit, secret, statusInit bool,
 		waiting string, restarts int32, failures int, sinceFailure int64, initStarted, resetDone, resetPending bool,
-		fromBackup, hasClaim bool, claimAfterCluster int64) {
+		fromBackup, hasClaim bool, claimAfterCluster int64, restoreRecorded bool) {
 		obs := bootstrap.Observed{
 			Initialized: statusInit, SelfInit: selfInit, RootTokenSecretExists: secret,
 			InitFailures: failures, Now: now, LastInitFailure: now.Add(-time.Duration(sinceFailure)),
 			InitStarted: initStarted, ResetDone: resetDone, ResetPending: resetDone && resetPending,
-			FromBackup: fromBackup, ClusterCreated: now.Add(-time.Hour),
+			FromBackup: fromBackup, FromBackupRecorded: restoreRecorded, ClusterCreated: now.Add(-time.Hour),
 		}
 		if hasClaim {
 			obs.Pod0Claim = &bootstrap.Claim{Created: obs.ClusterCreated.Add(time.Duration(claimAfterCluster) * time.Second)}
@@ -77,9 +79,9 @@ func FuzzDecide(f *testing.F) {
 				t.Errorf("reset with Secret %v, self-init %v", secret, selfInit)
 			case resetDone || !initStarted || obs.Health == nil || !obs.Health.Initialized:
 				t.Errorf("reset without a first, confirmed, cut-off sys/init: %+v", obs)
-			case fromBackup || obs.Pod0Claim == nil || obs.Pod0Claim.Created.Before(obs.ClusterCreated):
-				t.Errorf("reset of data that may predate this cluster's own init (from backup %v, claim %+v): %+v",
-					fromBackup, obs.Pod0Claim, obs)
+			case fromBackup && restoreRecorded || obs.Pod0Claim == nil || obs.Pod0Claim.Created.Before(obs.ClusterCreated):
+				t.Errorf("reset of data that may predate this cluster's own init (from backup %v, its restore recorded %v, claim %+v): %+v",
+					fromBackup, restoreRecorded, obs.Pod0Claim, obs)
 			}
 		}
 		// Adoption only on proof: sys/health said initialized.

@@ -29,7 +29,14 @@ type Observed struct {
 	ClusterCreated time.Time
 	// FromBackup is spec.bootstrap.fromBackup: the cluster's data is a
 	// restored snapshot, whose root token the operator voids by design.
-	FromBackup bool
+	// FromBackupRecorded says its restore may have begun: status records
+	// the from-backup restore, or an OpenBaoRestore of the cluster exists.
+	// Until then the data can only be the operator's own sys/init: a
+	// restore starts only once status says the cluster is initialized
+	// (the from-backup step, and every restore's preflight), which this
+	// operator writes only after storing the root token.
+	FromBackup         bool
+	FromBackupRecorded bool
 
 	// Status: status.initialized and status.selfInitialized.
 	Initialized     bool

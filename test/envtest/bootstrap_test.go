@@ -223,3 +223,74 @@ func assertEventWith(t *testing.T, rec *events.FakeRecorder, reason string) {
 		}
 	}
 }
+
+// TestAnInitCutShortOfAClusterFormedFromABackup: a cluster of
+// spec.bootstrap.fromBackup is initialized empty first, and restored only
+// once status says it is initialized. An operator killed inside that
+// sys/init (the e2e's drill copy, Degraded RetainedData for good) left
+// empty data as any cluster's: it is reset once like any other. Once a
+// restore of the cluster exists, its data may be a restored snapshot:
+// never wiped, RetainedData says what to do.
+func TestAnInitCutShortOfAClusterFormedFromABackup(t *testing.T) {
+	for _, tc := range []struct {
+		name, ns    string
+		restoreMade bool
+		want        string
+	}{
+		{"before any restore it is reset", "lost-fb", false, bootstrap.ReasonResettingLostInitialization},
+		{"with a restore of it it is kept", "kept-fb", true, bootstrap.ReasonRetainedData},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			createNamespace(t, tc.ns)
+			seal := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "source-seal", Namespace: tc.ns},
+				Data: map[string][]byte{"key": []byte(strings.Repeat("k", 32))}}
+			if err := k8s.Create(ctx, seal); err != nil {
+				t.Fatal(err)
+			}
+			c := newCluster(t, tc.ns, `
+metadata: {name: boot}
+spec:
+  version: 2.4.0
+  replicas: 3
+  bootstrap: {fromBackup: {target: {endpoint: "https://s3.example.com", bucket: backups}, latest: true, unsealKeySecretRef: {name: source-seal}}}
+`)
+			if err := k8s.Create(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			started := metav1.Now()
+			c.Status.InitializationStarted = &started
+			if err := k8s.Status().Update(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			if tc.restoreMade {
+				rs := &v1alpha1.OpenBaoRestore{ObjectMeta: metav1.ObjectMeta{Name: "boot-from-backup", Namespace: tc.ns},
+					Spec: v1alpha1.OpenBaoRestoreSpec{ClusterName: "boot", Source: v1alpha1.RestoreSource{Bootstrap: true}}}
+				if err := k8s.Create(ctx, rs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			oldPod := initializedPod0(t, tc.ns)
+			dataClaim(t, tc.ns, "data-boot-0")
+			bao := &openbaofake.Client{HealthAnswer: openbao.Health{Initialized: true}}
+			rec := events.NewFakeRecorder(50)
+			r := reconcilerWith(t, bao, rec)
+			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
+			reconcileCluster(t, r, req)
+
+			latest := getCluster(t, req.NamespacedName)
+			assertInitializedCondition(t, latest, tc.want, false)
+			err := k8s.Get(ctx, client.ObjectKeyFromObject(oldPod), &corev1.Pod{})
+			if tc.restoreMade {
+				if err != nil || latest.Status.BootstrapReset != nil {
+					t.Fatalf("pod-0 of a cluster with a restore was wiped: %v, reset %+v", err, latest.Status.BootstrapReset)
+				}
+				assertNoEventWith(t, rec, bootstrap.ReasonResettingLostInitialization, "StaleVolumeDeleted")
+				return
+			}
+			if latest.Status.BootstrapReset == nil || !apierrors.IsNotFound(err) {
+				t.Fatalf("the lost initialization was not reset: reset %+v, old pod-0 %v", latest.Status.BootstrapReset, err)
+			}
+		})
+	}
+}
