@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -26,8 +28,11 @@ import (
 
 // goneLogs holds the logs of pods a test deleted (the managers it killed):
 // a kill must not take the evidence with it.
-var goneLogs struct {
+var goneLogs goneLogsT
+
+type goneLogsT struct {
 	sync.Mutex
+	dir   string // where writeLocked keeps them on disk
 	byPod map[string]string
 	order []string // pods in the order their logs were kept
 }
@@ -92,6 +97,35 @@ func keepLogsOf(ctx context.Context, t testing.TB, pod *corev1.Pod) (kept func()
 			goneLogs.order = append(goneLogs.order, key)
 		}
 		goneLogs.byPod[key] += text.String()
+		goneLogs.writeLocked(key)
+	}
+}
+
+// writeLocked keeps a gone pod's log on disk too, so that a failed run
+// can be read after the fact (the node's pod logs go with their pods);
+// TestMain removes the directory after a run that passed.
+func (g *goneLogsT) writeLocked(key string) {
+	if g.dir == "" {
+		dir, err := os.MkdirTemp("", "e2e-gone-pod-logs-")
+		if err != nil {
+			return
+		}
+		g.dir = dir
+	}
+	_ = os.WriteFile(filepath.Join(g.dir, strings.ReplaceAll(key, "/", "_")+".log"), []byte(g.byPod[key]), 0o600)
+}
+
+// keepGoneLogs removes the gone pods' logs after a run that passed, and
+// says where they are after one that failed.
+func keepGoneLogs(code int) {
+	goneLogs.Lock()
+	defer goneLogs.Unlock()
+	switch {
+	case goneLogs.dir == "":
+	case code == 0:
+		_ = os.RemoveAll(goneLogs.dir)
+	default:
+		logf("logs of the managers the tests killed kept in %s", goneLogs.dir)
 	}
 }
 

@@ -36,4 +36,8 @@ func requireNode(t testing.TB) { tier.Require(t) }
 
 func logf(format string, args ...any) { tier.Logf(format, args...) }
 
-func TestMain(m *testing.M) { os.Exit(tier.Main(m)) }
+func TestMain(m *testing.M) {
+	code := tier.Main(m)
+	keepGoneLogs(code)
+	os.Exit(code)
+}
