@@ -87,14 +87,7 @@ func TestAnInitCutShortIsResetOnce(t *testing.T) {
 metadata: {name: boot}
 spec: {version: 2.4.0, replicas: 3}
 `)
-	if err := k8s.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	started := metav1.Now()
-	c.Status.InitializationStarted = &started
-	if err := k8s.Status().Update(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	createWithInitStarted(t, c)
 	oldPod := initializedPod0(t, "lost")
 	oldClaim := dataClaim(t, "lost", "data-boot-0")
 	bao := &openbaofake.Client{HealthAnswer: openbao.Health{Initialized: true},
@@ -147,6 +140,20 @@ spec: {version: 2.4.0, replicas: 3}
 		t.Fatalf("after the reset: sys/init called %d times, initialized %v, reset %+v", n, latest.Status.Initialized, latest.Status.BootstrapReset)
 	}
 	assertInitializedCondition(t, latest, bootstrap.ReasonInitialized, true)
+}
+
+// createWithInitStarted creates the cluster with the start of a sys/init
+// recorded, as an operator killed inside the call leaves it.
+func createWithInitStarted(t *testing.T, c *v1alpha1.OpenBaoCluster) {
+	t.Helper()
+	if err := k8s.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	started := metav1.Now()
+	c.Status.InitializationStarted = &started
+	if err := k8s.Status().Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func initializedPod0(t *testing.T, ns string) *corev1.Pod {
@@ -255,14 +262,7 @@ spec:
   replicas: 3
   bootstrap: {fromBackup: {target: {endpoint: "https://s3.example.com", bucket: backups}, latest: true, unsealKeySecretRef: {name: source-seal}}}
 `)
-			if err := k8s.Create(ctx, c); err != nil {
-				t.Fatal(err)
-			}
-			started := metav1.Now()
-			c.Status.InitializationStarted = &started
-			if err := k8s.Status().Update(ctx, c); err != nil {
-				t.Fatal(err)
-			}
+			createWithInitStarted(t, c)
 			if tc.restoreMade {
 				rs := &v1alpha1.OpenBaoRestore{ObjectMeta: metav1.ObjectMeta{Name: "boot-from-backup", Namespace: tc.ns},
 					Spec: v1alpha1.OpenBaoRestoreSpec{ClusterName: "boot", Source: v1alpha1.RestoreSource{Bootstrap: true}}}
