@@ -61,7 +61,7 @@ func ManagerOptions(s ManagerSettings) ctrl.Options {
 		// its expiry.
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cacheOptions(s.WatchNamespaces),
-		NewCache:                      withLongWatches(s.NewCache),
+		NewCache:                      WithLongWatches(s.NewCache),
 		WebhookServer:                 webhook.NewServer(webhook.Options{Port: s.WebhookPort, CertDir: s.WebhookCertDir}),
 		// A pass inside sys/init finishes storing the token before the
 		// manager exits; the Deployment's terminationGracePeriodSeconds

@@ -25,10 +25,10 @@ import (
 // re-opened by the reflector as before; bookmarks keep it current.
 const watchLifetime = 30 * time.Minute
 
-// withLongWatches wraps a cache constructor (nil: controller-runtime's) so
+// WithLongWatches wraps a cache constructor (nil: controller-runtime's) so
 // that the cache's informers talk to the API server through a client whose
 // watches last watchLifetime or longer.
-func withLongWatches(next cache.NewCacheFunc) cache.NewCacheFunc {
+func WithLongWatches(next cache.NewCacheFunc) cache.NewCacheFunc {
 	if next == nil {
 		next = cache.New
 	}

@@ -40,6 +40,7 @@ func runProvisioner(args []string) error {
 		Scheme: newScheme(), HealthProbeBindAddress: *probeAddr,
 		// It may not watch RoleBindings: it reads the one it names, live.
 		Client:         client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&rbacv1.RoleBinding{}}}},
+		NewCache:       controllers.WithLongWatches(nil), // as the controller's
 		Metrics:        metricsserver.Options{BindAddress: "0"},
 		LeaderElection: *leaderElection, LeaderElectionID: "openbao-operator-provisioner.openbao.org",
 		LeaderElectionNamespace: *namespace, LeaderElectionReleaseOnCancel: true,
