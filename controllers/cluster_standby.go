@@ -77,7 +77,7 @@ func (r *OpenBaoClusterReconciler) reconcileStandby(ctx context.Context, p *pass
 	}
 	if len(d.Delete) > 0 {
 		names, uids := d.Delete, o.EndedUID
-		p.afterWrite(func(ctx context.Context) error { return r.deleteEndedRestores(ctx, c, names, uids) })
+		p.afterWrite(func(ctx context.Context) error { r.cleanUpEndedRestores(ctx, c, names, uids); return nil })
 	}
 	if d.Promoted {
 		ctrl.LoggerFrom(ctx).Info("standby promoted", "audit", true, "event_type", "openbao.standby.promoted", "served", d.Status.ServedKey)
@@ -229,6 +229,22 @@ func (r *OpenBaoClusterReconciler) postStandbyRestore(ctx context.Context, c *v1
 	}
 	return nil
 }
+
+// cleanUpEndedRestores deletes the ended restores and says so when it
+// cannot. It is housekeeping: a pass that failed on it would back the
+// standby's next poll off exponentially (to minutes after a few passes,
+// as with a missing right), so it is reported, never returned; each pass
+// tries again.
+func (r *OpenBaoClusterReconciler) cleanUpEndedRestores(ctx context.Context, c *v1alpha1.OpenBaoCluster, names []string,
+	uids map[string]types.UID) {
+	if err := r.deleteEndedRestores(ctx, c, names, uids); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "ended standby restores are left; the next pass tries again")
+		r.Recorder.Eventf(c, nil, "Warning", standby.ReasonStandbyCleanupFailed, "DeleteRestore",
+			"ended restores of the standby are left (it keeps following): %s", err.Error())
+	}
+}
+
+// +kubebuilder:rbac:groups=openbao.org,resources=openbaorestores,verbs=delete
 
 // deleteEndedRestores deletes earlier standby restores that have ended:
 // nothing of them is needed to post each snapshot at most once (status

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,11 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/openbao/operator/api/v1alpha1"
+	"github.com/openbao/operator/internal/standby"
 )
 
 // TestAStandbyDeletesOnlyTheEndedRestoreItSaw: the standby saw restore r
@@ -65,5 +68,33 @@ func TestAStandbyDeletesOnlyTheEndedRestoreItSaw(t *testing.T) {
 				t.Fatalf("restore %s (UID %s) stays: %v, want %v (%v)", rs.Name, tc.live, stays, tc.stays, err)
 			}
 		})
+	}
+}
+
+// TestAStandbyWhoseEndedRestoresCannotBeDeletedKeepsFollowing: the delete
+// is refused (a role without the right, as the tenancy install's was); the
+// cleanup says so in a Warning event and hands no error to the pass, whose
+// error backoff would otherwise grow until the standby stopped polling.
+func TestAStandbyWhoseEndedRestoresCannotBeDeletedKeepsFollowing(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	rs := &v1alpha1.OpenBaoRestore{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns", UID: "ended"}}
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rs).WithInterceptorFuncs(interceptor.Funcs{
+		Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Group: "openbao.org", Resource: "openbaorestores"}, "r", errors.New("no delete"))
+		}}).Build()
+	rec := events.NewFakeRecorder(5)
+	r := &OpenBaoClusterReconciler{Client: cl, Recorder: rec}
+	c := &v1alpha1.OpenBaoCluster{ObjectMeta: metav1.ObjectMeta{Name: "dr", Namespace: "ns"}}
+	r.cleanUpEndedRestores(context.Background(), c, []string{"r"}, map[string]types.UID{"r": "ended"})
+	select {
+	case e := <-rec.Events:
+		if !strings.Contains(e, "Warning "+standby.ReasonStandbyCleanupFailed) || !strings.Contains(e, "forbidden") {
+			t.Fatalf("event %q, want a Warning %s naming the refusal", e, standby.ReasonStandbyCleanupFailed)
+		}
+	default:
+		t.Fatal("no event says the ended restores are left")
 	}
 }

@@ -38,6 +38,9 @@ const (
 	// ReasonStandbyCanaryMismatch: the canary read from the served data
 	// names another snapshot, or none.
 	ReasonStandbyCanaryMismatch = "StandbyCanaryMismatch"
+	// ReasonStandbyCleanupFailed (a Warning event): restores the standby
+	// posted and that ended could not be deleted; it keeps following.
+	ReasonStandbyCleanupFailed = "StandbyCleanupFailed"
 )
 
 // canaryRetry is how soon a canary that could not be read is read again:
