@@ -22,18 +22,7 @@ const clockTicks = 100
 // whether the operator or the API server sets the pace.
 func cpuTimes() map[string]float64 {
 	out := map[string]float64{}
-	self := os.Getpid()
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, path := range stats {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		name, ppid, cpu, ok := parseStat(string(data))
-		if ok && ppid == self {
-			out[name] += cpu
-		}
-	}
+	eachChild(func(_ int, name string, cpu float64) bool { out[name] += cpu; return true })
 	if data, err := os.ReadFile("/proc/self/stat"); err == nil {
 		if _, _, cpu, ok := parseStat(string(data)); ok {
 			out["harness"] = cpu
@@ -115,6 +104,23 @@ func cpuShare(before, after map[string]float64, d time.Duration) string {
 // child named name (as /proc/<pid>/stat names it), or 0 if there is none:
 // envtest's kube-apiserver, whose share of the watches' cost is its own.
 func childRSS(name string) float64 {
+	var rss float64
+	eachChild(func(pid int, n string, _ float64) bool {
+		if n != name {
+			return true
+		}
+		if _, r, err := procStatus(pid); err == nil {
+			rss = r
+			return false
+		}
+		return true
+	})
+	return rss
+}
+
+// eachChild calls f with the pid, command name and CPU seconds of each
+// direct child of this process, until f returns false.
+func eachChild(f func(pid int, name string, cpu float64) bool) {
 	self := os.Getpid()
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, path := range stats {
@@ -122,15 +128,12 @@ func childRSS(name string) float64 {
 		if err != nil {
 			continue
 		}
-		if n, ppid, _, ok := parseStat(string(data)); ok && ppid == self && n == name {
-			pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-			if err != nil {
-				continue
-			}
-			if _, rss, err := procStatus(pid); err == nil {
-				return rss
-			}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		if err != nil {
+			continue
+		}
+		if name, ppid, cpu, ok := parseStat(string(data)); ok && ppid == self && !f(pid, name, cpu) {
+			return
 		}
 	}
-	return 0
 }
