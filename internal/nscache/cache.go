@@ -1,31 +1,37 @@
 // Package nscache is a controller-runtime cache whose namespaces change
 // while it runs. The operator holds rights on its workload kinds only in the
 // namespaces a provisioner has bound it to, and that set grows and shrinks
-// without a restart; cache.Options.DefaultNamespaces is fixed at start, so
-// this cache keeps one ordinary cache per served namespace, starts and stops
-// them as SetNamespaces says, and fans informer handlers out to all of them,
-// including namespaces added after the handlers were.
+// without a restart; cache.Options.DefaultNamespaces is fixed at start.
+//
+// Each namespaced kind has one informer, as in a cluster-wide cache, fed by
+// one watch per served namespace (spread.go): a namespace costs its
+// watches, not an informer set of its own. SetNamespaces changes the
+// namespaces under the running informers; reads in a namespace not served
+// answer NotServedError, and reads in a namespace just added wait until
+// the informer holds what it listed there.
 //
 // Kinds that clusterWide names, and cluster-scoped kinds, are served by one
 // ordinary cluster-wide cache.
 //
 // Not supported: opts.DefaultNamespaces and ByObject[...].Namespaces (the
 // namespaces come from SetNamespaces; New rejects them), and List with a
-// Continue token (as with controller-runtime's multi-namespace cache).
+// Continue token.
 package nscache
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -35,49 +41,27 @@ import (
 // Cache serves namespaced kinds from the namespaces last given to
 // SetNamespaces and the other kinds from one cluster-wide cache.
 type Cache struct {
-	cfg         *rest.Config
 	opts        cache.Options
 	clusterWide func(schema.GroupVersionKind) bool
 	cluster     cache.Cache
-	stopped     chan struct{} // closed when Start returns
+	// shared holds the namespaced kinds' informers; its own List and Watch
+	// are replaced by spreads over the served namespaces.
+	shared  cache.Cache
+	lister  client.WithWatch
+	opening chan struct{} // see kindSource.opening
+	log     logr.Logger
+	stopped chan struct{} // closed when Start returns
 
-	// setMu serializes SetNamespaces, so that the last call wins, without
-	// holding mu while the caches of new namespaces are built.
-	setMu sync.Mutex
-
-	mu         sync.Mutex
-	log        logr.Logger
-	startCtx   context.Context // nil until Start
-	stopping   bool            // Start's context ended: launch nothing more
-	running    sync.WaitGroup  // the per-namespace caches' Start calls
-	namespaces map[string]*member
-	fanouts    map[kindKey]*fanout
-	indexes    []fieldIndex
+	mu      sync.Mutex
+	started bool
+	served  []string // normalized
+	spreads map[kindKey]*spread
 }
 
 var _ cache.Cache = (*Cache)(nil)
 
-// member is the cache of one served namespace.
-type member struct {
-	ns    string
-	cache cache.Cache
-	// ctx is cancelled when the namespace leaves the served set; the
-	// cache's run, reads in flight and the handlers' gates all follow it.
-	ctx      context.Context
-	cancel   context.CancelFunc
-	launched chan struct{} // closed when the cache's Start is called
-	// informers holds this namespace's informer of each fanned-out kind;
-	// guarded by Cache.mu.
-	informers map[kindKey]cache.Informer
-}
-
-// fieldIndex is an IndexField call, kept to apply to later namespaces.
-type fieldIndex struct {
-	key   kindKey
-	obj   client.Object
-	field string
-	fn    client.IndexerFunc
-}
+// maxOpening bounds the lists and watch requests the cache has in flight.
+const maxOpening = 8
 
 // New returns the cache; give it to the manager through ctrl.Options.NewCache
 // (a closure that keeps the *Cache so the caller can call SetNamespaces).
@@ -94,13 +78,23 @@ func New(cfg *rest.Config, opts cache.Options, clusterWide func(schema.GroupVers
 	if err != nil {
 		return nil, fmt.Errorf("create the cluster-wide cache: %w", err)
 	}
-	return &Cache{
-		cfg: cfg, opts: opts, clusterWide: clusterWide, cluster: cluster,
-		stopped:    make(chan struct{}),
-		log:        log.Log.WithName("nscache"),
-		namespaces: map[string]*member{},
-		fanouts:    map[kindKey]*fanout{},
-	}, nil
+	lister, err := client.NewWithWatch(cfg, client.Options{HTTPClient: opts.HTTPClient, Scheme: opts.Scheme, Mapper: opts.Mapper})
+	if err != nil {
+		return nil, fmt.Errorf("create the namespaces' client: %w", err)
+	}
+	c := &Cache{
+		opts: opts, clusterWide: clusterWide, cluster: cluster, lister: lister,
+		log:     log.Log.WithName("nscache"),
+		opening: make(chan struct{}, maxOpening),
+		stopped: make(chan struct{}),
+		spreads: map[kindKey]*spread{},
+	}
+	sharedOpts := opts
+	sharedOpts.NewInformer = c.newInformer
+	if c.shared, err = cache.New(cfg, sharedOpts); err != nil {
+		return nil, fmt.Errorf("create the namespaced kinds' cache: %w", err)
+	}
+	return c, nil
 }
 
 // withDefaults fills in the HTTP client, scheme and RESTMapper once, so
@@ -139,33 +133,16 @@ func withDefaults(cfg *rest.Config, opts cache.Options) (cache.Options, error) {
 }
 
 // SetNamespaces makes the namespaced kinds served from exactly these
-// namespaces: it starts a cache for each new one (if Start has run; else at
-// Start) and stops the ones no longer named. Safe to call concurrently and
-// before Start.
+// namespaces: each kind's informer starts following the new ones and
+// forgets the ones no longer named. Safe to call concurrently and before
+// Start.
 func (c *Cache) SetNamespaces(namespaces []string) {
-	c.setMu.Lock()
-	defer c.setMu.Unlock()
 	want := normalize(namespaces)
 	c.mu.Lock()
-	add, remove := diff(c.namespaces, want)
-	for _, ns := range remove {
-		c.removeLocked(ns)
-	}
-	logger := c.log
-	c.mu.Unlock()
-
-	for _, ns := range add {
-		m, err := c.newMember(ns)
-		if err == nil {
-			c.mu.Lock()
-			err = c.installLocked(m)
-			c.mu.Unlock()
-		}
-		if err != nil {
-			// Left unserved: reads there answer NotServedError, and the
-			// next SetNamespaces naming it tries again.
-			logger.Error(err, "cannot serve namespace", "namespace", ns)
-		}
+	defer c.mu.Unlock()
+	c.served = want
+	for _, s := range c.spreads {
+		s.setNamespaces(want)
 	}
 }
 
@@ -173,129 +150,103 @@ func (c *Cache) SetNamespaces(namespaces []string) {
 func (c *Cache) Namespaces() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Sorted(maps.Keys(c.namespaces))
+	return slices.Clone(c.served)
 }
 
-// newMember builds, without starting it, the cache of one namespace: the
-// caller's options (label selectors by kind included) restricted to ns.
-func (c *Cache) newMember(ns string) (*member, error) {
-	opts := c.opts
-	opts.DefaultNamespaces = map[string]cache.Config{ns: {}}
-	nc, err := cache.New(c.cfg, opts)
+func (c *Cache) serves(ns string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := slices.BinarySearch(c.served, ns)
+	return ok
+}
+
+// newInformer is the shared cache's NewInformer: the informer of a
+// namespaced kind, listing and watching the served namespaces instead of
+// the whole cluster (lw, where the operator holds no rights).
+func (c *Cache) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+	key, src, err := c.sourceOf(obj)
 	if err != nil {
-		return nil, fmt.Errorf("create the cache of namespace %s: %w", ns, err)
+		// Cannot happen for objects the shared cache made from this
+		// scheme; if it does, the cluster-wide informer's refused lists
+		// say so in the log, and its reads never sync.
+		c.log.Error(err, "cannot spread the informer over the served namespaces")
+		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &member{
-		ns: ns, cache: nc, ctx: ctx, cancel: cancel,
-		launched: make(chan struct{}), informers: map[kindKey]cache.Informer{},
-	}, nil
-}
-
-// installLocked gives a new namespace the recorded indexes and the
-// fanned-out informers with their handlers, then serves it. It is one
-// critical section with the fan-outs' AddEventHandler, so a handler lands
-// in each namespace exactly once. Nothing here waits on a sync: informers
-// of a cache not yet started only register.
-func (c *Cache) installLocked(m *member) error {
-	for _, ix := range c.indexes {
-		if err := m.cache.IndexField(m.ctx, ix.obj, ix.field, ix.fn); err != nil {
-			m.cancel()
-			return fmt.Errorf("index %s in namespace %s: %w", ix.field, m.ns, err)
-		}
-	}
-	for _, f := range c.fanouts {
-		if err := f.attachLocked(m); err != nil {
-			m.cancel()
-			// The handlers attached so far must not wait on a namespace
-			// that is not served.
-			for _, f := range c.fanouts {
-				f.detachLocked(m.ns)
-			}
-			return err
-		}
-	}
-	c.namespaces[m.ns] = m
-	if c.startCtx != nil {
-		c.launchLocked(m)
-	}
-	return nil
-}
-
-// removeLocked stops serving ns at once: its cache stops (its RBAC is about
-// to go, and a reflector on a forbidden namespace logs errors forever) and
-// its handlers' gates close.
-func (c *Cache) removeLocked(ns string) {
-	m := c.namespaces[ns]
-	delete(c.namespaces, ns)
-	m.cancel()
-	for _, f := range c.fanouts {
-		f.detachLocked(ns)
-	}
-}
-
-// launchLocked runs a namespace's cache until the namespace is removed or
-// Start's context ends.
-func (c *Cache) launchLocked(m *member) {
-	if c.stopping {
-		return
-	}
-	close(m.launched)
-	runCtx, cancel := context.WithCancel(c.startCtx)
-	stop := context.AfterFunc(m.ctx, cancel)
-	logger := c.log
-	c.running.Go(func() {
-		defer stop()
-		defer cancel()
-		if err := m.cache.Start(runCtx); err != nil {
-			logger.Error(err, "the cache of a namespace stopped", "namespace", m.ns)
-		}
+	s := newSpread(key.gvk.Kind, src, c.log)
+	inf := toolscache.NewSharedIndexInformerWithOptions(s, obj, toolscache.SharedIndexInformerOptions{
+		ResyncPeriod: resync, Indexers: indexers, ObjectDescription: key.gvk.String(),
 	})
+	s.bind(inf)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.setNamespaces(c.served)
+	c.spreads[key] = s
+	return inf
 }
 
-// Start runs the cluster-wide cache and the caches of the served namespaces
-// (those set before Start too) until ctx ends.
+func (c *Cache) sourceOf(obj runtime.Object) (kindKey, *kindSource, error) {
+	gvk, err := apiutil.GVKForObject(obj, c.opts.Scheme)
+	if err != nil {
+		return kindKey{}, nil, err
+	}
+	key := keyOf(gvk, obj)
+	src, err := newSource(c.lister, c.opening, c.opts, key)
+	return key, src, err
+}
+
+// spreadOf returns the spread of a kind, nil before its informer exists.
+func (c *Cache) spreadOf(key kindKey) *spread {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.spreads[key]
+}
+
+// Start runs both caches until ctx ends.
 func (c *Cache) Start(ctx context.Context) error {
 	c.mu.Lock()
-	if c.startCtx != nil {
+	if c.started {
 		c.mu.Unlock()
 		return errors.New("nscache: already started")
 	}
-	c.startCtx = ctx
-	c.log = log.FromContext(ctx).WithName("nscache")
-	for _, m := range c.namespaces {
-		c.launchLocked(m)
+	c.started = true
+	c.mu.Unlock()
+	errs := make(chan error, 2)
+	var wg sync.WaitGroup
+	for _, part := range []cache.Cache{c.cluster, c.shared} {
+		wg.Go(func() { errs <- part.Start(ctx) })
 	}
-	c.mu.Unlock()
-
-	// The cluster-wide cache returns when ctx ends, or at once with an
-	// error, which the manager must hear about without waiting for ctx.
-	err := c.cluster.Start(ctx)
-	c.mu.Lock()
-	c.stopping = true
-	c.mu.Unlock()
+	// Either returns when ctx ends, or at once with an error, which the
+	// manager must hear about without waiting for ctx.
+	err := <-errs
+	if err == nil {
+		err = <-errs
+	}
+	go func() { wg.Wait(); close(c.stopped) }()
 	if err != nil {
-		close(c.stopped)
-		return fmt.Errorf("run the cluster-wide cache: %w", err)
+		return fmt.Errorf("run the cache: %w", err)
 	}
-	c.running.Wait()
-	close(c.stopped)
 	return nil
 }
 
-// WaitForCacheSync waits for the cluster-wide cache and every served
-// namespace's cache. A namespace removed meanwhile does not count.
+// WaitForCacheSync waits for both caches and, for each namespaced kind,
+// for every served namespace. A namespace removed meanwhile does not
+// count.
 func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
-	synced := c.cluster.WaitForCacheSync(ctx)
-	for _, m := range c.members() {
-		mctx, done := m.bind(ctx)
-		ok := m.cache.WaitForCacheSync(mctx)
-		done()
-		if !ok && m.ctx.Err() == nil {
-			synced = false
+	if !c.cluster.WaitForCacheSync(ctx) || !c.shared.WaitForCacheSync(ctx) {
+		return false
+	}
+	c.mu.Lock()
+	spreads := make([]*spread, 0, len(c.spreads))
+	for _, s := range c.spreads {
+		spreads = append(spreads, s)
+	}
+	c.mu.Unlock()
+	for _, s := range spreads {
+		if !toolscache.WaitForCacheSync(ctx.Done(), s.allSynced) {
+			return false
 		}
 	}
-	return synced
+	return true
 }
 
 // IsStopped reports whether Start has returned.
@@ -308,29 +259,22 @@ func (c *Cache) IsStopped() bool {
 	}
 }
 
-// members returns the served namespaces' caches, sorted by namespace.
-func (c *Cache) members() []*member {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]*member, 0, len(c.namespaces))
-	for _, ns := range slices.Sorted(maps.Keys(c.namespaces)) {
-		out = append(out, c.namespaces[ns])
+// waitNamespace waits until the kind's informer holds what it listed in ns,
+// or ns is no longer served (NotServedError), or ctx ends.
+func (c *Cache) waitNamespace(ctx context.Context, key kindKey, ns string) error {
+	ticker := time.NewTicker(syncPoll)
+	defer ticker.Stop()
+	for {
+		if !c.serves(ns) {
+			return &NotServedError{Namespace: ns, GVK: key.gvk}
+		}
+		if s := c.spreadOf(key); s != nil && s.namespaceSynced(ns) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the %s informer to sync namespace %s: %w", key.gvk, ns, ctx.Err())
+		case <-ticker.C:
+		}
 	}
-	return out
-}
-
-// member returns the cache of ns, or nil when ns is not served.
-func (c *Cache) member(ns string) *member {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.namespaces[ns]
-}
-
-// bind returns ctx, also cancelled when the namespace is removed, so that a
-// read or a wait on a removed namespace's cache does not block until the
-// caller gives up.
-func (m *member) bind(ctx context.Context) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(m.ctx, cancel)
-	return ctx, func() { stop(); cancel() }
 }

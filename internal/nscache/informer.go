@@ -2,11 +2,8 @@ package nscache
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,12 +45,8 @@ func keyOf(gvk schema.GroupVersionKind, obj runtime.Object) kindKey {
 // polls at the same rate.
 const syncPoll = 100 * time.Millisecond
 
-// ErrInformerRemoved is returned by a fan-out informer after RemoveInformer
-// removed its kind.
-var ErrInformerRemoved = errors.New("nscache: the informer was removed")
-
-// GetInformer returns, for a namespaced kind, an informer fanned out over
-// the served namespaces and those added later; otherwise the cluster-wide
+// GetInformer returns, for a namespaced kind, the kind's informer over the
+// served namespaces (and those added later); otherwise the cluster-wide
 // cache's informer. Unless BlockUntilSynced(false), once the cache runs,
 // it waits until the informer has synced in every served namespace.
 func (c *Cache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
@@ -64,14 +57,19 @@ func (c *Cache) GetInformer(ctx context.Context, obj client.Object, opts ...cach
 	if !namespaced {
 		return c.cluster.GetInformer(ctx, obj, opts...)
 	}
-	f, err := c.fanoutFor(keyOf(gvk, obj), obj)
+	inner, err := c.shared.GetInformer(ctx, obj, opts...)
 	if err != nil {
 		return nil, err
 	}
-	if blockUntilSynced(opts) && c.isStarted() && !toolscache.WaitForCacheSync(ctx.Done(), f.HasSynced) {
+	s := c.spreadOf(keyOf(gvk, obj))
+	if s == nil {
+		return inner, nil // not made by newInformer: its error is in the log
+	}
+	inf := &informer{Informer: inner, s: s, stopped: c.stopped}
+	if blockUntilSynced(opts) && c.isStarted() && !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return nil, apierrors.NewTimeoutError(fmt.Sprintf("failed waiting for the %s informer to sync", gvk), 0)
 	}
-	return f, nil
+	return inf, nil
 }
 
 // GetInformerForKind is GetInformer for the scheme's type of gvk.
@@ -95,33 +93,16 @@ func blockUntilSynced(opts []cache.InformerGetOption) bool {
 	return o.BlockUntilSynced == nil || *o.BlockUntilSynced
 }
 
+// isStarted says whether Start has run: before, GetInformer only
+// registers (as controller-runtime's does).
 func (c *Cache) isStarted() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.startCtx != nil
+	return c.started
 }
 
-// fanoutFor returns the fan-out of a kind, creating it and its informer in
-// every served namespace (without waiting for them) on first use.
-func (c *Cache) fanoutFor(key kindKey, obj client.Object) (*fanout, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if f, ok := c.fanouts[key]; ok {
-		return f, nil
-	}
-	f := &fanout{c: c, key: key, proto: obj.DeepCopyObject().(client.Object), regs: map[*registration]struct{}{}}
-	for _, m := range c.namespaces {
-		if err := f.attachLocked(m); err != nil {
-			return nil, err
-		}
-	}
-	c.fanouts[key] = f
-	return f, nil
-}
-
-// RemoveInformer removes the kind's informer everywhere: from the
-// cluster-wide cache, or from every served namespace, and from those added
-// later (with its handlers and recorded indexes).
+// RemoveInformer removes the kind's informer, in the cluster-wide cache or
+// over the served namespaces (its feeds stop with it).
 func (c *Cache) RemoveInformer(ctx context.Context, obj client.Object) error {
 	gvk, namespaced, err := c.route(obj)
 	if err != nil {
@@ -130,281 +111,43 @@ func (c *Cache) RemoveInformer(ctx context.Context, obj client.Object) error {
 	if !namespaced {
 		return c.cluster.RemoveInformer(ctx, obj)
 	}
-	key := keyOf(gvk, obj)
+	if err := c.shared.RemoveInformer(ctx, obj); err != nil {
+		return err
+	}
 	c.mu.Lock()
-	if f, ok := c.fanouts[key]; ok {
-		f.removed = true
-		delete(c.fanouts, key)
-	}
-	c.indexes = slices.DeleteFunc(c.indexes, func(ix fieldIndex) bool { return ix.key == key })
-	for _, m := range c.namespaces {
-		delete(m.informers, key)
-	}
+	delete(c.spreads, keyOf(gvk, obj))
 	c.mu.Unlock()
-	for _, m := range c.members() {
-		if err := m.cache.RemoveInformer(ctx, obj); err != nil {
-			return fmt.Errorf("remove the %s informer in namespace %s: %w", gvk, m.ns, err)
-		}
-	}
 	return nil
 }
 
-// IndexField adds the index to the cluster-wide cache, or to every served
-// namespace and every namespace added later.
+// IndexField adds the index to the cache that serves the kind.
 func (c *Cache) IndexField(ctx context.Context, obj client.Object, field string, extractValue client.IndexerFunc) error {
-	gvk, namespaced, err := c.route(obj)
+	_, namespaced, err := c.route(obj)
 	if err != nil {
 		return err
 	}
 	if !namespaced {
 		return c.cluster.IndexField(ctx, obj, field, extractValue)
 	}
-	ix := fieldIndex{key: keyOf(gvk, obj), obj: obj.DeepCopyObject().(client.Object), field: field, fn: extractValue}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, m := range c.namespaces {
-		// The namespace's cache only registers the informer: no wait.
-		if err := m.cache.IndexField(m.ctx, ix.obj, field, extractValue); err != nil {
-			return fmt.Errorf("index %s of %s in namespace %s: %w", field, gvk, m.ns, err)
-		}
-	}
-	c.indexes = append(c.indexes, ix)
-	return nil
+	return c.shared.IndexField(ctx, obj, field, extractValue)
 }
 
-// fanout is the Informer of one namespaced kind over the served
-// namespaces. Its handlers and indexers are kept to give to namespaces
-// added later.
-type fanout struct {
-	c     *Cache
-	key   kindKey
-	proto client.Object
-	done  lazyDone
-
-	// guarded by c.mu
-	regs     map[*registration]struct{}
-	indexers []toolscache.Indexers
-	removed  bool
-}
-
-var _ cache.Informer = (*fanout)(nil)
-
-// attachLocked creates the kind's informer in a namespace's cache, with the
-// fan-out's indexers and handlers.
-func (f *fanout) attachLocked(m *member) error {
-	inf, err := m.cache.GetInformer(m.ctx, f.proto, cache.BlockUntilSynced(false))
-	if err != nil {
-		return fmt.Errorf("get the %s informer in namespace %s: %w", f.key.gvk, m.ns, err)
-	}
-	for _, ixs := range f.indexers {
-		if err := inf.AddIndexers(ixs); err != nil {
-			return fmt.Errorf("add indexers to %s in namespace %s: %w", f.key.gvk, m.ns, err)
-		}
-	}
-	for r := range f.regs {
-		if err := r.attachLocked(m, inf); err != nil {
-			return err
-		}
-	}
-	m.informers[f.key] = inf
-	return nil
-}
-
-// detachLocked forgets a removed namespace: its informer stops with its
-// cache, and the handlers' gates there are closed already.
-func (f *fanout) detachLocked(ns string) {
-	for r := range f.regs {
-		delete(r.perNS, ns)
-	}
-}
-
-// informers returns the kind's informer in each served namespace.
-func (f *fanout) informers() []cache.Informer {
-	f.c.mu.Lock()
-	defer f.c.mu.Unlock()
-	out := make([]cache.Informer, 0, len(f.c.namespaces))
-	for _, m := range f.c.namespaces {
-		if inf, ok := m.informers[f.key]; ok {
-			out = append(out, inf)
-		}
-	}
-	return out
-}
-
-func (f *fanout) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-	return f.add(h, func(inf cache.Informer, h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-		return inf.AddEventHandler(h)
-	})
-}
-
-func (f *fanout) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHandler, period time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
-	return f.add(h, func(inf cache.Informer, h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-		return inf.AddEventHandlerWithResyncPeriod(h, period)
-	})
-}
-
-func (f *fanout) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, o toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
-	return f.add(h, func(inf cache.Informer, h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-		return inf.AddEventHandlerWithOptions(h, o)
-	})
-}
-
-// add attaches the handler in every served namespace, in the critical
-// section that also installs namespaces, and keeps it for later ones.
-func (f *fanout) add(h toolscache.ResourceEventHandler, addTo addFunc) (toolscache.ResourceEventHandlerRegistration, error) {
-	r := &registration{f: f, handler: h, addTo: addTo, perNS: map[string]nsHandle{}}
-	f.c.mu.Lock()
-	defer f.c.mu.Unlock()
-	if f.removed {
-		return nil, ErrInformerRemoved
-	}
-	for _, m := range f.c.namespaces {
-		if err := r.attachLocked(m, m.informers[f.key]); err != nil {
-			r.removeAllLocked()
-			return nil, err
-		}
-	}
-	f.regs[r] = struct{}{}
-	return r, nil
-}
-
-// RemoveEventHandler removes the handler from every namespace, and from
-// those added later.
-func (f *fanout) RemoveEventHandler(handle toolscache.ResourceEventHandlerRegistration) error {
-	r, ok := handle.(*registration)
-	if !ok || r.f != f {
-		return fmt.Errorf("nscache: the registration %T was not returned by this informer", handle)
-	}
-	f.c.mu.Lock()
-	defer f.c.mu.Unlock()
-	delete(f.regs, r)
-	return r.removeAllLocked()
-}
-
-func (f *fanout) AddIndexers(indexers toolscache.Indexers) error {
-	f.c.mu.Lock()
-	defer f.c.mu.Unlock()
-	for _, m := range f.c.namespaces {
-		if err := m.informers[f.key].AddIndexers(indexers); err != nil {
-			return fmt.Errorf("add indexers to %s in namespace %s: %w", f.key.gvk, m.ns, err)
-		}
-	}
-	f.indexers = append(f.indexers, indexers)
-	return nil
-}
-
-// HasSynced reports whether the kind's informer has synced in every served
-// namespace: vacuously true with none.
-func (f *fanout) HasSynced() bool {
-	for _, inf := range f.informers() {
-		if !inf.HasSynced() {
-			return false
-		}
-	}
-	return true
-}
-
-func (f *fanout) HasSyncedChecker() toolscache.DoneChecker { return f }
-
-func (f *fanout) Name() string { return fmt.Sprintf("nscache informer of %s", f.key.gvk) }
-
-func (f *fanout) Done() <-chan struct{} { return f.done.when(f.HasSynced, f.c.stopped) }
-
-// IsStopped follows the cache's life, not a namespace's.
-func (f *fanout) IsStopped() bool { return f.c.IsStopped() }
-
-type addFunc func(cache.Informer, toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error)
-
-// nsHandle is a handler's registration in one namespace's informer.
-type nsHandle struct {
-	informer cache.Informer
-	handle   toolscache.ResourceEventHandlerRegistration
-}
-
-// registration is a handler fanned out over the namespaces.
-type registration struct {
-	f       *fanout
-	handler toolscache.ResourceEventHandler
-	addTo   addFunc
-	removed atomic.Bool
+// informer is a namespaced kind's informer whose sync also waits for the
+// namespaces added after its first list.
+type informer struct {
+	cache.Informer
+	s       *spread
+	stopped <-chan struct{}
 	done    lazyDone
-	perNS   map[string]nsHandle // guarded by f.c.mu
 }
 
-var _ toolscache.ResourceEventHandlerRegistration = (*registration)(nil)
+func (i *informer) HasSynced() bool { return i.Informer.HasSynced() && i.s.allSynced() }
 
-func (r *registration) attachLocked(m *member, inf cache.Informer) error {
-	h, err := r.addTo(inf, &gate{ns: m.ctx, reg: r, next: r.handler})
-	if err != nil {
-		return fmt.Errorf("add a handler to %s in namespace %s: %w", r.f.key.gvk, m.ns, err)
-	}
-	r.perNS[m.ns] = nsHandle{informer: inf, handle: h}
-	return nil
-}
+func (i *informer) HasSyncedChecker() toolscache.DoneChecker { return i }
 
-func (r *registration) removeAllLocked() error {
-	r.removed.Store(true)
-	var errs []error
-	for ns, h := range r.perNS {
-		if err := h.informer.RemoveEventHandler(h.handle); err != nil {
-			errs = append(errs, fmt.Errorf("remove a handler of %s in namespace %s: %w", r.f.key.gvk, ns, err))
-		}
-		delete(r.perNS, ns)
-	}
-	return errors.Join(errs...)
-}
+func (i *informer) Name() string { return fmt.Sprintf("nscache informer of %s", i.s.kind) }
 
-// HasSynced reports whether the handler has had the initial state of every
-// served namespace.
-func (r *registration) HasSynced() bool {
-	r.f.c.mu.Lock()
-	handles := make([]toolscache.ResourceEventHandlerRegistration, 0, len(r.perNS))
-	for _, h := range r.perNS {
-		handles = append(handles, h.handle)
-	}
-	r.f.c.mu.Unlock()
-	for _, h := range handles {
-		if !h.HasSynced() {
-			return false
-		}
-	}
-	return true
-}
-
-func (r *registration) HasSyncedChecker() toolscache.DoneChecker { return r }
-
-func (r *registration) Name() string { return fmt.Sprintf("nscache handler of %s", r.f.key.gvk) }
-
-func (r *registration) Done() <-chan struct{} { return r.done.when(r.HasSynced, r.f.c.stopped) }
-
-// gate drops the events of a namespace once it is removed, or of a handler
-// once it is removed: the informer stops asynchronously, and a handler
-// must not hear from a namespace after SetNamespaces dropped it.
-type gate struct {
-	ns   context.Context
-	reg  *registration
-	next toolscache.ResourceEventHandler
-}
-
-func (g *gate) open() bool { return g.ns.Err() == nil && !g.reg.removed.Load() }
-
-func (g *gate) OnAdd(obj any, isInInitialList bool) {
-	if g.open() {
-		g.next.OnAdd(obj, isInInitialList)
-	}
-}
-
-func (g *gate) OnUpdate(oldObj, newObj any) {
-	if g.open() {
-		g.next.OnUpdate(oldObj, newObj)
-	}
-}
-
-func (g *gate) OnDelete(obj any) {
-	if g.open() {
-		g.next.OnDelete(obj)
-	}
-}
+func (i *informer) Done() <-chan struct{} { return i.done.when(i.HasSynced, i.stopped) }
 
 // lazyDone is a Done channel over a condition on a changing set of
 // namespaces: made on first use, closed the first time the condition

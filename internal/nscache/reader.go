@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
@@ -50,7 +52,8 @@ func (c *Cache) route(obj runtime.Object) (schema.GroupVersionKind, bool, error)
 	return gvk, namespaced, nil
 }
 
-// Get reads from the cache of the object's namespace.
+// Get reads from the kind's informer once it holds what it listed in the
+// object's namespace.
 func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	gvk, namespaced, err := c.route(obj)
 	if err != nil {
@@ -59,37 +62,33 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 	if !namespaced {
 		return c.cluster.Get(ctx, key, obj, opts...)
 	}
-	m := c.member(key.Namespace)
-	if m == nil {
+	if err := c.ready(ctx, keyOf(gvk, obj), obj, key.Namespace); err != nil {
+		return err
+	}
+	err = c.shared.Get(ctx, key, obj, opts...)
+	if !c.serves(key.Namespace) {
+		// Gone while read: what the informer held there is on its way out.
 		return &NotServedError{Namespace: key.Namespace, GVK: gvk}
-	}
-	return m.read(ctx, gvk, func(ctx context.Context) error {
-		return m.cache.Get(ctx, key, obj, opts...)
-	})
-}
-
-// read runs fn on the namespace's cache; a namespace removed meanwhile
-// answers NotServedError, whatever its stopped cache returned.
-func (m *member) read(ctx context.Context, gvk schema.GroupVersionKind, fn func(context.Context) error) error {
-	ctx, done := m.bind(ctx)
-	defer done()
-	err := fn(ctx)
-	var notStarted *cache.ErrCacheNotStarted
-	if errors.As(err, &notStarted) && m.isLaunched() {
-		// Served a moment ago: its Start is on its way. Wait for it, as a
-		// read waits for a new informer to sync.
-		m.cache.WaitForCacheSync(ctx)
-		err = fn(ctx)
-	}
-	if m.ctx.Err() != nil {
-		return &NotServedError{Namespace: m.ns, GVK: gvk}
 	}
 	return err
 }
 
-// List reads one namespace's cache, or with no namespace the union of the
-// served namespaces in the order of their names, honoring the selectors
-// and Limit (which truncates: there is no continuation).
+// ready makes the kind's informer (waiting for its first list, as
+// controller-runtime's reads do) and waits until it holds what it listed
+// in ns.
+func (c *Cache) ready(ctx context.Context, key kindKey, proto client.Object, ns string) error {
+	if !c.serves(ns) {
+		return &NotServedError{Namespace: ns, GVK: key.gvk}
+	}
+	if _, err := c.shared.GetInformer(ctx, proto); err != nil {
+		return err
+	}
+	return c.waitNamespace(ctx, key, ns)
+}
+
+// List reads one namespace, or with no namespace every served namespace,
+// in the order of their names, honoring the selectors and Limit (which
+// truncates: there is no continuation).
 func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	listOpts := client.ListOptions{}
 	listOpts.ApplyOptions(opts)
@@ -103,60 +102,84 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 	if !namespaced {
 		return c.cluster.List(ctx, list, opts...)
 	}
+	proto, err := c.itemOf(gvk, list)
+	if err != nil {
+		return err
+	}
+	key := keyOf(gvk, proto)
 	if listOpts.Namespace != "" {
-		m := c.member(listOpts.Namespace)
-		if m == nil {
+		if err := c.ready(ctx, key, proto, listOpts.Namespace); err != nil {
+			return err
+		}
+		err := c.shared.List(ctx, list, &listOpts)
+		if !c.serves(listOpts.Namespace) {
 			return &NotServedError{Namespace: listOpts.Namespace, GVK: gvk}
 		}
-		return m.read(ctx, gvk, func(ctx context.Context) error {
-			return m.cache.List(ctx, list, &listOpts)
-		})
+		return err
 	}
-	return c.listAll(ctx, gvk, list, listOpts)
+	return c.listAll(ctx, key, proto, list, listOpts)
 }
 
 // listAll is List over every served namespace. A namespace removed while
 // it runs is left out, as it would be a moment later.
-func (c *Cache) listAll(ctx context.Context, gvk schema.GroupVersionKind, list client.ObjectList, listOpts client.ListOptions) error {
-	var items []runtime.Object
-	var resourceVersion string
-	for _, m := range c.members() {
-		part := list.DeepCopyObject().(client.ObjectList)
-		err := m.read(ctx, gvk, func(ctx context.Context) error {
-			return m.cache.List(ctx, part, &listOpts)
-		})
+func (c *Cache) listAll(ctx context.Context, key kindKey, proto client.Object, list client.ObjectList, listOpts client.ListOptions) error {
+	for _, ns := range c.Namespaces() {
 		var notServed *NotServedError
-		if errors.As(err, &notServed) {
-			continue
-		}
-		if err != nil {
+		if err := c.ready(ctx, key, proto, ns); err != nil && !errors.As(err, &notServed) {
 			return err
 		}
-		got, err := apimeta.ExtractList(part)
-		if err != nil {
-			return fmt.Errorf("extract the items of %s in %s: %w", gvk, m.ns, err)
-		}
-		items = append(items, got...)
-		resourceVersion = part.GetResourceVersion()
-		if listOpts.Limit > 0 {
-			listOpts.Limit -= int64(len(got))
-			if listOpts.Limit <= 0 {
-				break
-			}
-		}
+	}
+	limit := listOpts.Limit
+	listOpts.Limit = 0
+	if err := c.shared.List(ctx, list, &listOpts); err != nil {
+		return err
+	}
+	items, err := apimeta.ExtractList(list)
+	if err != nil {
+		return fmt.Errorf("extract the items of %s: %w", key.gvk, err)
+	}
+	items = slices.DeleteFunc(items, func(o runtime.Object) bool {
+		m, err := apimeta.Accessor(o)
+		return err != nil || !c.serves(m.GetNamespace())
+	})
+	slices.SortStableFunc(items, func(a, b runtime.Object) int {
+		return strings.Compare(namespaceOf(a), namespaceOf(b))
+	})
+	if limit > 0 && int64(len(items)) > limit {
+		items = items[:limit]
 	}
 	if err := apimeta.SetList(list, items); err != nil {
-		return fmt.Errorf("set the items of %s: %w", gvk, err)
+		return fmt.Errorf("set the items of %s: %w", key.gvk, err)
 	}
-	list.SetResourceVersion(resourceVersion)
 	return nil
 }
 
-func (m *member) isLaunched() bool {
-	select {
-	case <-m.launched:
-		return true
-	default:
-		return false
+func namespaceOf(obj runtime.Object) string {
+	if m, err := apimeta.Accessor(obj); err == nil {
+		return m.GetNamespace()
 	}
+	return ""
+}
+
+// itemOf is an empty object of a list's kind, in the list's form.
+func (c *Cache) itemOf(gvk schema.GroupVersionKind, list client.ObjectList) (client.Object, error) {
+	switch list.(type) {
+	case runtime.Unstructured:
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		return u, nil
+	case *metav1.PartialObjectMetadataList:
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		return m, nil
+	}
+	obj, err := c.opts.Scheme.New(gvk)
+	if err != nil {
+		return nil, fmt.Errorf("make an object of %s: %w", gvk, err)
+	}
+	cobj, ok := obj.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("the scheme's type %T of %s is not a client.Object", obj, gvk)
+	}
+	return cobj, nil
 }

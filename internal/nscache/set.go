@@ -17,21 +17,3 @@ func normalize(namespaces []string) []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
-
-// diff returns the namespaces of want that served lacks (to start) and
-// those of served that want lacks (to stop), each sorted. want must be
-// normalized.
-func diff(served map[string]*member, want []string) (add, remove []string) {
-	for _, ns := range want {
-		if _, ok := served[ns]; !ok {
-			add = append(add, ns)
-		}
-	}
-	for ns := range served {
-		if _, ok := slices.BinarySearch(want, ns); !ok {
-			remove = append(remove, ns)
-		}
-	}
-	slices.Sort(remove)
-	return add, remove
-}

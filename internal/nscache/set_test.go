@@ -22,31 +22,3 @@ func TestNormalize(t *testing.T) {
 		})
 	}
 }
-
-func TestDiff(t *testing.T) {
-	served := func(names ...string) map[string]*member {
-		m := map[string]*member{}
-		for _, n := range names {
-			m[n] = &member{ns: n}
-		}
-		return m
-	}
-	tests := map[string]struct {
-		served           map[string]*member
-		want             []string
-		wantAdd, wantRem []string
-	}{
-		"from nothing every name starts":                  {served(), []string{"a", "b"}, []string{"a", "b"}, nil},
-		"to nothing every namespace stops":                {served("b", "a"), []string{}, nil, []string{"a", "b"}},
-		"the same set changes nothing":                    {served("a", "b"), []string{"a", "b"}, nil, nil},
-		"a kept namespace is neither started nor stopped": {served("a", "b"), []string{"b", "c"}, []string{"c"}, []string{"a"}},
-	}
-	for name, tt := range tests {
-		t.Run(name, func(t *testing.T) {
-			add, rem := diff(tt.served, tt.want)
-			if !slices.Equal(add, tt.wantAdd) || !slices.Equal(rem, tt.wantRem) {
-				t.Fatalf("diff = add %q remove %q, want add %q remove %q", add, rem, tt.wantAdd, tt.wantRem)
-			}
-		})
-	}
-}
