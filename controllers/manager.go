@@ -20,8 +20,10 @@ type ManagerSettings struct {
 	// zero value is the authenticated HTTPS endpoint.
 	MetricsPlainHTTP bool
 	ProbeAddr        string
-	LeaderElection   bool
-	Namespace        string // the operator's own, for the leader lease
+	// PprofAddr serves net/http/pprof; "" or "0": not served.
+	PprofAddr      string
+	LeaderElection bool
+	Namespace      string // the operator's own, for the leader lease
 	// WebhookPort and WebhookCertDir configure the admission webhook's
 	// server; it runs only once webhooks are registered (SetupWebhooks).
 	WebhookPort    int
@@ -53,6 +55,7 @@ func ManagerOptions(s ManagerSettings) ctrl.Options {
 		Scheme:                  s.Scheme,
 		Metrics:                 MetricsServerOptions(s.MetricsAddr, s.MetricsPlainHTTP),
 		HealthProbeBindAddress:  s.ProbeAddr,
+		PprofBindAddress:        s.PprofAddr,
 		LeaderElection:          s.LeaderElection,
 		LeaderElectionID:        "openbao-operator.openbao.org",
 		LeaderElectionNamespace: s.Namespace,

@@ -34,6 +34,7 @@ import (
 // managerFlags are the command-line settings of the manager.
 type managerFlags struct {
 	metricsAddr    string
+	pprofAddr      string
 	metricsSecure  bool
 	probeAddr      string
 	leaderElection bool
@@ -75,6 +76,8 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "address the Prometheus metrics endpoint binds to; \"0\" disables it")
 	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to scrapers whose token may GET /metrics (ClusterRole openbao-operator-metrics-reader); false serves plain HTTP to anyone")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz endpoints bind to")
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "",
+		"address Go's profiles (/debug/pprof/) bind to, unauthenticated: a loopback address (127.0.0.1:8082) reached by kubectl port-forward; empty or \"0\" (the default) serves none")
 	fs.BoolVar(&f.leaderElection, "leader-elect", false, "elect one active manager among replicas through a Lease")
 	fs.StringVar(&f.watchesFile, "watches-file", "", "watches.yaml to use instead of the embedded one")
 	fs.StringVar(&f.namespace, "operator-namespace", os.Getenv("OPERATOR_NAMESPACE"), "namespace the operator runs in (its pods may reach OpenBao's API port)")
@@ -143,7 +146,7 @@ func (f managerFlags) watchNamespace() []string {
 func (f managerFlags) managerSettings() controllers.ManagerSettings {
 	return controllers.ManagerSettings{
 		Scheme: newScheme(), MetricsAddr: f.metricsAddr, MetricsPlainHTTP: !f.metricsSecure,
-		ProbeAddr: f.probeAddr, LeaderElection: f.leaderElection, Namespace: f.namespace,
+		ProbeAddr: f.probeAddr, PprofAddr: f.pprofAddr, LeaderElection: f.leaderElection, Namespace: f.namespace,
 		WebhookPort: f.webhook.port, WebhookCertDir: f.webhook.certDir,
 		WatchNamespaces: f.watchNamespace(),
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -305,6 +306,7 @@ type operator struct {
 	*process
 	metricsURL   string
 	metricsToken string // a metrics reader's
+	pprofURL     string
 	workers      int
 }
 
@@ -313,8 +315,8 @@ type operator struct {
 // its workers.
 func startOperator(b *testing.B, bin, dir, kubeconfig, watches, metricsToken string, extra ...string) *operator {
 	b.Helper()
-	metrics, probe := freeAddr(b), freeAddr(b)
-	args := append([]string{"--metrics-bind-address", metrics, "--health-probe-bind-address", probe,
+	metrics, probe, pprof := freeAddr(b), freeAddr(b), freeAddr(b)
+	args := append([]string{"--metrics-bind-address", metrics, "--health-probe-bind-address", probe, "--pprof-bind-address", pprof,
 		"--operator-namespace", operatorNamespace,
 		"--operator-image", "example.invalid/openbao-operator:bench", "--wrapper-image", "example.invalid/bao-wrapper:bench",
 		"--watches-file", watches}, extra...)
@@ -326,12 +328,46 @@ func startOperator(b *testing.B, bin, dir, kubeconfig, watches, metricsToken str
 	if err != nil {
 		b.Fatalf("%v\noperator log tail:\n%s", err, p.tail(40))
 	}
-	op := &operator{process: p, metricsURL: "https://" + metrics + "/metrics", metricsToken: metricsToken}
+	op := &operator{process: p, metricsURL: "https://" + metrics + "/metrics", metricsToken: metricsToken,
+		pprofURL: "http://" + pprof + "/debug/pprof/"}
 	op.workers = workerCount(line)
 	if err := waitHTTP(ctx, op.metricsURL, metricsToken); err != nil {
 		b.Fatalf("operator metrics: %v\noperator log tail:\n%s", err, p.tail(40))
 	}
 	return op
+}
+
+// logHeap logs the largest holders of the operator's heap (after a
+// collection): where its memory goes, for the reader of a run's log.
+func (op *operator) logHeap(b *testing.B, dir string) {
+	b.Helper()
+	file := filepath.Join(dir, "operator-heap.pprof")
+	if err := download(op.pprofURL+"heap?gc=1", file); err != nil {
+		b.Logf("no heap profile of the operator: %v", err)
+		return
+	}
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-sample_index=inuse_space", "-nodecount=25", file).CombinedOutput()
+	if err != nil {
+		b.Logf("go tool pprof: %v: %s", err, out)
+		return
+	}
+	b.Logf("the operator's heap at the end (%s):\n%s", file, out)
+}
+
+func download(url, file string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, data, 0o600)
 }
 
 // workerCount reads controller-runtime's "Starting workers" log line.

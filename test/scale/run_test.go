@@ -155,6 +155,7 @@ func (h *harness) measureIdle(b *testing.B, r *result) (m2, m3 scrape) {
 	r.idleCPU = cpuShare(cpu2, cpu3, m3.at.Sub(m2.at))
 	r.queueDepth = m3.sum(metricQueueDepth, map[string]string{"name": reconcileControllerID})
 	r.peakRSS, r.endRSS = h.mustRSS(b)
+	h.op.logHeap(b, h.s.logDir)
 	var err error
 	if r.watches.end, err = h.api.watches(context.Background()); err != nil {
 		h.fatal(b, err)
