@@ -236,7 +236,7 @@ func idleSection(r idleRun) string {
 ## Idle real clusters (make bench-idle)
 
 %d one-server clusters on the local node, each in its own namespace (handed over by an OpenBaoTenant, so
-the operator keeps one informer set per namespace) with a stdout audit device, formed, then settled (no
+the operator watches each kind in each namespace) with a stdout audit device, formed, then settled (no
 write of the operator's for 1 min); then %s in which nothing changes and no server restarts, with the
 install's resync period (10 min, watches.yaml). Counted where the requests arrive: the API server's
 audit log (the operator's service accounts only) and each server's audit device (OpenBao audits every

@@ -166,9 +166,9 @@ func (r *result) markdownWatches(p func(string, ...any)) {
 
 func settleNote(r *result) string {
 	if r.settled {
-		return fmt.Sprintf("%s without a reconcile", r.s.settleQuiet)
+		return fmt.Sprintf("%s without an update, patch or delete by the operator", r.s.settleQuiet)
 	}
-	return fmt.Sprintf("%s in which reconciles never stopped for %s", r.s.settleMax, r.s.settleQuiet)
+	return fmt.Sprintf("%s in which the operator's updates, patches and deletes never stopped for %s", r.s.settleMax, r.s.settleQuiet)
 }
 
 // machineFacts describes where the figures come from: CPUs, memory, load

@@ -238,6 +238,20 @@ func diff(a, b scrape) window {
 	return w
 }
 
+// changes counts the operator's updates, patches and deletes: its writes
+// less creates (the POSTs of the metrics endpoint's token and access
+// reviews come with every scrape).
+func (s scrape) changes() float64 {
+	var n float64
+	for method, c := range s.by(metricRequests, "method", nil) {
+		switch method {
+		case http.MethodPut, http.MethodPatch, http.MethodDelete:
+			n += c
+		}
+	}
+	return n
+}
+
 // isRead: client-go labels requests with the HTTP method, so get, list and
 // watch all count as GET (HEAD and OPTIONS do not occur).
 func isRead(method string) bool {

@@ -155,9 +155,9 @@ func (r *result) print(out io.Writer) {
 	p("RSS: peak (VmHWM) %.1f MiB, after convergence %.1f MiB, at end %.1f MiB   goal peak <= %.0f MiB: %s",
 		r.peakRSS/mib, r.convergeRSS/mib, r.endRSS/mib, goalRSSMiB, met(r.peakRSS/mib <= goalRSSMiB))
 	if r.settled {
-		p("settle: no reconcile for %s after %s", r.s.settleQuiet, r.settleWait.Round(time.Second))
+		p("settle: no update, patch or delete by the operator for %s after %s", r.s.settleQuiet, r.settleWait.Round(time.Second))
 	} else {
-		p("settle: NOT quiet: reconciles never stopped for %s within %s; measuring anyway", r.s.settleQuiet, r.s.settleMax)
+		p("settle: NOT quiet: the operator's updates, patches and deletes never stopped for %s within %s; measuring anyway", r.s.settleQuiet, r.s.settleMax)
 	}
 	p("idle window %s:", time.Duration(r.idle.seconds*float64(time.Second)).Round(time.Second))
 	p("  clusters at its end: %s", formatCounts(r.states))
