@@ -74,7 +74,16 @@ func (c *Cache) GetInformer(ctx context.Context, obj client.Object, opts ...cach
 
 // GetInformerForKind is GetInformer for the scheme's type of gvk.
 func (c *Cache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
-	obj, err := c.opts.Scheme.New(gvk)
+	obj, err := newTyped(c.opts.Scheme, gvk)
+	if err != nil {
+		return nil, err
+	}
+	return c.GetInformer(ctx, obj, opts...)
+}
+
+// newTyped is an empty object of the scheme's type of gvk.
+func newTyped(scheme *runtime.Scheme, gvk schema.GroupVersionKind) (client.Object, error) {
+	obj, err := scheme.New(gvk)
 	if err != nil {
 		return nil, fmt.Errorf("make an object of %s: %w", gvk, err)
 	}
@@ -82,7 +91,7 @@ func (c *Cache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionK
 	if !ok {
 		return nil, fmt.Errorf("the scheme's type %T of %s is not a client.Object", obj, gvk)
 	}
-	return c.GetInformer(ctx, cobj, opts...)
+	return cobj, nil
 }
 
 func blockUntilSynced(opts []cache.InformerGetOption) bool {

@@ -173,13 +173,5 @@ func (c *Cache) itemOf(gvk schema.GroupVersionKind, list client.ObjectList) (cli
 		m.SetGroupVersionKind(gvk)
 		return m, nil
 	}
-	obj, err := c.opts.Scheme.New(gvk)
-	if err != nil {
-		return nil, fmt.Errorf("make an object of %s: %w", gvk, err)
-	}
-	cobj, ok := obj.(client.Object)
-	if !ok {
-		return nil, fmt.Errorf("the scheme's type %T of %s is not a client.Object", obj, gvk)
-	}
-	return cobj, nil
+	return newTyped(c.opts.Scheme, gvk)
 }

@@ -48,13 +48,9 @@ func newSource(c client.WithWatch, opening chan struct{}, opts cache.Options, ke
 		if err != nil {
 			return nil, fmt.Errorf("make a %s: %w", listGVK, err)
 		}
-		o, err := opts.Scheme.New(key.gvk)
+		obj, err := newTyped(opts.Scheme, key.gvk)
 		if err != nil {
-			return nil, fmt.Errorf("make a %s: %w", key.gvk, err)
-		}
-		obj, ok := o.(client.Object)
-		if !ok {
-			return nil, fmt.Errorf("the scheme's type %T of %s is not a client.Object", o, key.gvk)
+			return nil, err
 		}
 		src.typedList, src.typedObject = l, obj
 	}
