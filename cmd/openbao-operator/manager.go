@@ -164,6 +164,7 @@ func runManager(args []string) error {
 		return err
 	}
 	ctrl.SetLogger(logkeys.New(zap.New(zap.UseFlagOptions(&zapOpts))))
+	applySoftMemoryLimit(ctrl.Log.WithName("setup"))
 	settings, err := loadWatches(f.watchesFile)
 	if err != nil {
 		return err

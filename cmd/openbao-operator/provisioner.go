@@ -32,6 +32,7 @@ func runProvisioner(args []string) error {
 		return fmt.Errorf("set --operator-namespace (or OPERATOR_NAMESPACE)")
 	}
 	ctrl.SetLogger(logkeys.New(zap.New(zap.UseFlagOptions(&zapOpts))))
+	applySoftMemoryLimit(ctrl.Log.WithName("setup"))
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("load kubeconfig: %w", err)

@@ -1,7 +1,9 @@
 package e2e_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -194,4 +196,40 @@ func uidOfCgroup(id string) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// TestTheOperatorsHeapAimsBelowItsContainersLimit: the manager sets the Go
+// runtime's soft memory limit from its container's cgroup, so that its
+// heap is collected before the kernel kills it for memory.
+func TestTheOperatorsHeapAimsBelowItsContainersLimit(t *testing.T) {
+	cl := installOperator(t)
+	t.Parallel()
+	ctx := context.Background()
+	pod := managerPod(ctx, t, cl)
+	var limit int64
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "manager" {
+			limit = c.Resources.Limits.Memory().Value()
+		}
+	}
+	if limit == 0 {
+		t.Fatalf("the manager container of %s has no memory limit", pod.Name)
+	}
+	sc := bufio.NewScanner(strings.NewReader(podLogs(ctx, t, clientset(t), pod)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var line struct {
+			Msg       string `json:"msg"`
+			Limit     int64  `json:"limitBytes"`
+			Container int64  `json:"containerLimitBytes"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Msg != "soft memory limit set from the container's" {
+			continue
+		}
+		if line.Container != limit || line.Limit != limit-limit/10 {
+			t.Fatalf("soft memory limit %d of %d, want 90%% of the container's %d", line.Limit, line.Container, limit)
+		}
+		return
+	}
+	t.Fatalf("the manager %s did not log its soft memory limit (its container's limit: %d bytes)", pod.Name, limit)
 }
