@@ -80,6 +80,9 @@ func (c *Cache) ready(ctx context.Context, key kindKey, proto client.Object, ns 
 	if !c.serves(ns) {
 		return &NotServedError{Namespace: ns, GVK: key.gvk}
 	}
+	if !c.isStarted() {
+		return nil // the read answers ErrCacheNotStarted, as controller-runtime's does
+	}
 	if _, err := c.shared.GetInformer(ctx, proto); err != nil {
 		return err
 	}

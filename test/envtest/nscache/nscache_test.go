@@ -349,3 +349,27 @@ func TestIndexFieldReachesLaterNamespaces(t *testing.T) {
 		return nil
 	})
 }
+
+// A read before Start answers at once that the cache has not started, as
+// controller-runtime's cache does, instead of waiting for a namespace to
+// sync that nothing lists yet.
+func TestAReadBeforeStartSaysSo(t *testing.T) {
+	ns := namespace(t, "early")
+	opts := cache.Options{Scheme: scheme}
+	c, err := nscache.New(cfg, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetNamespaces([]string{ns})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "x"}, &corev1.ConfigMap{})
+	var notStarted *cache.ErrCacheNotStarted
+	if !errors.As(err, &notStarted) {
+		t.Fatalf("Get before Start = %v, want ErrCacheNotStarted", err)
+	}
+	err = c.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns))
+	if !errors.As(err, &notStarted) {
+		t.Fatalf("List before Start = %v, want ErrCacheNotStarted", err)
+	}
+}
