@@ -16,6 +16,8 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -26,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/yaml"
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/controllers"
@@ -117,7 +120,15 @@ func startManager(ctx context.Context) error {
 	// The one difference: the suite's manager owns one namespace, so that
 	// tests may drive the reconciler by hand elsewhere.
 	opts.Cache.DefaultNamespaces = map[string]cache.Config{managedNamespace: {}}
-	mgr, err := ctrl.NewManager(cfg, opts)
+	// The manager acts as the operator's ServiceAccount with exactly the
+	// generated ClusterRole, so that a right the code needs and the role
+	// lacks fails here (stop 40's missing delete on openbaorestores showed
+	// only on the node).
+	managerCfg, err := asOperator(ctx)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(managerCfg, opts)
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
@@ -139,6 +150,40 @@ func startManager(ctx context.Context) error {
 		}
 	}()
 	return waitForListener(metricsAddr, 30*time.Second)
+}
+
+// suiteManagerUser is the suite's manager: a ServiceAccount of its own,
+// bound to the operator's generated ClusterRole. The tenancy tests act as
+// the operator's own ServiceAccount with the tenancy install's rights,
+// which a cluster-wide binding of that name would widen.
+const suiteManagerUser = "system:serviceaccount:" + operatorNamespace + ":envtest-manager"
+
+// asOperator creates the operator's generated ClusterRole
+// (config/rbac/role.yaml) and binds it to suiteManagerUser, and returns a
+// config that acts as that ServiceAccount: exactly the role's rights.
+func asOperator(ctx context.Context) (*rest.Config, error) {
+	root, _ := testbin.RepoRoot()
+	data, err := os.ReadFile(filepath.Join(root, "config", "rbac", "role.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(data, role); err != nil {
+		return nil, fmt.Errorf("config/rbac/role.yaml: %w", err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "envtest-manager"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "envtest-manager", Namespace: operatorNamespace}},
+	}
+	for _, obj := range []client.Object{role, binding} {
+		if err := k8s.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{UserName: suiteManagerUser, Groups: serviceAccountGroups(operatorNamespace)}
+	return c, nil
 }
 
 // waitForListener waits until addr accepts connections: the metrics
