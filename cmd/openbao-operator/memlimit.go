@@ -16,7 +16,6 @@ const (
 	cgroupV1MemoryMax = "/sys/fs/cgroup/memory/memory.limit_in_bytes"
 )
 
-
 // softMemoryLimit is the Go runtime's soft memory limit for this process:
 // none when GOMEMLIMIT is set (the runtime reads it itself) or the
 // container has no memory limit; else 90% of the limit (the rest for what
