@@ -40,9 +40,9 @@ func keyOf(gvk schema.GroupVersionKind, obj runtime.Object) kindKey {
 	return kindKey{gvk, typed}
 }
 
-// syncPoll is how often the Done channels of fan-outs and registrations
-// check whether every namespace has synced; toolscache.WaitForCacheSync
-// polls at the same rate.
+// syncPoll is how often a wait for namespaces to sync (a read, an
+// informer's Done channel) checks; toolscache.WaitForCacheSync polls at the
+// same rate.
 const syncPoll = 100 * time.Millisecond
 
 // GetInformer returns, for a namespaced kind, the kind's informer over the
