@@ -151,9 +151,14 @@ func (d *drDrill) follow(ctx context.Context, t testing.TB, during func()) time.
 	if during != nil {
 		during()
 	}
-	waitEvery(ctx, t, time.Second, 6*time.Minute, "the standby serves a snapshot taken after k1", func() (bool, string) {
+	// Served: the last snapshot it posted, taken after k1. A kill that
+	// lands between the restore recording its Job and creating it ends that
+	// restore OutcomeUnknown, and the standby never posts that snapshot
+	// again (it may have been posted): it follows on with the next one,
+	// which the primary must still be there to take.
+	waitEvery(ctx, t, time.Second, 6*time.Minute, "the standby serves the last snapshot it posted, taken after k1", func() (bool, string) {
 		st := standbyStatus(ctx, t, d.cl, d.siteB)
-		return st.ServedTakenAt != nil && st.ServedTakenAt.After(k1), fmt.Sprintf("%+v", st)
+		return st.ServedTakenAt != nil && st.ServedTakenAt.After(k1) && st.ServedKey == st.RestoreKey, fmt.Sprintf("%+v", st)
 	})
 	took := time.Since(k1)
 	logf("the standby served a snapshot taken after k1 %s after k1 was written (schedule 1m + poll %s)", took.Round(time.Second), standbyPoll)
