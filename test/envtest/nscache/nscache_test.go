@@ -94,7 +94,7 @@ func TestControllerHearsNamespaceAddedAfterItStarted(t *testing.T) {
 	go func() { defer close(done); _ = mgr.Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	// The controller is running, its handler on the fan-out informer.
+	// The controller is running, its handler on the kind's informer.
 	create(t, configMap(warm, "first", nil))
 	requests.wait(t, warm+"/first")
 
