@@ -241,9 +241,9 @@ func (s *spread) reconcileLocked() {
 		if _, ok := slices.BinarySearch(s.want, ns); !ok {
 			delete(s.feeds, ns)
 			f.cancel()
-			done := make(chan struct{})
+			done, earlier := make(chan struct{}), s.leaving[ns]
 			s.leaving[ns] = done
-			s.leavers.Go(func() { s.leave(f, done) })
+			s.leavers.Go(func() { s.leave(f, earlier, done) })
 		}
 	}
 	for _, ns := range s.want {
@@ -277,8 +277,11 @@ func (s *spread) newFeedLocked(ns string) *feed {
 }
 
 // leave sends the Deleted events of a namespace no longer served, once its
-// feed has stopped (so that nothing it delivered is missed).
-func (s *spread) leave(f *feed, done chan struct{}) {
+// feed has stopped (so that nothing it delivered is missed), and closes
+// done once they and those of an earlier leave of the namespace (earlier,
+// nil if none runs) are sent: a namespace that flaps must not have an old
+// leave's deletions land after a later join's additions.
+func (s *spread) leave(f *feed, earlier <-chan struct{}, done chan struct{}) {
 	defer func() {
 		s.mu.Lock()
 		if s.leaving[f.ns] == done {
@@ -288,6 +291,9 @@ func (s *spread) leave(f *feed, done chan struct{}) {
 		close(done)
 	}()
 	<-f.done
+	if earlier != nil {
+		<-earlier
+	}
 	s.mu.Lock()
 	names := make([]string, 0, len(f.known))
 	for name := range f.known {
