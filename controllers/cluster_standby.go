@@ -115,6 +115,9 @@ func (r *OpenBaoClusterReconciler) observeStandby(ctx context.Context, p *pass) 
 		case rs.Name == name && ours && rs.Spec.Source.Key == o.Status.RestoreKey:
 			o.Restore = &standby.Restore{Found: true, Phase: rs.Status.Phase, Installed: rs.Status.RestoredAt != nil,
 				Key: rs.Status.Key, SHA256: rs.Status.SHA256, Reason: rs.Status.Reason}
+			if t := rs.Status.CompletionTime; t != nil {
+				o.Restore.EndedAt = t.Time
+			}
 		case !rs.Status.Phase.Done():
 			o.OtherRestoreRunning = true
 		case ours && rs.DeletionTimestamp.IsZero():

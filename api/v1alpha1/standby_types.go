@@ -45,13 +45,20 @@ func (s *StandbySpec) Poll() time.Duration {
 // StandbyStatus is what a standby serves and how far it trails its source.
 type StandbyStatus struct {
 	// Restore is the OpenBaoRestore of the newest snapshot posted: its
-	// name and key are recorded here before it is created, and a key
-	// recorded is never posted again.
+	// name and key are recorded here before it is created. A key is
+	// posted again only while its last restore failed or disappeared,
+	// under a new name, and at most 3 times in all (restoreAttempt): a
+	// standby takes no writes, so a second post of one snapshot leaves
+	// the data the first would have.
 	// +optional
 	Restore string `json:"restore,omitempty"`
 	// RestoreKey is the snapshot that restore posts.
 	// +optional
 	RestoreKey string `json:"restoreKey,omitempty"`
+	// RestoreAttempt is which post of RestoreKey restore is: 2 and 3 post
+	// it again after a restore of it failed or disappeared (unset: 1).
+	// +optional
+	RestoreAttempt int32 `json:"restoreAttempt,omitempty"`
 	// ServedKey and ServedSHA256 are the snapshot the cluster holds, as
 	// its restore read and checked it.
 	// +optional
@@ -126,4 +133,16 @@ func (c *OpenBaoCluster) StandingBy() bool {
 // eight-digit id in its name) to standby c.
 func (c *OpenBaoCluster) StandbyRestoreName(id string) string {
 	return boundedName(c.Name+"-standby-"+id, maxLabelValue)
+}
+
+// Posts is how many times RestoreKey was posted (RestoreAttempt; 1 when
+// unset and a restore is recorded).
+func (s *StandbyStatus) Posts() int32 {
+	switch {
+	case s == nil || s.Restore == "":
+		return 0
+	case s.RestoreAttempt < 1:
+		return 1
+	}
+	return s.RestoreAttempt
 }

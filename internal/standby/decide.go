@@ -1,10 +1,14 @@
 // Package standby decides what a disaster-recovery standby cluster
 // (spec.standby) does on each pass: which of its source's snapshots to
 // post, when to bind the operator's identity in restored data, and when
-// it is promoted. Posting a snapshot replaces all of the cluster's data,
-// so it happens at most once per snapshot: the restore's name and key are
-// recorded in status before the restore is created, and a key is posted
-// only when it is newer than every key recorded before. After each
+// it is promoted. Posting a snapshot replaces all of the cluster's data:
+// the restore's name and key are recorded in status before the restore
+// is created, and a key is posted only when it is newer than every key
+// recorded before, or, while its last restore failed or disappeared,
+// again under a new name, up to maxPosts times. A standby takes no
+// writes (its Services select no pod), so a second post of one snapshot
+// leaves the data the first would have: a restore whose outcome was lost
+// (its Job gone) costs the standby no snapshot. After each
 // restore the backup canary is read from the standby's data: the served
 // snapshot is reported current only when the canary names it.
 package standby
@@ -43,6 +47,14 @@ const (
 	ReasonStandbyCleanupFailed = "StandbyCleanupFailed"
 )
 
+// maxPosts bounds the posts of one snapshot; after the last has failed
+// the standby waits for the source's next snapshot.
+const maxPosts = 3
+
+// repostAfter is how long after a restore failed its snapshot is posted
+// again: a store or a server that failed a moment ago may be back.
+const repostAfter = 30 * time.Second
+
 // canaryRetry is how soon a canary that could not be read is read again:
 // the servers may still be starting after the restore.
 const canaryRetry = 10 * time.Second
@@ -64,6 +76,8 @@ type Restore struct {
 	Installed bool
 	// Key and SHA256 are the snapshot as the restore read it.
 	Key, SHA256, Reason string
+	// EndedAt is when it ended (status.completionTime).
+	EndedAt time.Time
 }
 
 // Observed is everything Decide looks at.
@@ -109,7 +123,7 @@ type Observed struct {
 }
 
 // Post asks for the OpenBaoRestore Name of snapshot Key; the decision's
-// Status already records both.
+// Status already records both (and which post of Key it is).
 type Post struct{ Name, Key string }
 
 // Decision is what the standby step does.
@@ -188,8 +202,12 @@ func Decide(o Observed) Decision {
 	if len(o.Snapshots) > 0 {
 		newest := o.Snapshots[0]
 		s.NewestKey, s.NewestTakenAt = newest.Key, ptrTime(newest.At)
-		if !running && !d.BindIdentity && newer(newest, s.RestoreKey, o.Prefix) {
-			d.post(o, newest)
+		switch {
+		case running || d.BindIdentity:
+		case newer(newest, s.RestoreKey, o.Prefix):
+			d.post(o, newest, 1)
+		case newest.Key == s.RestoreKey && lost(o) && s.Posts() < maxPosts:
+			d.repost(o, newest)
 		}
 	}
 	if !running && !d.BindIdentity && d.Post == nil {
@@ -235,18 +253,17 @@ func (d *Decision) observeRestore(o Observed) {
 	switch {
 	case !r.Found && s.ServedKey != s.RestoreKey:
 		// Recorded but gone: never created (the operator stopped first),
-		// or deleted. Either way its key is not posted again; the next
-		// newer snapshot is.
-		d.Reason, d.Message = ReasonStandbyRestoreMissing, "OpenBaoRestore "+s.Restore+" of "+s.RestoreKey+" is gone; that snapshot is "+
-			"not posted again (it may have been); the next newer snapshot of the source is"
+		// or deleted. It may have posted its key: posted again (repost)
+		// while posts are left, else the next newer snapshot is.
+		d.Reason, d.Message = ReasonStandbyRestoreMissing, lossOf(s, r)+"; "+d.afterLoss()
 	case r.Found && r.Installed && s.IdentityBoundKey != s.RestoreKey:
 		d.BindIdentity = true
 		d.Reason, d.Message = ReasonFollowing, "OpenBao installed "+s.RestoreKey+"; binding the operator's identity in it to this cluster"
 	case r.Found && r.Phase == v1alpha1.RestoreSucceeded:
 		s.ServedKey, s.ServedSHA256, s.ServedTakenAt = s.RestoreKey, r.SHA256, takenAt(o.Prefix, s.RestoreKey)
 	case r.Found && r.Phase == v1alpha1.RestoreFailed:
-		d.Reason, d.Degraded = ReasonStandbyRestoreFailed, true
-		d.Message = fmt.Sprintf("OpenBaoRestore %s of %s failed (%s); the standby waits for the source's next snapshot", s.Restore, s.RestoreKey, r.Reason)
+		d.Reason, d.Degraded = ReasonStandbyRestoreFailed, s.Posts() >= maxPosts
+		d.Message = lossOf(s, r) + "; " + d.afterLoss()
 	case r.Found:
 		d.Reason, d.Message = ReasonFollowing, "OpenBaoRestore "+s.Restore+" restores "+s.RestoreKey
 	}
@@ -287,12 +304,65 @@ func (d *Decision) checkCanary(o Observed) {
 	}
 }
 
-// post records the restore of snap before it is created.
-func (d *Decision) post(o Observed, snap backup.Snapshot) {
-	name := o.Cluster.StandbyRestoreName(idOf(o.Prefix, snap.Key))
-	d.Status.Restore, d.Status.RestoreKey = name, snap.Key
+// post records the restore of snap, its n-th post, before it is
+// created. A post supersedes a failure observed before it.
+func (d *Decision) post(o Observed, snap backup.Snapshot, n int32) {
+	id := idOf(o.Prefix, snap.Key)
+	if n > 1 {
+		id += fmt.Sprintf("-%d", n)
+	}
+	name := o.Cluster.StandbyRestoreName(id)
+	d.Status.Restore, d.Status.RestoreKey, d.Status.RestoreAttempt = name, snap.Key, n
+	if n == 1 {
+		d.Status.RestoreAttempt = 0 // unset reads as 1: status as before for the common case
+	}
 	d.Post = &Post{Name: name, Key: snap.Key}
+	d.Degraded = false
 	d.Reason, d.Message = ReasonFollowing, "OpenBaoRestore "+name+" restores the source's newer snapshot "+snap.Key
+}
+
+// repost posts the recorded snapshot again once repostAfter has passed
+// since its restore failed (at once when it is gone). The identity bound
+// in the data of an earlier post does not outlive this one's install.
+func (d *Decision) repost(o Observed, snap backup.Snapshot) {
+	if !o.Restore.EndedAt.IsZero() {
+		if wait := o.Restore.EndedAt.Add(repostAfter).Sub(o.Now); wait > 0 {
+			d.Requeue = min(d.Requeue, wait)
+			return
+		}
+	}
+	loss := lossOf(&d.Status, o.Restore)
+	if d.Status.IdentityBoundKey == snap.Key {
+		d.Status.IdentityBoundKey = ""
+	}
+	n := d.Status.Posts() + 1
+	d.post(o, snap, n)
+	d.Message = fmt.Sprintf("%s; OpenBaoRestore %s posts it again (post %d of %d): a standby takes no writes, so another post "+
+		"leaves the data the first would have", loss, d.Status.Restore, n, maxPosts)
+}
+
+// lossOf says how the recorded restore was lost.
+func lossOf(s *v1alpha1.StandbyStatus, r *Restore) string {
+	if !r.Found {
+		return "OpenBaoRestore " + s.Restore + " of " + s.RestoreKey + " is gone (it may have posted it)"
+	}
+	return fmt.Sprintf("OpenBaoRestore %s of %s failed (%s)", s.Restore, s.RestoreKey, r.Reason)
+}
+
+// lost says the recorded restore ended without its snapshot served:
+// failed, or gone before it succeeded.
+func lost(o Observed) bool {
+	r, s := o.Restore, o.Status
+	return r != nil && s != nil && s.Restore != "" && s.ServedKey != s.RestoreKey &&
+		(!r.Found || r.Phase == v1alpha1.RestoreFailed)
+}
+
+// afterLoss says what follows a lost restore of the recorded snapshot.
+func (d *Decision) afterLoss() string {
+	if n := d.Status.Posts(); n < maxPosts {
+		return fmt.Sprintf("it is posted again (posted %d of %d times)", n, maxPosts)
+	}
+	return fmt.Sprintf("posted %d times, it is not posted again; the next newer snapshot of the source is", maxPosts)
 }
 
 func (d *Decision) lag() {

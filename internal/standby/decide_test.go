@@ -147,12 +147,74 @@ func TestTheCanaryIsNotReadWhileARestoreRunsOrTheIdentityIsNotBound(t *testing.T
 	}
 }
 
-func TestTheSameSnapshotIsNeverPostedTwiceEvenWhenItsRestoreIsGone(t *testing.T) {
+func TestASnapshotWhoseRestoreIsGoneIsPostedAgainUnderANewNameUpToThreeTimes(t *testing.T) {
 	first := Decide(formed(snap(10, "0000000a")))
+	status := first.Status
+	names := map[string]bool{first.Post.Name: true}
+	for n := int32(2); n <= maxPosts; n++ {
+		o := formed(snap(10, "0000000a"))
+		o.Status, o.Restore = &status, &Restore{Found: false}
+		d := Decide(o)
+		if d.Post == nil || d.Post.Key != snap(10, "0000000a").Key || names[d.Post.Name] || d.Status.Restore != d.Post.Name ||
+			d.Status.Posts() != n || d.Degraded {
+			t.Fatalf("post %d of a snapshot whose restore is gone: %+v", n, d)
+		}
+		if !strings.Contains(d.Message, fmt.Sprintf("post %d of 3", n)) || !strings.Contains(d.Message, status.Restore+" of "+status.RestoreKey+" is gone") {
+			t.Fatalf("the message does not say why it posts again: %s", d.Message)
+		}
+		names[d.Post.Name], status = true, d.Status
+	}
 	o := formed(snap(10, "0000000a"))
-	o.Status, o.Restore = &first.Status, &Restore{Found: false}
-	if d := Decide(o); d.Post != nil || d.Reason != ReasonStandbyRestoreMissing {
-		t.Fatalf("a recorded restore that is gone was posted again: %+v", d)
+	o.Status, o.Restore = &status, &Restore{Found: false}
+	if d := Decide(o); d.Post != nil || d.Reason != ReasonStandbyRestoreMissing || !strings.Contains(d.Message, "posted 3 times") {
+		t.Fatalf("a snapshot was posted a fourth time: %+v", d)
+	}
+	// The source's next snapshot is posted as a first post.
+	o = formed(snap(20, "00000014"), snap(10, "0000000a"))
+	o.Status, o.Restore = &status, &Restore{Found: false}
+	if d := Decide(o); d.Post == nil || d.Post.Key != snap(20, "00000014").Key || d.Status.Posts() != 1 || d.Status.RestoreAttempt != 0 {
+		t.Fatalf("the next snapshot after three lost posts: %+v", d)
+	}
+}
+
+// A restore that failed (or whose outcome was lost: its Job gone) is
+// posted again 30 s after it ended, with the identity bound again after
+// that post's install; a newer snapshot goes first; a failure with posts
+// left does not degrade the cluster, the last one does.
+func TestAFailedRestoreIsPostedAgainAfterAWaitAndItsIdentityBoundAgain(t *testing.T) {
+	first := Decide(formed(snap(10, "0000000a")))
+	status := first.Status
+	status.IdentityBoundKey = snap(10, "0000000a").Key // an earlier post installed and was bound, then failed
+	ended := t0.Add(time.Hour).Add(-10 * time.Second)
+	o := formed(snap(10, "0000000a"))
+	o.Status, o.Restore = &status, &Restore{Found: true, Phase: v1alpha1.RestoreFailed, Reason: "OutcomeUnknown", EndedAt: ended}
+	d := Decide(o)
+	if d.Post != nil || d.Reason != ReasonStandbyRestoreFailed || d.Degraded || d.Requeue != 20*time.Second {
+		t.Fatalf("posted again within 30 s of the failure, or degraded: %+v", d)
+	}
+	o.Now = ended.Add(repostAfter)
+	d = Decide(o)
+	if d.Post == nil || d.Post.Key != snap(10, "0000000a").Key || d.Status.IdentityBoundKey != "" || d.Degraded ||
+		!strings.Contains(d.Message, "OutcomeUnknown") {
+		t.Fatalf("the failed restore's snapshot was not posted again, its binding kept: %+v", d)
+	}
+	o.Status, o.Restore = &d.Status, &Restore{Found: true, Phase: v1alpha1.RestoreRunning, Installed: true}
+	if d := Decide(o); !d.BindIdentity {
+		t.Fatalf("the second post's install is not bound: %+v", d)
+	}
+	// A newer snapshot is posted instead of a failed one.
+	o = formed(snap(20, "00000014"), snap(10, "0000000a"))
+	o.Status, o.Restore = &status, &Restore{Found: true, Phase: v1alpha1.RestoreFailed, EndedAt: ended}
+	if d := Decide(o); d.Post == nil || d.Post.Key != snap(20, "00000014").Key || d.Degraded {
+		t.Fatalf("%+v", d)
+	}
+	// The third post failed: Degraded, nothing more.
+	status.RestoreAttempt = maxPosts
+	o = formed(snap(10, "0000000a"))
+	o.Now = ended.Add(time.Hour)
+	o.Status, o.Restore = &status, &Restore{Found: true, Phase: v1alpha1.RestoreFailed, EndedAt: ended}
+	if d := Decide(o); d.Post != nil || !d.Degraded || d.Reason != ReasonStandbyRestoreFailed {
+		t.Fatalf("%+v", d)
 	}
 }
 
@@ -213,16 +275,18 @@ func TestAnUnreadableSourcePostsNothing(t *testing.T) {
 }
 
 // FuzzDecide drives a standby through passes over random observations and
-// holds the invariants of posting: never a snapshot older than (or equal
-// to) one posted before, never one that is not proven (not in the
-// listing), never twice, never while a restore runs, never after
-// promotion.
+// holds the invariants of posting: never a snapshot older than one posted
+// before, the same one again only while its last restore failed or is
+// gone and at most maxPosts times in all, each post under a name never
+// used before, never one that is not proven (not in the listing), never
+// while a restore runs, never after promotion.
 func FuzzDecide(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
 	f.Add([]byte{200, 3, 0, 17, 90, 4, 4, 4, 250, 1})
 	f.Fuzz(func(t *testing.T, steps []byte) {
 		var status *v1alpha1.StandbyStatus
-		posted := map[string]bool{snap(0, "00000000").Key: true}
+		posted := map[string]int32{snap(0, "00000000").Key: 1}
+		names := map[string]bool{}
 		last := snap(0, "00000000")
 		restore := (*Restore)(nil)
 		promoted := false
@@ -280,24 +344,41 @@ func FuzzDecide(f *testing.F) {
 				}
 			}
 			if d.Post != nil {
+				again := posted[d.Post.Key] > 0
+				lostLast := restore != nil && (!restore.Found || restore.Phase == v1alpha1.RestoreFailed)
 				switch {
-				case posted[d.Post.Key]:
-					t.Fatalf("step %d posted %s twice", i, d.Post.Key)
+				case again && (d.Post.Key != last.Key || !lostLast):
+					t.Fatalf("step %d posted %s again, not the last posted (%s) with its restore lost (%+v)", i, d.Post.Key, last.Key, restore)
+				case posted[d.Post.Key] >= maxPosts:
+					t.Fatalf("step %d posted %s a %d-th time", i, d.Post.Key, posted[d.Post.Key]+1)
+				case names[d.Post.Name]:
+					t.Fatalf("step %d reuses the restore name %s", i, d.Post.Name)
+				case d.Status.Posts() != posted[d.Post.Key]+1:
+					t.Fatalf("step %d records post %d of %s, the %d-th", i, d.Status.Posts(), d.Post.Key, posted[d.Post.Key]+1)
+				case again && d.Status.IdentityBoundKey == d.Post.Key:
+					t.Fatalf("step %d posts %s again and keeps an earlier post's binding", i, d.Post.Key)
 				case busy:
 					t.Fatalf("step %d posted while a restore runs", i)
 				case promoted || d.Status.PromotedAt != nil:
 					t.Fatalf("step %d posted after promotion", i)
 				case !in(listed, d.Post.Key):
 					t.Fatalf("step %d posted %s, which the listing did not prove", i, d.Post.Key)
-				case !newer(backup.Snapshot{Key: d.Post.Key, At: atOf(d.Post.Key)}, last.Key, prefix):
+				case !again && !newer(backup.Snapshot{Key: d.Post.Key, At: atOf(d.Post.Key)}, last.Key, prefix):
 					t.Fatalf("step %d posted %s, not newer than %s", i, d.Post.Key, last.Key)
 				case d.Status.RestoreKey != d.Post.Key:
 					t.Fatalf("step %d posted %s without recording it", i, d.Post.Key)
 				}
-				posted[d.Post.Key], last = true, backup.Snapshot{Key: d.Post.Key, At: atOf(d.Post.Key)}
+				posted[d.Post.Key]++
+				names[d.Post.Name], last = true, backup.Snapshot{Key: d.Post.Key, At: atOf(d.Post.Key)}
 				restore = &Restore{Found: b%13 != 0, Phase: v1alpha1.RestorePending}
-			} else if restore != nil && b%2 == 0 {
-				restore.Phase, restore.Installed = v1alpha1.RestoreSucceeded, true
+			} else if restore != nil && restore.Found && !restore.Phase.Done() {
+				switch b % 8 {
+				case 0, 2, 4:
+					restore.Phase, restore.Installed = v1alpha1.RestoreSucceeded, true
+				case 6:
+					restore.Phase, restore.Installed = v1alpha1.RestoreFailed, b%16 == 6
+					restore.EndedAt = o.Now.Add(-time.Duration(b) * time.Second)
+				}
 			}
 			if d.BindIdentity {
 				d.Status.IdentityBoundKey = d.Status.RestoreKey

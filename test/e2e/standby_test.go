@@ -153,9 +153,9 @@ func (d *drDrill) follow(ctx context.Context, t testing.TB, during func()) time.
 	}
 	// Served: the last snapshot it posted, taken after k1. A kill that
 	// lands between the restore recording its Job and creating it ends that
-	// restore OutcomeUnknown, and the standby never posts that snapshot
-	// again (it may have been posted): it follows on with the next one,
-	// which the primary must still be there to take.
+	// restore OutcomeUnknown; the standby posts that snapshot again 30 s
+	// later, under a new name, or the next one if the source took it
+	// meanwhile: served is what it posted last.
 	waitEvery(ctx, t, time.Second, 6*time.Minute, "the standby serves the last snapshot it posted, taken after k1", func() (bool, string) {
 		st := standbyStatus(ctx, t, d.cl, d.siteB)
 		return st.ServedTakenAt != nil && st.ServedTakenAt.After(k1) && st.ServedKey == st.RestoreKey, fmt.Sprintf("%+v", st)
