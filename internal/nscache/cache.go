@@ -229,8 +229,8 @@ func (c *Cache) Start(ctx context.Context) error {
 }
 
 // WaitForCacheSync waits for both caches and, for each namespaced kind,
-// for every served namespace. A namespace removed meanwhile does not
-// count.
+// for every served namespace to sync or to fail its list (allSettled). A
+// namespace removed meanwhile does not count.
 func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
 	if !c.cluster.WaitForCacheSync(ctx) || !c.shared.WaitForCacheSync(ctx) {
 		return false
@@ -242,7 +242,7 @@ func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
 	}
 	c.mu.Unlock()
 	for _, s := range spreads {
-		if !toolscache.WaitForCacheSync(ctx.Done(), s.allSynced) {
+		if !toolscache.WaitForCacheSync(ctx.Done(), s.allSettled) {
 			return false
 		}
 	}
@@ -260,7 +260,9 @@ func (c *Cache) IsStopped() bool {
 }
 
 // waitNamespace waits until the kind's informer holds what it listed in ns,
-// or ns is no longer served (NotServedError), or ctx ends.
+// or ns is no longer served (NotServedError), or its list failed (that
+// error: a read must not hold a worker for as long as the rights are
+// missing), or ctx ends.
 func (c *Cache) waitNamespace(ctx context.Context, key kindKey, ns string) error {
 	ticker := time.NewTicker(syncPoll)
 	defer ticker.Stop()
@@ -268,8 +270,13 @@ func (c *Cache) waitNamespace(ctx context.Context, key kindKey, ns string) error
 		if !c.serves(ns) {
 			return &NotServedError{Namespace: ns, GVK: key.gvk}
 		}
-		if s := c.spreadOf(key); s != nil && s.namespaceSynced(ns) {
-			return nil
+		if s := c.spreadOf(key); s != nil {
+			if s.namespaceSynced(ns) {
+				return nil
+			}
+			if err := s.listError(ns); err != nil {
+				return fmt.Errorf("namespace %s cannot be listed for %s yet: %w", ns, key.gvk.Kind, err)
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -150,7 +150,7 @@ type informer struct {
 	done    lazyDone
 }
 
-func (i *informer) HasSynced() bool { return i.Informer.HasSynced() && i.s.allSynced() }
+func (i *informer) HasSynced() bool { return i.Informer.HasSynced() && i.s.allSettled() }
 
 func (i *informer) HasSyncedChecker() toolscache.DoneChecker { return i }
 

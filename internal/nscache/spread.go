@@ -77,6 +77,10 @@ type feed struct {
 	// synced once the informer has.
 	viaList  bool
 	listDone bool
+	// listErr is why the namespace's last list failed, while it has
+	// never been listed: its reads fail with it rather than wait, and the
+	// informer's sync does not wait for it.
+	listErr error
 	// relisting: the events delivered are a list's, whose resourceVersion
 	// is the list's, set when all are delivered.
 	relisting bool
@@ -147,14 +151,15 @@ func (s *spread) ListWithContext(ctx context.Context, _ metav1.ListOptions) (run
 	s.ctx, s.cancelBase = base, cancel
 	var items []runtime.Object
 	for _, p := range parts {
+		if _, ok := slices.BinarySearch(s.want, p.ns); !ok {
+			continue // left while listed
+		}
 		if p.err != nil {
 			// Left to its feed, which lists it again until it can; the
 			// other namespaces are not held back by it.
 			s.log.Error(p.err, "cannot list namespace", "namespace", p.ns)
+			s.newFeedLocked(p.ns).listErr = p.err
 			continue
-		}
-		if _, ok := slices.BinarySearch(s.want, p.ns); !ok {
-			continue // left while listed
 		}
 		f := s.newFeedLocked(p.ns)
 		f.rv, f.viaList, f.listDone = p.rv, true, true
@@ -344,6 +349,13 @@ func (s *spread) run(ctx context.Context, f *feed) {
 		var err error
 		if rv == "" {
 			err = s.relist(ctx, f)
+			if err != nil && ctx.Err() == nil {
+				s.mu.Lock()
+				if !f.listDone {
+					f.listErr = err
+				}
+				s.mu.Unlock()
+			}
 		} else {
 			err = s.follow(ctx, f, rv)
 		}
@@ -407,7 +419,7 @@ func (s *spread) relist(ctx context.Context, f *feed) error {
 		}
 	}
 	s.mu.Lock()
-	f.rv, f.listDone, f.relisting = rv, true, false
+	f.rv, f.listDone, f.relisting, f.listErr = rv, true, false, nil
 	s.mu.Unlock()
 	return nil
 }
@@ -538,13 +550,28 @@ func (s *spread) namespaceSynced(ns string) bool {
 	return true
 }
 
-// allSynced says whether every served namespace has synced.
-func (s *spread) allSynced() bool {
+// listError is why a served namespace that was never listed could not
+// be, nil when it was or has not been tried yet.
+func (s *spread) listError(ns string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.feeds[ns]; f != nil && !f.listDone {
+		return f.listErr
+	}
+	return nil
+}
+
+// allSettled says whether every served namespace has synced or cannot be
+// listed: the informer's sync, which the manager waits for before it
+// starts the controllers (and gives up on, exiting, after its timeout),
+// must not hang on one namespace whose rights are missing; that
+// namespace's reads fail with the list's error until it can be listed.
+func (s *spread) allSettled() bool {
 	s.mu.Lock()
 	want := slices.Clone(s.want)
 	s.mu.Unlock()
 	for _, ns := range want {
-		if !s.namespaceSynced(ns) {
+		if !s.namespaceSynced(ns) && s.listError(ns) == nil {
 			return false
 		}
 	}

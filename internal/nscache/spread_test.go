@@ -361,9 +361,32 @@ func TestANamespaceThatCannotBeListedHoldsBackOnlyItself(t *testing.T) {
 	if !s.namespaceSynced("a") || s.namespaceSynced("b") {
 		t.Fatalf("synced: a %v, b %v; want a only", s.namespaceSynced("a"), s.namespaceSynced("b"))
 	}
+	// The informer's sync does not wait for b, and b's reads get its error.
+	if !s.allSettled() || !apierrors.IsForbidden(s.listError("b")) || s.listError("a") != nil {
+		t.Fatalf("settled %v, b's error %v, a's %v; want settled with b's Forbidden", s.allSettled(), s.listError("b"), s.listError("a"))
+	}
 	src.mu.Lock()
 	src.listErr["b"] = nil
 	src.mu.Unlock()
 	waitFor(t, "b to sync once it can be listed", func() bool { return s.namespaceSynced("b") })
 	storeHolds(t, inf, src, "b")
+	if s.listError("b") != nil {
+		t.Fatalf("b listed, its error kept: %v", s.listError("b"))
+	}
+}
+
+// A namespace that joins and cannot be listed is settled once its list has
+// failed, not before: the sync waits for one answer of each namespace.
+func TestAJoiningNamespaceSettlesOnceItsListAnswered(t *testing.T) {
+	src := newFakeSource()
+	src.put("a", "a1", false)
+	s, _, _ := runSpread(t, src, "a")
+	src.mu.Lock()
+	src.listErr["c"] = apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("no binding yet"))
+	src.mu.Unlock()
+	s.setNamespaces(normalize([]string{"a", "c"}))
+	waitFor(t, "c's failed list to settle the spread", s.allSettled)
+	if s.namespaceSynced("c") || !apierrors.IsForbidden(s.listError("c")) {
+		t.Fatalf("c synced %v, error %v", s.namespaceSynced("c"), s.listError("c"))
+	}
 }
