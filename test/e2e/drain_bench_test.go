@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -96,7 +94,7 @@ func (r drainResult) String() string {
 }
 
 func drainRound(ctx context.Context, b *testing.B, cl client.Client, ns, token string, caPEM []byte) drainResult {
-	w := startPlainWriter(ctx, b, cl, ns, token, caPEM)
+	w := startWriter(ctx, b, cl, ns, token, caPEM)
 	var r drainResult
 	for i := range replicas {
 		w.waitAutopilotHealthy(ctx, b)
@@ -106,8 +104,7 @@ func drainRound(ctx context.Context, b *testing.B, cl client.Client, ns, token s
 		waitRunning(ctx, b, cl, ns, replicas)
 		r.perServer = append(r.perServer, time.Since(started).Round(100*time.Millisecond))
 	}
-	r.writes, r.failed, r.longest = w.finish()
-	logf("failed writes by answer: %v", w.why)
+	r.writes, r.failed, r.longest = w.finish(b)
 	r.stepDowns = countEvents(ctx, b, cl, ns, "DrainStepDown")
 	logf("DrainStepDown events so far: %d, DrainTimeBoundReached: %d", r.stepDowns, countEvents(ctx, b, cl, ns, "DrainTimeBoundReached"))
 	return r
@@ -165,86 +162,6 @@ func removeDrainGuard(ctx context.Context, b *testing.B, cl client.Client) {
 	if err := cl.Update(ctx, cfg); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// plainWriter writes every 100 ms through the client Service, as a plain
-// application would: a failed write is retried once after 100 ms, then
-// counted as failed.
-type plainWriter struct {
-	*writer
-	mount    string
-	mu       sync.Mutex
-	count    int
-	failures int
-	why      map[string]int
-	lastAck  time.Time
-	longest  time.Duration
-	stop     chan struct{}
-	done     chan struct{}
-}
-
-func startPlainWriter(ctx context.Context, b *testing.B, cl client.Client, ns, token string, caPEM []byte) *plainWriter {
-	svc := &corev1.Service{}
-	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, svc); err != nil {
-		b.Fatal(err)
-	}
-	w := &plainWriter{writer: &writer{url: "https://" + net.JoinHostPort(svc.Spec.ClusterIP, "8200"),
-		serverName: "bao." + ns + ".svc", token: token, caPEM: caPEM},
-		mount: fmt.Sprintf("drain-%d", time.Now().UnixNano()), lastAck: time.Now(), why: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
-	if code, body := w.do(http.MethodPost, "/v1/sys/mounts/"+w.mount, `{"type":"kv"}`); code != http.StatusNoContent {
-		b.Fatalf("enable a KV mount through the client Service: HTTP %d %s", code, body)
-	}
-	go w.run()
-	return w
-}
-
-func (w *plainWriter) run() {
-	defer close(w.done)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for i := 0; ; i++ {
-		select {
-		case <-w.stop:
-			return
-		case <-tick.C:
-		}
-		path := fmt.Sprintf("/v1/%s/k%d", w.mount, i)
-		ok, why := false, ""
-		for try := range 2 {
-			if try > 0 {
-				time.Sleep(100 * time.Millisecond)
-			}
-			code, body := w.do(http.MethodPut, path, fmt.Sprintf(`{"v":"%d"}`, i))
-			if code == http.StatusNoContent {
-				ok = true
-				break
-			}
-			why = fmt.Sprintf("HTTP %d %s", code, body)
-			if i := strings.LastIndex(why, ": "); code == 0 && i > 0 {
-				why = "HTTP 0" + why[i:] // the transport's error, without the URL
-			}
-		}
-		w.mu.Lock()
-		w.count++
-		if ok {
-			now := time.Now()
-			w.longest = max(w.longest, now.Sub(w.lastAck))
-			w.lastAck = now
-		} else {
-			w.failures++
-			w.why[why]++
-			logf("write %d failed at %s: %s", i, time.Now().Format("15:04:05.000"), why)
-		}
-		w.mu.Unlock()
-	}
-}
-
-func (w *plainWriter) finish() (writes, failed int, longest time.Duration) {
-	close(w.stop)
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.count, w.failures, w.longest
 }
 
 func drainSection(guarded, baseline drainResult) string {

@@ -67,6 +67,15 @@ func keepLogsOf(ctx context.Context, t testing.TB, pod *corev1.Pod) (kept func()
 		done chan struct{}
 	}
 	var streams []*stream
+	var previous strings.Builder
+	for _, st := range pod.Status.ContainerStatuses {
+		// A container that exited by itself (a crash, a failed start) took
+		// its log along: the one before the current is kept too.
+		if st.RestartCount > 0 {
+			out, err := cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: st.Name, Previous: true}).DoRaw(ctx)
+			fmt.Fprintf(&previous, "--- %s: the container before restart %d (%v) ---\n%s--- the current container ---\n", st.Name, st.RestartCount, err, out)
+		}
+	}
 	for _, c := range pod.Spec.Containers {
 		body, err := cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: c.Name, Follow: true}).Stream(ctx)
 		if err != nil {
@@ -78,6 +87,7 @@ func keepLogsOf(ctx context.Context, t testing.TB, pod *corev1.Pod) (kept func()
 	}
 	return func() {
 		var text strings.Builder
+		text.WriteString(previous.String())
 		for _, s := range streams {
 			select {
 			case <-s.done:

@@ -90,12 +90,7 @@ func TestReadReplicasServeReadsRollFirstAndLeaveRaft(t *testing.T) {
 	})
 	waitStatusNonVoters(ctx, t, cl, ns)
 
-	acked, failed, longest := w.finish(t)
-	logf("writer: %d writes acknowledged and read back, %d failed after %s of retries, longest gap between acks %s",
-		acked, failed, writeRetryFor, longest.Round(10*time.Millisecond))
-	if failed > 0 {
-		t.Errorf("%d writes failed after retrying for %s", failed, writeRetryFor)
-	}
+	w.finish(t)
 	assertNoLeaks(ctx, t, cl, ns, nil)
 }
 
@@ -130,14 +125,14 @@ func readBackThroughReadService(ctx context.Context, t *testing.T, cl client.Cli
 		t.Fatal(err)
 	}
 	value := fmt.Sprintf("%s-%d", what, time.Now().UnixNano())
-	if code, body := w.do(http.MethodPut, "/v1/rollout/read-"+what, fmt.Sprintf(`{"v":%q}`, value)); code != http.StatusNoContent {
+	if code, body := w.do(http.MethodPut, "/v1/"+w.mount+"/read-"+what, fmt.Sprintf(`{"v":%q}`, value)); code != http.StatusNoContent {
 		t.Fatalf("write read-%s through the client Service: HTTP %d %s", what, code, body)
 	}
 	written := time.Now()
 	c := tlsClient(caPEM, "bao-read."+ns+".svc", nil)
 	waitFor(ctx, t, time.Minute, "the read Service to return read-"+what, func() (bool, string) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-			"https://"+net.JoinHostPort(svc.Spec.ClusterIP, "8200")+"/v1/rollout/read-"+what, nil)
+			"https://"+net.JoinHostPort(svc.Spec.ClusterIP, "8200")+"/v1/"+w.mount+"/read-"+what, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,23 +17,25 @@ import (
 )
 
 // writer writes numbered keys through the client Service as a plain
-// client would during a rollout: one write every writeEvery, retried once
-// after writeRetryAfter. A write whose retry fails too counts as failed for
-// a plain client (the rollout's figure); it is then retried for up to
-// retryFor, and only a write that never succeeds counts as lost for the
-// data-loss check. It records which writes OpenBao acknowledged and the
-// longest time without one.
+// client would during a rollout or a drain: one write every writeEvery,
+// retried once after writeRetryAfter, then given up (counted failed, with
+// the answer) while the next write goes on. It records which writes
+// OpenBao acknowledged, read back at the end (the data-loss check), and
+// the longest time without an acknowledgement (the outage check).
 type writer struct {
 	url, serverName, token string
 	caPEM                  []byte
+	mount                  string
 
-	mu        sync.Mutex
-	acked     []int
-	failed    int
-	plainFail int
-	lastAck   time.Time
-	longest   time.Duration
-	longestAt time.Time
+	mu      sync.Mutex
+	acked   []int
+	writes  int
+	failed  int
+	why     map[string]int
+	lastAck time.Time
+	longest time.Duration // since resetGap
+	worst   time.Duration // since the start
+	worstAt time.Time
 
 	stop chan struct{}
 	done chan struct{}
@@ -41,12 +44,13 @@ type writer struct {
 const (
 	writeEvery      = 100 * time.Millisecond
 	writeRetryAfter = 100 * time.Millisecond
-	writeRetryFor   = 10 * time.Second
-	writeRetryEvery = 50 * time.Millisecond
+	// writeOutageMax bounds the longest gap between acknowledged writes
+	// that a test accepts: no change it makes may stop writes for longer.
+	writeOutageMax = 10 * time.Second
 )
 
-// startWriter enables a KV mount with the root token and writes until
-// stopped.
+// startWriter enables a KV mount of its own with the root token and
+// writes until stopped.
 func startWriter(ctx context.Context, t testing.TB, cl client.Client, ns, token string, caPEM []byte) *writer {
 	t.Helper()
 	svc := &corev1.Service{}
@@ -56,10 +60,11 @@ func startWriter(ctx context.Context, t testing.TB, cl client.Client, ns, token 
 	w := &writer{
 		url:        "https://" + net.JoinHostPort(svc.Spec.ClusterIP, "8200"),
 		serverName: "bao." + ns + ".svc", token: token, caPEM: caPEM,
+		mount: fmt.Sprintf("writer-%d", time.Now().UnixNano()), why: map[string]int{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
-	if code, body := w.do(http.MethodPost, "/v1/sys/mounts/rollout", `{"type":"kv"}`); code != http.StatusNoContent {
-		t.Fatalf("enable the KV mount through the client Service: HTTP %d %s", code, body)
+	if code, body := w.do(http.MethodPost, "/v1/sys/mounts/"+w.mount, `{"type":"kv"}`); code != http.StatusNoContent {
+		t.Fatalf("enable a KV mount through the client Service: HTTP %d %s", code, body)
 	}
 	w.lastAck = time.Now()
 	go w.run()
@@ -76,47 +81,45 @@ func (w *writer) run() {
 			return
 		case <-tick.C:
 		}
-		plain, ok := w.writeWithRetry(i)
+		why := w.write(i)
 		w.mu.Lock()
-		if !plain {
-			w.plainFail++
-		}
-		if ok {
+		w.writes++
+		if why == "" {
 			now := time.Now()
-			if gap := now.Sub(w.lastAck); gap > w.longest {
-				w.longest, w.longestAt = gap, now
+			gap := now.Sub(w.lastAck)
+			w.longest = max(w.longest, gap)
+			if gap > w.worst {
+				w.worst, w.worstAt = gap, now
 			}
 			w.lastAck = now
 			w.acked = append(w.acked, i)
 		} else {
 			w.failed++
+			w.why[why]++
+			logf("write %d failed at %s: %s", i, time.Now().Format("15:04:05.000"), why)
 		}
 		w.mu.Unlock()
 	}
 }
 
-// writeWithRetry says whether the write succeeded within a plain client's
-// two tries, and whether it succeeded at all within retryFor.
-func (w *writer) writeWithRetry(i int) (plain, ok bool) {
-	put := func() bool {
-		code, _ := w.do(http.MethodPut, fmt.Sprintf("/v1/rollout/k%d", i), fmt.Sprintf(`{"v":"%d"}`, i))
-		return code == http.StatusNoContent
-	}
-	deadline := time.Now().Add(writeRetryFor)
-	if put() {
-		return true, true
-	}
-	time.Sleep(writeRetryAfter)
-	if put() {
-		return true, true
-	}
-	for time.Now().Before(deadline) {
-		time.Sleep(writeRetryEvery)
-		if put() {
-			return false, true
+// write tries write i twice, as a plain client does; "" when OpenBao
+// acknowledged it, else the last answer.
+func (w *writer) write(i int) string {
+	why := ""
+	for try := range 2 {
+		if try > 0 {
+			time.Sleep(writeRetryAfter)
+		}
+		code, body := w.do(http.MethodPut, fmt.Sprintf("/v1/%s/k%d", w.mount, i), fmt.Sprintf(`{"v":"%d"}`, i))
+		if code == http.StatusNoContent {
+			return ""
+		}
+		why = fmt.Sprintf("HTTP %d %s", code, body)
+		if at := strings.LastIndex(why, ": "); code == 0 && at > 0 {
+			why = "HTTP 0" + why[at:] // the transport's error, without the URL
 		}
 	}
-	return false, false
+	return why
 }
 
 func (w *writer) do(method, path, body string) (int, string) {
@@ -136,8 +139,10 @@ func (w *writer) do(method, path, body string) (int, string) {
 	return resp.StatusCode, string(out)
 }
 
-// finish stops the writer and reads every acknowledged write back.
-func (w *writer) finish(t testing.TB) (acked, failed int, longest time.Duration) {
+// finish stops the writer, reads every acknowledged write back, and
+// fails the test when one is lost or writes stopped for longer than
+// writeOutageMax.
+func (w *writer) finish(t testing.TB) (writes, failed int, longest time.Duration) {
 	t.Helper()
 	close(w.stop)
 	<-w.done
@@ -145,7 +150,7 @@ func (w *writer) finish(t testing.TB) (acked, failed int, longest time.Duration)
 	defer w.mu.Unlock()
 	lost := 0
 	for _, i := range w.acked {
-		code, body := w.do(http.MethodGet, fmt.Sprintf("/v1/rollout/k%d", i), "")
+		code, body := w.do(http.MethodGet, fmt.Sprintf("/v1/%s/k%d", w.mount, i), "")
 		if code != http.StatusOK || !bytes.Contains([]byte(body), []byte(fmt.Sprintf(`"v":"%d"`, i))) {
 			lost++
 		}
@@ -153,15 +158,20 @@ func (w *writer) finish(t testing.TB) (acked, failed int, longest time.Duration)
 	if lost > 0 {
 		t.Errorf("%d of %d acknowledged writes cannot be read back", lost, len(w.acked))
 	}
-	return len(w.acked), w.failed, w.longest
+	if w.worst > writeOutageMax {
+		t.Errorf("no write was acknowledged for %s (up to %s), longer than %s", w.worst.Round(10*time.Millisecond),
+			w.worstAt.Format("15:04:05.000"), writeOutageMax)
+	}
+	logf("writer: %d writes, %d acknowledged and read back, %d failed for a plain client %v", w.writes, len(w.acked), w.failed, w.why)
+	return w.writes, w.failed, w.longest
 }
 
-// mark returns the number of acknowledged writes, the writes a plain
-// client failed, and the longest gap so far.
-func (w *writer) mark() (acked, plainFailed int, longest time.Duration) {
+// mark returns the number of acknowledged writes, the writes that failed,
+// and the longest gap so far.
+func (w *writer) mark() (acked, failed int, longest time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.acked), w.plainFail, w.longest
+	return len(w.acked), w.failed, w.longest
 }
 
 // resetGap starts the longest gap afresh, so that each rollout's figure is
