@@ -307,15 +307,12 @@ func (d *Decision) checkCanary(o Observed) {
 // post records the restore of snap, its n-th post, before it is
 // created. A post supersedes a failure observed before it.
 func (d *Decision) post(o Observed, snap backup.Snapshot, n int32) {
-	id := idOf(o.Prefix, snap.Key)
+	id, attempt := idOf(o.Prefix, snap.Key), int32(0) // a first post leaves the attempt unset (read as 1)
 	if n > 1 {
-		id += fmt.Sprintf("-%d", n)
+		id, attempt = fmt.Sprintf("%s-%d", id, n), n
 	}
 	name := o.Cluster.StandbyRestoreName(id)
-	d.Status.Restore, d.Status.RestoreKey, d.Status.RestoreAttempt = name, snap.Key, n
-	if n == 1 {
-		d.Status.RestoreAttempt = 0 // unset reads as 1: status as before for the common case
-	}
+	d.Status.Restore, d.Status.RestoreKey, d.Status.RestoreAttempt = name, snap.Key, attempt
 	d.Post = &Post{Name: name, Key: snap.Key}
 	d.Degraded = false
 	d.Reason, d.Message = ReasonFollowing, "OpenBaoRestore "+name+" restores the source's newer snapshot "+snap.Key
