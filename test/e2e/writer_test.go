@@ -17,9 +17,12 @@ import (
 )
 
 // writer writes numbered keys through the client Service as a plain
-// client would during a rollout or a drain: one write every writeEvery,
-// retried once after writeRetryAfter, then given up (counted failed, with
-// the answer) while the next write goes on. It records which writes
+// client in a pod would during a rollout or a drain: one write every
+// writeEvery, retried once after writeRetryAfter, then given up (counted
+// failed, with the answer) while the next write goes on. A standby that
+// cannot forward a request answers with a redirect to the active server's
+// stable name, which the writer follows as such a client does (the name
+// resolves through the cluster's DNS). It records which writes
 // OpenBao acknowledged, read back at the end (the data-loss check), and
 // the longest time without an acknowledgement (the outage check).
 type writer struct {
@@ -27,15 +30,17 @@ type writer struct {
 	caPEM                  []byte
 	mount                  string
 
-	mu      sync.Mutex
-	acked   []int
-	writes  int
-	failed  int
-	why     map[string]int
-	lastAck time.Time
-	longest time.Duration // since resetGap
-	worst   time.Duration // since the start
-	worstAt time.Time
+	mu     sync.Mutex
+	acked  []int
+	writes int
+	failed int
+	// redirected counts the writes acknowledged after a redirect.
+	redirected int
+	why        map[string]int
+	lastAck    time.Time
+	longest    time.Duration // since resetGap
+	worst      time.Duration // since the start
+	worstAt    time.Time
 
 	stop chan struct{}
 	done chan struct{}
@@ -110,8 +115,13 @@ func (w *writer) write(i int) string {
 		if try > 0 {
 			time.Sleep(writeRetryAfter)
 		}
-		code, body := w.do(http.MethodPut, fmt.Sprintf("/v1/%s/k%d", w.mount, i), fmt.Sprintf(`{"v":"%d"}`, i))
+		code, body, redirects := w.send(http.MethodPut, fmt.Sprintf("/v1/%s/k%d", w.mount, i), fmt.Sprintf(`{"v":"%d"}`, i))
 		if code == http.StatusNoContent {
+			if redirects > 0 {
+				w.mu.Lock()
+				w.redirected++
+				w.mu.Unlock()
+			}
 			return ""
 		}
 		why = fmt.Sprintf("HTTP %d %s", code, body)
@@ -123,20 +133,59 @@ func (w *writer) write(i int) string {
 }
 
 func (w *writer) do(method, path, body string) (int, string) {
+	code, out, _ := w.send(method, path, body)
+	return code, out
+}
+
+// send makes one request on a new connection and follows redirects;
+// redirects says how many.
+func (w *writer) send(method, path, body string) (code int, out string, redirects int) {
 	req, err := http.NewRequest(method, w.url+path, bytes.NewBufferString(body))
 	if err != nil {
-		return 0, err.Error()
+		return 0, err.Error(), 0
 	}
 	req.Header.Set("X-Vault-Token", w.token)
 	c := tlsClient(w.caPEM, w.serverName, nil)
 	c.Timeout = 3 * time.Second
+	c.Transport.(*http.Transport).DialContext = dialInCluster
+	c.CheckRedirect = func(_ *http.Request, via []*http.Request) error {
+		redirects = len(via)
+		if len(via) >= 3 {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return 0, err.Error()
+		return 0, err.Error(), redirects
 	}
 	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(out)
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data), redirects
+}
+
+// dialInCluster dials as a client in a pod would: a name in the cluster
+// (host.svc, such as a standby's redirect to the active server's stable
+// name) resolves through the cluster DNS, which the host reaches at its
+// ClusterIP; an address dials as it is.
+func dialInCluster(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if strings.HasSuffix(host, ".svc") {
+		r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, net.JoinHostPort(node.DNSIP, "53"))
+		}}
+		ips, err := r.LookupHost(ctx, host+".cluster.local")
+		if err != nil {
+			return nil, err
+		}
+		addr = net.JoinHostPort(ips[0], port)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
 }
 
 // finish stops the writer, reads every acknowledged write back, and
@@ -162,7 +211,8 @@ func (w *writer) finish(t testing.TB) (writes, failed int, longest time.Duration
 		t.Errorf("no write was acknowledged for %s (up to %s), longer than %s", w.worst.Round(10*time.Millisecond),
 			w.worstAt.Format("15:04:05.000"), writeOutageMax)
 	}
-	logf("writer: %d writes, %d acknowledged and read back, %d failed for a plain client %v", w.writes, len(w.acked), w.failed, w.why)
+	logf("writer: %d writes, %d acknowledged and read back (%d after a redirect), %d failed for a plain client %v",
+		w.writes, len(w.acked), w.redirected, w.failed, w.why)
 	return w.writes, w.failed, w.longest
 }
 
