@@ -130,15 +130,21 @@ func (g *drainGuard) observe(ctx context.Context, key types.NamespacedName) (dra
 	if v.raft == nil {
 		return o, t, nil
 	}
-	if !o.FirstRefusal.IsZero() && o.Active != "" && o.Active != key.Name {
-		v.measureLag(ctx) // autopilot's follower index lags by seconds
+	if o.Active != "" {
+		// Autopilot's follower index comes from each server's echo and
+		// lags by seconds; whether the leader's replication reaches a
+		// restarted server, only its own log tells.
+		v.measureLag(ctx)
 	}
 	o.RaftKnown, o.FailureTolerance, o.AllVotersHealthy = true, v.raft.FailureTolerance, v.raft.Healthy
 	for _, s := range v.raft.Servers {
 		o.AllVotersHealthy = o.AllVotersHealthy && (!s.Voter || s.Healthy)
 	}
+	settings := upgrade.SettingsFor(c.Spec.Upgrade)
 	s := v.raft.Servers[key.Name]
-	o.PodCaughtUp = s.Voter && s.Healthy && s.LagKnown && s.Lag <= upgrade.SettingsFor(c.Spec.Upgrade).MaxRaftLag
+	o.PodCaughtUp = s.Voter && s.Healthy && s.LagKnown && s.Lag <= settings.MaxRaftLag
+	o.PeersProblem = upgrade.PeersProblem(upgrade.Observed{Settings: settings, Replicas: p.input().Replicas,
+		Pods: rolloutPods(p.servers, v), Raft: v.raft, RaftProblem: v.problem, Health: v.health}, key.Name)
 	return o, t, nil
 }
 

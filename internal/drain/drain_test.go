@@ -7,6 +7,10 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// catchingUp is what upgrade.PeersProblem says of a restarted server the
+// leader's replication has not reached yet.
+const catchingUp = "the leader's replication does not reach the voter bao-2: its Raft log ends at 65, the leader's at 131"
+
 // healthyActive is an eviction of the active server of a healthy cluster
 // that the guard has not refused before.
 func healthyActive() Observed {
@@ -66,6 +70,30 @@ func TestDecide(t *testing.T) {
 			true, false, Forget, SteppedDown},
 		"the bound reached during an unhealthy spell still lets the pod go": {
 			with(func(o *Observed) { refusedAt(2*time.Minute, 0)(o); o.RaftKnown = false }), true, false, Keep, TimeBoundReached},
+		"a standby waits while another server catches up with the leader": {
+			with(func(o *Observed) { o.Active, o.PeersProblem = "bao-1", catchingUp }), false, false, Start, PeerCatchingUp},
+		"a standby refused so goes once every other server is caught up, and is forgotten": {
+			with(func(o *Observed) { o.Active, o.FirstRefusal, o.Now = "bao-1", t0, t0.Add(3*time.Second) }),
+			true, false, Forget, PeersCaughtUp},
+		"a standby refused so keeps waiting while the other server still catches up": {
+			with(func(o *Observed) {
+				o.Active, o.PeersProblem, o.FirstRefusal, o.Now = "bao-1", catchingUp, t0, t0.Add(3*time.Second)
+			}), false, false, Keep, PeerCatchingUp},
+		"a standby refused so goes at the bound": {
+			with(func(o *Observed) {
+				o.Active, o.PeersProblem, o.FirstRefusal, o.Now = "bao-1", catchingUp, t0, t0.Add(time.Minute)
+			}),
+			true, false, Keep, TimeBoundReached},
+		"the active server steps down while another server catches up, and waits": {
+			with(func(o *Observed) { o.PeersProblem = catchingUp }), false, true, Start, SteppingDown},
+		"a stepped-down server waits while another server catches up": {
+			with(func(o *Observed) {
+				refusedAt(3*time.Second, 0)(o)
+				o.Active, o.PodCaughtUp, o.PeersProblem = "bao-1", true, catchingUp
+			}), false, false, Keep, PeerCatchingUp},
+		"an unhealthy cluster is not held up by a server catching up": {
+			with(func(o *Observed) { o.Active, o.PeersProblem, o.AllVotersHealthy = "bao-1", catchingUp, false }),
+			true, false, Keep, ClusterUnhealthy},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -91,17 +119,23 @@ func TestRetryAfterNeverPassesTheBound(t *testing.T) {
 }
 
 func FuzzDecide(f *testing.F) {
-	f.Add(true, int64(60), "bao-0", "bao-0", true, true, 1, false, int64(-1), int64(0), int64(0))
-	f.Add(true, int64(60), "bao-0", "bao-1", true, true, 1, true, int64(10), int64(5), int64(20))
-	f.Add(false, int64(0), "a", "", false, false, 0, false, int64(70), int64(0), int64(1))
+	f.Add(true, int64(60), "bao-0", "bao-0", true, true, 1, false, false, int64(-1), int64(0), int64(0))
+	f.Add(true, int64(60), "bao-0", "bao-1", true, true, 1, true, false, int64(10), int64(5), int64(20))
+	f.Add(false, int64(0), "a", "", false, false, 0, false, true, int64(70), int64(0), int64(1))
+	f.Add(true, int64(60), "bao-0", "bao-1", true, true, 1, false, true, int64(10), int64(-1), int64(20))
 	f.Fuzz(func(t *testing.T, managed bool, boundS int64, pod, active string, raft, allHealthy bool, tolerance int,
-		caughtUp bool, firstS, askedS, nowS int64) {
+		caughtUp, peerBehind bool, firstS, askedS, nowS int64) {
 		o := Observed{Now: t0.Add(time.Duration(nowS%1000) * time.Second), Bound: time.Duration(boundS%200) * time.Second,
 			Managed: managed, Pod: pod, Active: active, RaftKnown: raft, AllVotersHealthy: allHealthy,
 			FailureTolerance: tolerance, PodCaughtUp: caughtUp}
+		if peerBehind {
+			o.PeersProblem = catchingUp
+		}
 		if firstS >= 0 {
 			o.FirstRefusal = t0.Add(time.Duration(firstS%1000) * time.Second)
-			o.LastStepDown = o.FirstRefusal.Add(time.Duration(askedS%100) * time.Second)
+			if askedS >= 0 { // else refused as a standby: never asked to step down
+				o.LastStepDown = o.FirstRefusal.Add(time.Duration(askedS%100) * time.Second)
+			}
 		}
 		checkInvariants(t, o, Decide(o))
 	})
@@ -120,9 +154,17 @@ func checkInvariants(t *testing.T, o Observed, d Decision) {
 	if !d.Allow && (d.RetryAfter <= 0 || d.RetryAfter > o.Bound) {
 		t.Fatalf("a refusal without a sensible Retry-After: %+v -> %+v", o, d)
 	}
-	// A first refusal only of the active server of a healthy cluster.
-	if !d.Allow && !remembered && (o.Active != o.Pod || o.Active == "" || !o.RaftKnown || !o.AllVotersHealthy || o.FailureTolerance <= 0) {
-		t.Fatalf("blocked a standby or an unhealthy cluster: %+v -> %+v", o, d)
+	healthy := o.Active != "" && o.RaftKnown && o.AllVotersHealthy && o.FailureTolerance > 0
+	// A first refusal only in a healthy cluster, and of a standby only
+	// while another server catches up.
+	if !d.Allow && !remembered && (!healthy || (o.Active != o.Pod && o.PeersProblem == "")) {
+		t.Fatalf("blocked a standby with every server caught up, or an unhealthy cluster: %+v -> %+v", o, d)
+	}
+	// Before the bound, no server of a healthy cluster goes while another
+	// catches up: the leader could lose the quorum it can reach.
+	beforeBound := !remembered || o.Now.Before(o.FirstRefusal.Add(o.Bound))
+	if d.Allow && o.Managed && o.Bound > 0 && o.PeersProblem != "" && beforeBound && (remembered || healthy) {
+		t.Fatalf("let a server go while another catches up: %+v -> %+v", o, d)
 	}
 	if d.StepDown && (d.Allow || o.Active != o.Pod || o.Active == "") {
 		t.Fatalf("asked a server that is not active, or while letting it go: %+v -> %+v", o, d)
@@ -130,9 +172,11 @@ func checkInvariants(t *testing.T, o Observed, d Decision) {
 	if d.Memory == Start && (remembered || d.Allow) {
 		t.Fatalf("restarted the clock: %+v -> %+v", o, d)
 	}
-	// Before the bound, a pod it refused goes only once leadership moved.
+	// Before the bound, a pod it refused goes only once another server is
+	// active, and, if it was refused as the active server, once it is a
+	// caught-up standby.
 	if d.Allow && remembered && o.Managed && o.Bound > 0 && o.Now.Before(o.FirstRefusal.Add(o.Bound)) &&
-		(o.Active == "" || o.Active == o.Pod || !o.PodCaughtUp) {
+		(o.Active == "" || o.Active == o.Pod || (!o.LastStepDown.IsZero() && !o.PodCaughtUp)) {
 		t.Fatalf("let the active server go before leadership moved: %+v -> %+v", o, d)
 	}
 }

@@ -8,8 +8,9 @@ import (
 	"unicode/utf8"
 )
 
-// peersProblem says why releasing the pod named released could cost
-// quorum; "" when it may go. Every other server must be, in this very
+// PeersProblem says why releasing the pod named released could cost
+// quorum; "" when it may go. The rollout releases a pod, and the drain
+// guard lets an eviction through, by this one rule. Every other server must be, in this very
 // observation, Ready and unsealed, and every other voter healthy and
 // caught up as the leader's autopilot sees it; with three voters or more,
 // autopilot must also count a failure tolerance of at least one. The
@@ -17,7 +18,7 @@ import (
 // not rolled can crash in the middle of it, and a StatefulSet update does
 // not heed the PodDisruptionBudget: without this check the operator would
 // take a second server down by its own hand.
-func peersProblem(o Observed, released string) string {
+func PeersProblem(o Observed, released string) string {
 	for _, p := range sortedPods(o.Pods) {
 		if p.Name == released {
 			continue

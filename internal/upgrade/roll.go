@@ -157,7 +157,7 @@ func blocker(o Observed, up *v1alpha1.UpgradeStatus) string {
 	if behind := ReadBehind(o.Read, o.Raft, o.Settings.MaxRaftLag); behind != "" {
 		return readFirstText + behind
 	}
-	return peersProblem(o, podName(o, up.CurrentPartition-1))
+	return PeersProblem(o, podName(o, up.CurrentPartition-1))
 }
 
 func stepIndex(step string) int {
@@ -326,7 +326,7 @@ func release(o Observed, up *v1alpha1.UpgradeStatus, d *Decision) bool {
 	k := up.CurrentPartition - 1
 	pod, _ := o.pod(int(k))
 	name := podName(o, k)
-	if problem := peersProblem(o, name); problem != "" {
+	if problem := PeersProblem(o, name); problem != "" {
 		return waitOrHalt(o, up, d, o.Settings.PodReadyTimeout, v1alpha1.ReasonPeerNotReadyTimeout,
 			fmt.Sprintf("%s is not released: %s", name, problem))
 	}

@@ -44,7 +44,11 @@ type drainCluster struct {
 	active              int
 	stuck               bool // a step-down that never completes
 	unhealthy           string
-	stepDowns           []int
+	// behind is a pod whose log the leader's replication has not reached
+	// (a restarted server the leader still dials at its old address):
+	// its sys/leader reports an index below the leader's.
+	behind    string
+	stepDowns []int
 }
 
 // server is the client of one pod (-1: the client Service).
@@ -57,6 +61,17 @@ func (s drainServer) Health(context.Context) (openbao.Health, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return openbao.Health{Initialized: true, Standby: s.pod >= 0 && s.pod != s.active}, nil
+}
+
+func (s drainServer) Leader(ctx context.Context) (openbao.Leader, error) {
+	s.mu.Lock()
+	behind := s.pod >= 0 && s.c.PodName(s.pod) == s.behind
+	s.mu.Unlock()
+	l, err := s.Client.Leader(ctx)
+	if behind {
+		l.RaftCommittedIndex, l.RaftAppliedIndex = 50, 50
+	}
+	return l, err
 }
 
 func (s drainServer) StepDown(context.Context) error {
@@ -322,6 +337,29 @@ func TestTheDrainGuard(t *testing.T) {
 		standby := (active + 1) % 3
 		if answers := e.evict(standby); guardRefusals(t, answers) != 0 {
 			t.Fatalf("a standby's eviction waited: %v", answers)
+		}
+		e.evicted(standby)
+		if _, after := e.bao.state(); after != before {
+			t.Fatalf("a standby's eviction stepped a server down")
+		}
+	})
+	t.Run("a standby waits while the leader's replication does not reach another server, then goes", func(t *testing.T) {
+		active, before := e.bao.state()
+		standby, restarted := (active+1)%3, (active+2)%3
+		// The fault: a restarted server, Ready and healthy in autopilot's
+		// eyes, that the leader's replication has not reached yet.
+		e.bao.set(func(d *drainCluster) { d.behind = d.c.PodName(restarted) })
+		caughtUp := time.AfterFunc(2500*time.Millisecond, func() { e.bao.set(func(d *drainCluster) { d.behind = "" }) })
+		defer caughtUp.Stop()
+		answers := e.evict(standby)
+		if n := guardRefusals(t, answers); n == 0 {
+			t.Fatalf("a standby's eviction went while another server was not caught up: %v", answers)
+		}
+		e.bao.mu.Lock()
+		stillBehind := e.bao.behind != ""
+		e.bao.mu.Unlock()
+		if stillBehind {
+			t.Fatalf("the eviction went before the other server caught up: %v", answers)
 		}
 		e.evicted(standby)
 		if _, after := e.bao.state(); after != before {
