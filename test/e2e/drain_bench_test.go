@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -166,13 +167,18 @@ func removeDrainGuard(ctx context.Context, b *testing.B, cl client.Client) {
 
 func drainSection(guarded, baseline drainResult) string {
 	var s strings.Builder
+	commit, _ := exec.Command("git", "describe", "--always", "--dirty").Output()
 	s.WriteString("<!-- bench-drain:begin -->\n## Node drains (make bench-drain)\n\n")
+	fmt.Fprintf(&s, "Measured %s on the local node (`nproc` 2, shared), commit %s; `make bench-drain`.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), strings.TrimSpace(string(commit)))
 	s.WriteString("A 3-server cluster on the local node; a client writes every 100 ms through the client Service, " +
 		"retrying a failed write once after 100 ms; each server's pod is evicted in turn through the Eviction API " +
 		"(client-go retries the guard's 429 after its Retry-After, as under kubectl drain) and recreated by the StatefulSet. Time per server: " +
-		"from the first eviction request to the cluster Running again with 3 voters. Each eviction waits until the " +
+		"from the first eviction request to the cluster Running again with 3 voters. Each eviction is asked once the " +
 		"leader's autopilot says healthy with a failure tolerance (a replaced server counts after autopilot's " +
-		"stabilization time; before, the guard by design holds nothing).\n\n")
+		"stabilization time), as a drain of one node after another would be; the guard then holds it, too, while " +
+		"another server is not yet reached by the leader's replication; without the guard the PodDisruptionBudget, " +
+		"which counts Ready pods, decides alone.\n\n")
 	s.WriteString("| Run | Writes | Failed writes | Longest gap between acknowledged writes | Guard's 429s | DrainStepDown events | Time per server |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range []struct {
 		name string
