@@ -46,10 +46,12 @@ func BenchmarkDrain(b *testing.B) {
 
 // evictions is the client that evicts; guard429s counts the guard's
 // refusals it met, including those client-go retried by itself after
-// their Retry-After.
+// their Retry-After, and catchUp429s those that waited for another server
+// to catch up with the leader (drain.PeerCatchingUp's message).
 var (
-	evictions client.Client
-	guard429s atomic.Int64
+	evictions   client.Client
+	guard429s   atomic.Int64
+	catchUp429s atomic.Int64
 )
 
 type guardCounter struct{ next http.RoundTripper }
@@ -63,6 +65,9 @@ func (g guardCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	if bytes.Contains(body, []byte("vpodeviction.openbao.org")) {
 		guard429s.Add(1)
+		if bytes.Contains(body, []byte("not caught up with the leader")) {
+			catchUp429s.Add(1)
+		}
 	}
 	return resp, nil
 }
@@ -86,6 +91,7 @@ type drainResult struct {
 	longest        time.Duration
 	perServer      []time.Duration
 	refusals       int
+	catchUps       int
 	stepDowns      int
 }
 
@@ -97,6 +103,7 @@ func (r drainResult) String() string {
 func drainRound(ctx context.Context, b *testing.B, cl client.Client, ns, token string, caPEM []byte) drainResult {
 	w := startWriter(ctx, b, cl, ns, token, caPEM)
 	var r drainResult
+	catchUpsBefore := catchUp429s.Load()
 	for i := range replicas {
 		w.waitAutopilotHealthy(ctx, b)
 		started := time.Now()
@@ -105,6 +112,7 @@ func drainRound(ctx context.Context, b *testing.B, cl client.Client, ns, token s
 		waitRunning(ctx, b, cl, ns, replicas)
 		r.perServer = append(r.perServer, time.Since(started).Round(100*time.Millisecond))
 	}
+	r.catchUps = int(catchUp429s.Load() - catchUpsBefore)
 	r.writes, r.failed, r.longest = w.finish(b)
 	r.stepDowns = countEvents(ctx, b, cl, ns, "DrainStepDown")
 	logf("DrainStepDown events so far: %d, DrainTimeBoundReached: %d", r.stepDowns, countEvents(ctx, b, cl, ns, "DrainTimeBoundReached"))
@@ -121,8 +129,11 @@ func evictPod(ctx context.Context, b *testing.B, cl client.Client, ns, name stri
 	}
 	uid := pod.UID
 	refusals := 0
-	before := guard429s.Load()
-	defer func() { logf("evicted %s after %d refusals of the guard", name, guard429s.Load()-before) }()
+	before, catchUpsBefore := guard429s.Load(), catchUp429s.Load()
+	defer func() {
+		logf("evicted %s after %d refusals of the guard (%d while another server caught up)", name,
+			guard429s.Load()-before, catchUp429s.Load()-catchUpsBefore)
+	}()
 	for deadline := time.Now().Add(3 * time.Minute); ; {
 		err := evictions.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})
 		if err == nil {
@@ -179,13 +190,13 @@ func drainSection(guarded, baseline drainResult) string {
 		"stabilization time), as a drain of one node after another would be; the guard then holds it, too, while " +
 		"another server is not yet reached by the leader's replication; without the guard the PodDisruptionBudget, " +
 		"which counts Ready pods, decides alone.\n\n")
-	s.WriteString("| Run | Writes | Failed writes | Longest gap between acknowledged writes | Guard's 429s | DrainStepDown events | Time per server |\n|---|---|---|---|---|---|---|\n")
+	s.WriteString("| Run | Writes | Failed writes | Longest gap between acknowledged writes | Guard's 429s (while another server caught up) | DrainStepDown events | Time per server |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range []struct {
 		name string
 		r    drainResult
 	}{{"drain guard on", guarded}, {"baseline (guard off)", baseline}} {
-		fmt.Fprintf(&s, "| %s | %d | %d | %s | %d | %d | %v |\n", r.name, r.r.writes, r.r.failed,
-			r.r.longest.Round(10*time.Millisecond), r.r.refusals, r.r.stepDowns, r.r.perServer)
+		fmt.Fprintf(&s, "| %s | %d | %d | %s | %d (%d) | %d | %v |\n", r.name, r.r.writes, r.r.failed,
+			r.r.longest.Round(10*time.Millisecond), r.r.refusals, r.r.catchUps, r.r.stepDowns, r.r.perServer)
 	}
 	s.WriteString("<!-- bench-drain:end -->\n")
 	return s.String()
