@@ -160,10 +160,10 @@ func (g *drainGuard) carryOut(ctx context.Context, t *drainTarget, d drain.Decis
 	}
 	c := t.pass.cluster
 	if d.Reason == drain.TimeBoundReached && g.memory.warnOnce(t.key) {
-		ctrl.LoggerFrom(ctx).Info("let an eviction of the active server through at the drain guard's bound", "audit", true,
-			"event_type", "openbao.drain.time_bound", "cluster", c.Name, "pod", t.key.Name)
+		ctrl.LoggerFrom(ctx).Info("let an eviction through at the drain guard's bound", "audit", true,
+			"event_type", "openbao.drain.time_bound", "cluster", c.Name, "pod", t.key.Name, "why", d.Message)
 		g.r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, v1alpha1.ReasonDrainTimeBoundReached, "Evict",
-			"%s had not handed over leadership %s after its eviction was first refused; the eviction went ahead", t.key.Name, g.bound)
+			"eviction of %s: %s", t.key.Name, d.Message)
 	}
 	if !d.StepDown {
 		return

@@ -263,6 +263,7 @@ const (
 	// another server is active and this one is a caught-up standby.
 	ReasonDrainStepDown = "DrainStepDown"
 	// ReasonDrainTimeBoundReached: a pod the guard refused was let through
-	// after the guard's bound, though leadership had not moved.
+	// after the guard's bound, though leadership had not moved or another
+	// server had not caught up with the leader.
 	ReasonDrainTimeBoundReached = "DrainTimeBoundReached"
 )

@@ -113,8 +113,7 @@ func Decide(o Observed) Decision {
 	case remembered && !o.Now.Before(o.FirstRefusal.Add(o.Bound)):
 		// Kept, so that a retry after the PodDisruptionBudget refused
 		// does not start another wait.
-		return allow(TimeBoundReached, "the server did not hand over leadership within "+o.Bound.String()+
-			" of the first refusal; the eviction goes ahead", Keep)
+		return allow(TimeBoundReached, boundReached(o), Keep)
 	case !remembered && o.Active == "":
 		return allow(ClusterUnhealthy, "no server says it is active; nothing to hand over", Keep)
 	case !remembered && !healthy(o):
@@ -128,6 +127,18 @@ func Decide(o Observed) Decision {
 		reask := o.Active == o.Pod && !o.Now.Before(o.LastStepDown.Add(ReaskAfter))
 		return refuse(o, o.FirstRefusal, reask, Keep)
 	}
+}
+
+// boundReached says what the guard waited for in vain.
+func boundReached(o Observed) string {
+	what := "the server did not hand over leadership"
+	switch {
+	case o.Active != "" && o.Active != o.Pod && o.PeersProblem != "":
+		what = "another server was still not caught up with the leader (" + o.PeersProblem + ")"
+	case o.Active != "" && o.Active != o.Pod:
+		what = "the server stepped down but was not a caught-up standby"
+	}
+	return what + " " + o.Bound.String() + " after the first refusal; the eviction goes ahead"
 }
 
 func healthy(o Observed) bool {

@@ -1,6 +1,7 @@
 package drain
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -178,5 +179,31 @@ func checkInvariants(t *testing.T, o Observed, d Decision) {
 	if d.Allow && remembered && o.Managed && o.Bound > 0 && o.Now.Before(o.FirstRefusal.Add(o.Bound)) &&
 		(o.Active == "" || o.Active == o.Pod || (!o.LastStepDown.IsZero() && !o.PodCaughtUp)) {
 		t.Fatalf("let the active server go before leadership moved: %+v -> %+v", o, d)
+	}
+}
+
+// TestTheBoundSaysWhatTheGuardWaitedFor: the message of an eviction let
+// through at the bound (a Warning event) names what never happened.
+func TestTheBoundSaysWhatTheGuardWaitedFor(t *testing.T) {
+	cases := map[string]struct {
+		o    Observed
+		want string
+	}{
+		"the active server kept leading": {with(refusedAt(time.Minute, 50*time.Second)), "did not hand over leadership"},
+		"another server kept catching up": {with(func(o *Observed) {
+			o.Active, o.PeersProblem, o.FirstRefusal, o.Now = "bao-1", catchingUp, t0, t0.Add(time.Minute)
+		}), "another server was still not caught up with the leader (" + catchingUp + ")"},
+		"the stepped-down server stayed behind": {with(func(o *Observed) {
+			refusedAt(time.Minute, 0)(o)
+			o.Active = "bao-1"
+		}), "stepped down but was not a caught-up standby"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d := Decide(tc.o)
+			if d.Reason != TimeBoundReached || !strings.Contains(d.Message, tc.want) {
+				t.Fatalf("got %s: %q; want %s with %q", d.Reason, d.Message, TimeBoundReached, tc.want)
+			}
+		})
 	}
 }
