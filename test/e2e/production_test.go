@@ -100,6 +100,7 @@ func TestProductionSampleFormsWithLocalStandIns(t *testing.T) {
 	checkProductionObjects(ctx, t, cl, ns)
 
 	// The sample's schedule is nightly: an on-demand backup stands for it.
+	resumeKills := holdDrillKills(t) // a drill follows the backup at once
 	b := &v1alpha1.OpenBaoBackup{ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: ns}, Spec: v1alpha1.OpenBaoBackupSpec{ClusterName: prodName}}
 	if err := cl.Create(ctx, b); err != nil {
 		t.Fatal(err)
@@ -118,6 +119,7 @@ func TestProductionSampleFormsWithLocalStandIns(t *testing.T) {
 			fmt.Sprintf("%+v", st)
 	})
 	drill := waitDrillOf(ctx, t, cl, ns, prodName, b.Name)
+	resumeKills()
 	if drill.Result != v1alpha1.DrillPassed || drill.Reason != backup.ReasonDrillCanaryMatched {
 		t.Fatalf("the drill of %s: %+v", b.Name, drill)
 	}
