@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -178,10 +177,8 @@ func removeDrainGuard(ctx context.Context, b *testing.B, cl client.Client) {
 
 func drainSection(guarded, baseline drainResult) string {
 	var s strings.Builder
-	commit, _ := exec.Command("git", "describe", "--always", "--dirty").Output()
 	s.WriteString("<!-- bench-drain:begin -->\n## Node drains (make bench-drain)\n\n")
-	fmt.Fprintf(&s, "Measured %s on the local node (`nproc` 2, shared), commit %s; `make bench-drain`.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), strings.TrimSpace(string(commit)))
+	fmt.Fprintf(&s, "%s; `make bench-drain`.\n\n", measuredOnTheNode())
 	s.WriteString("A 3-server cluster on the local node; a client writes every 100 ms through the client Service, " +
 		"retrying a failed write once after 100 ms; each server's pod is evicted in turn through the Eviction API " +
 		"(client-go retries the guard's 429 after its Retry-After, as under kubectl drain) and recreated by the StatefulSet. Time per server: " +

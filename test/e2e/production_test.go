@@ -100,7 +100,9 @@ func TestProductionSampleFormsWithLocalStandIns(t *testing.T) {
 	checkProductionObjects(ctx, t, cl, ns)
 
 	// The sample's schedule is nightly: an on-demand backup stands for it.
-	resumeKills := holdDrillKills(t) // a drill follows the backup at once
+	// A drill follows the backup at once; its outcome is checked, so a
+	// parallel test's kills are held off (see the restore test's drills).
+	resumeKills := holdOperatorKills(t)
 	b := &v1alpha1.OpenBaoBackup{ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: ns}, Spec: v1alpha1.OpenBaoBackupSpec{ClusterName: prodName}}
 	if err := cl.Create(ctx, b); err != nil {
 		t.Fatal(err)

@@ -58,7 +58,11 @@ func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
 	// newest backup, and each restore below takes a pre-restore snapshot
 	// (the default), which would be newer.
 	moved := createMovedCluster(ctx, t, cl, ns, b)
-	resumeKills := holdDrillKills(t)
+	// A drill whose outcome a test checks runs with a parallel test's
+	// kills held off: an operator killed after the drill recorded its
+	// restore Job and before it created it ends the drill OutcomeUnknown,
+	// as the at-most-once rule wants (seen in a CI run).
+	resumeKills := holdOperatorKills(t)
 	setVerify(ctx, t, cl, ns, true)
 	active.call(t, http.MethodPost, "kv/after", map[string]any{"value": "two"})
 	active.call(t, http.MethodPost, "kv/before", map[string]any{"value": "changed"})
@@ -138,7 +142,7 @@ func checkDrills(ctx context.Context, t *testing.T, cl client.Client, ns string,
 	if _, err := m.Client.PutObject(ctx, m.Bucket, bad.Status.Key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	resumeKills := holdDrillKills(t)
+	resumeKills := holdOperatorKills(t) // as for the drill above
 	setVerify(ctx, t, cl, ns, true)
 	failed := waitDrill(ctx, t, cl, ns, bad.Name)
 	resumeKills()
@@ -150,15 +154,6 @@ func checkDrills(ctx context.Context, t *testing.T, cl client.Client, ns string,
 		t.Fatalf("condition BackupVerified does not tell the failure: %v", st["conditions"])
 	}
 	logf("drill of the corrupted %s failed as it must: %s", bad.Name, failed.Message)
-}
-
-// holdDrillKills holds a parallel test's operator kills off while a drill
-// runs whose outcome a test checks: an operator killed after the drill
-// recorded its restore Job and before it created it ends the drill
-// OutcomeUnknown, as the at-most-once rule wants (seen in a CI run: the
-// standby test's kill landed in the corrupted backup's drill).
-func holdDrillKills(t *testing.T) (resume func()) {
-	return holdOperatorKills(t)
 }
 
 // waitDrill waits for the drill of backup name to end and its copy to go.

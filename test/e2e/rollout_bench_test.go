@@ -61,12 +61,18 @@ func (r rolloutRun) phaseSums() (release, stop, start, count time.Duration) {
 	return
 }
 
+// measuredOnTheNode says when and at which commit a benchmark on the
+// local node ran, for its BENCHMARKS.md section.
+func measuredOnTheNode() string {
+	commit, _ := exec.Command("git", "describe", "--always", "--dirty").Output()
+	return fmt.Sprintf("Measured %s on the local node (`nproc` 2, shared), commit %s",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), strings.TrimSpace(string(commit)))
+}
+
 func rolloutSection(runs []rolloutRun) string {
 	var s strings.Builder
-	commit, _ := exec.Command("git", "describe", "--always", "--dirty").Output()
 	fmt.Fprintf(&s, "<!-- bench-rollout:begin -->\n## Rollouts (make bench-rollout)\n\n")
-	fmt.Fprintf(&s, "Measured %s on the local node (`nproc` 2, shared), commit %s; `make bench-rollout` "+
-		"(ROLLOUT_BENCH_RUNS, default 3).\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), strings.TrimSpace(string(commit)))
+	fmt.Fprintf(&s, "%s; `make bench-rollout` (ROLLOUT_BENCH_RUNS, default 3).\n\n", measuredOnTheNode())
 	s.WriteString("A 3-server cluster; a client writes every 100 ms through the client Service and retries a failed write " +
 		"once after 100 ms (a write whose retry fails is a failed write); each run rolls a config change " +
 		"(`spec.config.default_lease_ttl`) through every server, from a settled cluster (the leader's autopilot healthy " +
