@@ -190,9 +190,10 @@ func rolloutPods(servers podstate.Snapshot, v *openbaoView) []upgrade.Pod {
 	return out
 }
 
-// activeClient talks to the active server through the client Service,
-// which selects it by the openbao-active label (on the internal listener
-// with ACME).
+// activeClient talks to the active server through the client Service (on
+// the internal listener with ACME): the Service routes to every server
+// that serves clients, and a standby forwards what it does not serve to
+// the active one.
 //
 // A standby's client Service has no endpoints while it stands by (so that
 // no client can write): the operator then talks to pod-0 at its stable
