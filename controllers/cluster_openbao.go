@@ -118,7 +118,10 @@ func (v *openbaoView) measureLag(ctx context.Context) {
 // server that just said it is active, or through the client Service when
 // none did (an election is under way). Asking the active pod directly
 // spares a read through a Service whose endpoints may still name a server
-// that stepped down and is stopping.
+// that stepped down and is stopping. A standby's sys/leader answers its
+// own index, not the leader's (the Service routes to standbys too, and
+// the active pod may have stepped down since), so only the active
+// server's answer counts.
 func (r *OpenBaoClusterReconciler) readRaft(ctx context.Context, p *pass, v *openbaoView) (*upgrade.Raft, string) {
 	tok, err := r.upgradeToken(ctx, p)
 	if err != nil {
@@ -136,6 +139,9 @@ func (r *OpenBaoClusterReconciler) readRaft(ctx context.Context, p *pass, v *ope
 	leader, err := readWithin(ctx, viewReadTimeout, bao.Leader)
 	if err != nil {
 		return nil, "read sys/leader: " + err.Error()
+	}
+	if !leader.Leads() {
+		return nil, "the server asked for the leader's index is a standby: leadership is changing"
 	}
 	state, err := readWithin(ctx, viewReadTimeout, bao.AutopilotState)
 	if errors.Is(err, openbao.ErrPermissionDenied) {

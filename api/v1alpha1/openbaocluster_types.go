@@ -135,7 +135,7 @@ type OpenBaoClusterSpec struct {
 
 	// Service is the client Service, which routes to every unsealed server
 	// ready to serve clients: the active one, and standbys, which forward
-	// requests to it.
+	// requests to it (with tls.mode ACME, to the active server only).
 	// +kubebuilder:default={}
 	// +optional
 	Service ServiceSpec `json:"service,omitempty"`

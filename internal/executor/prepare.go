@@ -145,9 +145,11 @@ func (s *runner) client(address string, token openbao.Token) (openbao.Client, er
 }
 
 // leaderClient is a client of the active server holding token. The client
-// Service routes to the active server, yet during a change of leadership
-// it may reach a standby: then sys/leader names the active one, which is
-// asked directly, if its address is one of this cluster's.
+// Service routes to standbys too (and with ACME, which routes to the
+// active server only, a change of leadership may leave it naming a
+// standby), and a standby redirects snapshot requests rather than forward
+// them: then sys/leader names the active server, which is asked directly,
+// if its address is one of this cluster's.
 func (s *runner) leaderClient(ctx context.Context, token openbao.Token) (openbao.Client, error) {
 	svc, err := s.client(s.cfg.OpenBaoAddress, openbao.Token{})
 	if err != nil {

@@ -24,6 +24,10 @@ type Leader struct {
 	RaftAppliedIndex   uint64
 }
 
+// Leads says the server asked is the active one, or the only one (storage
+// without HA); its RaftCommittedIndex is then the leader's.
+func (l Leader) Leads() bool { return !l.HAEnabled || l.IsSelf }
+
 // AutopilotState is the answer of sys/storage/raft/autopilot/state: the
 // leader's view of every server.
 type AutopilotState struct {
@@ -255,10 +259,12 @@ const (
 // leader's committed index or the window closes. On a server,
 // sys/leader's raft_committed_index is its own last log index (OpenBao
 // 2.4 answers raft.LastIndex there), which only the leader's
-// AppendEntries raise.
+// AppendEntries raise. A leader that has since stepped down measures
+// nothing: its index is then a standby's own, which every other server
+// may have passed.
 func pairLag(ctx context.Context, server, leader Client) (Progress, bool) {
 	l, err := leader.Leader(ctx)
-	if err != nil {
+	if err != nil || !l.Leads() {
 		return Progress{}, false
 	}
 	p := Progress{LeaderIndex: l.RaftCommittedIndex}

@@ -157,3 +157,31 @@ func TestRaftProgressTellsAServerTheLeaderReachesFromOneItDoesNot(t *testing.T) 
 		t.Errorf("a restarted follower the leader does not reach: %+v, want not received, lag 300, index 700 of 1000", r)
 	}
 }
+
+// TestRaftProgressMeasuresNothingAgainstALeaderThatSteppedDown: a server
+// asked as the leader that answers as a standby (it stepped down since, or
+// a Service routed the question to a standby) gives its own log index,
+// which the other servers may have passed: no progress is measured.
+func TestRaftProgressMeasuresNothingAgainstALeaderThatSteppedDown(t *testing.T) {
+	steppedDown := &haServer{fixedServer: fixedServer{log: 700, applied: 700}}
+	servers := map[string]openbao.Client{
+		"bao-0": steppedDown,
+		"bao-1": &fixedServer{log: 1000, applied: 1000},
+	}
+	if p := openbao.RaftProgressTo(context.Background(), steppedDown, servers); len(p) != 0 {
+		t.Errorf("progress against a standby's index: %+v, want none", p)
+	}
+	steppedDown.leader = true
+	if p := openbao.RaftProgressTo(context.Background(), steppedDown, servers); p["bao-0"].Lag != 0 || !p["bao-1"].Received {
+		t.Errorf("progress against the active server: %+v, want both caught up", p)
+	}
+}
+
+// haServer is a fixedServer on HA storage, as every Raft server is.
+type haServer struct{ fixedServer }
+
+func (s *haServer) Leader(ctx context.Context) (openbao.Leader, error) {
+	l, err := s.fixedServer.Leader(ctx)
+	l.HAEnabled = true
+	return l, err
+}

@@ -295,6 +295,32 @@ func TestAVersionChangeRollsPodByPodWithAStepDownBeforeTheActiveServer(t *testin
 	}
 }
 
+// TestARolloutCountsNoServerByAStandbysIndex: the client Service routes to
+// standbys too, and a standby's sys/leader answers its own log index, not
+// the leader's. While the server asked for the leader's index answers as
+// a standby, the rolled server is not counted and the next pod waits
+// (both the autopilot view's index and the measured catch-up refuse it).
+func TestARolloutCountsNoServerByAStandbysIndex(t *testing.T) {
+	ro := newRollout(t, "rollout-standby-index", 3)
+	ro.pass()
+	ro.setVersion("2.4.1")
+	ro.pass()
+	ro.kubeControllerManager()
+	ro.pass()
+	ro.expect("rollout started", 2, "PodReady")
+
+	ro.kubeControllerManager() // bao-2 recreated on the new revision
+	leader := ro.bao.LeaderAnswer
+	ro.bao.LeaderAnswer = openbao.Leader{HAEnabled: true, LeaderAddress: "https://bao-0.bao-internal.rollout-standby-index.svc:8200", RaftCommittedIndex: 100}
+	ro.pass()
+	ro.pass()
+	ro.expect("a standby answered for the leader", 2, "RaftSync")
+
+	ro.bao.LeaderAnswer = leader
+	ro.pass()
+	ro.expect("the leader answered", 1, "PodReady")
+}
+
 // TestAVersionLoweredMidRolloutMovesNoPodBack: 2.4.0 → 2.4.1 with bao-2
 // rolled and bao-1 released, spec.version is set back to 2.4.0 (past the
 // webhook, which would refuse it). currentVersion is empty then, but
