@@ -32,7 +32,7 @@ func BenchmarkRollout(b *testing.B) {
 		_, failedBefore, _ := w.mark()
 		m := rollTo(ctx, b, cl, ns, map[string]any{"config": map[string]any{"default_lease_ttl": fmt.Sprintf("%dh", 720+i)}}, 0)
 		_, failedAfter, gap := w.mark()
-		r := rolloutRun{rolloutFigures: m, failed: failedAfter - failedBefore, gap: gap}
+		r := rolloutRun{rolloutFigures: m, failed: failedAfter - failedBefore, gap: gap, gapEnd: w.longestGapEnd()}
 		b.Logf("run %d: %s", i, r)
 		runs = append(runs, r)
 	}
@@ -46,11 +46,12 @@ type rolloutRun struct {
 	rolloutFigures
 	failed int
 	gap    time.Duration
+	gapEnd time.Time
 }
 
 func (r rolloutRun) String() string {
-	return fmt.Sprintf("total %s, sum of restarts %s (%.2fx), %d failed writes, longest gap %s",
-		r.total, r.restarts, r.ratio(), r.failed, r.gap.Round(10*time.Millisecond))
+	return fmt.Sprintf("total %s, sum of restarts %s (%.2fx), %d failed writes, longest gap %s (ending %s)",
+		r.total, r.restarts, r.ratio(), r.failed, r.gap.Round(10*time.Millisecond), r.gapEnd.UTC().Format("15:04:05.000"))
 }
 
 // phaseSums adds the phases of a run's pods: where its total went.

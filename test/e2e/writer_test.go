@@ -39,6 +39,7 @@ type writer struct {
 	why        map[string]int
 	lastAck    time.Time
 	longest    time.Duration // since resetGap
+	longestEnd time.Time     // when the longest gap ended
 	worst      time.Duration // since the start
 	worstAt    time.Time
 
@@ -92,7 +93,9 @@ func (w *writer) run() {
 		if why == "" {
 			now := time.Now()
 			gap := now.Sub(w.lastAck)
-			w.longest = max(w.longest, gap)
+			if gap > w.longest {
+				w.longest, w.longestEnd = gap, now
+			}
 			if gap > w.worst {
 				w.worst, w.worstAt = gap, now
 			}
@@ -229,5 +232,13 @@ func (w *writer) mark() (acked, failed int, longest time.Duration) {
 func (w *writer) resetGap() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.longest = 0
+	w.longest, w.longestEnd = 0, time.Time{}
+}
+
+// longestGapEnd is when the longest gap since resetGap ended, to find it
+// in the servers' logs.
+func (w *writer) longestGapEnd() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.longestEnd
 }
