@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"time"
 )
@@ -52,11 +53,23 @@ func Readiness(healthCode int, leader Leader) (ready bool, reason string) {
 
 // Ready runs the check against the server at BAO_ADDR (its CA in
 // BAO_CACERT), both set in the OpenBao container; nil when it is ready.
-// The requests carry no token: both paths are unauthenticated.
+// The certificate is verified for the server's stable name, the host of
+// BAO_API_ADDR, when it is set: BAO_ADDR is a loopback address, which a
+// certificate the user provides need not name, while the stable name is
+// one it must carry (standbys redirect clients there). The requests carry
+// no token: both paths are unauthenticated.
 func Ready(ctx context.Context) error {
 	addr := os.Getenv("BAO_ADDR")
 	if addr == "" {
 		return fmt.Errorf("BAO_ADDR is not set")
+	}
+	serverName := ""
+	if api := os.Getenv("BAO_API_ADDR"); api != "" {
+		u, err := url.Parse(api)
+		if err != nil {
+			return fmt.Errorf("BAO_API_ADDR: %w", err)
+		}
+		serverName = u.Hostname()
 	}
 	roots := x509.NewCertPool()
 	if path := os.Getenv("BAO_CACERT"); path != "" {
@@ -69,7 +82,7 @@ func Ready(ctx context.Context) error {
 		}
 	}
 	hc := &http.Client{Timeout: ReadyTimeout, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12},
 	}}
 	code, _, err := get(ctx, hc, addr+"/v1/sys/health?standbyok=true&perfstandbyok=true")
 	if err != nil {

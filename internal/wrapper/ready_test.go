@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -129,5 +130,56 @@ func TestReadyWithoutBAO_ADDRIsNotReady(t *testing.T) {
 	t.Setenv("BAO_ADDR", "")
 	if err := Ready(context.Background()); err == nil {
 		t.Fatal("ready without an address")
+	}
+}
+
+// TestReadyVerifiesTheServersStableName: a certificate the user provides
+// names the servers' stable names, not the loopback address BAO_ADDR
+// dials; the check verifies it for the host of BAO_API_ADDR.
+func TestReadyVerifiesTheServersStableName(t *testing.T) {
+	const stable = "bao-0.bao-internal.team.svc"
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "a user's CA"}, IsCA: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), DNSNames: []string{stable},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, caTmpl, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/sys/leader" {
+			_, _ = w.Write([]byte(`{"ha_enabled":true,"is_self":true}`))
+		}
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER}, PrivateKey: key}}}
+	srv.StartTLS()
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BAO_ADDR", srv.URL) // https://127.0.0.1:PORT
+	t.Setenv("BAO_CACERT", ca)
+	t.Setenv("BAO_API_ADDR", "https://"+stable+":8200")
+	if err := Ready(context.Background()); err != nil {
+		t.Fatalf("a certificate naming the stable name: %v", err)
+	}
+	t.Setenv("BAO_API_ADDR", "https://bao-1.bao-internal.team.svc:8200")
+	if err := Ready(context.Background()); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("a certificate for another server's name = %v, want a certificate error", err)
 	}
 }
