@@ -330,7 +330,9 @@ func (r *OpenBaoClusterReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurr
 
 // CacheOptions limits the manager's cache to objects that carry the cluster
 // label, for every kind the controller watches: the operator holds its own
-// children, not every ConfigMap and Secret of the cluster.
+// children, not every ConfigMap and Secret of the cluster. Of each cached
+// object's managedFields it keeps the operator's apply entry alone, the
+// one the Applier reads (apply.TrimManagedFields).
 func CacheOptions() cache.Options {
 	req, err := labels.NewRequirement(v1alpha1.LabelCluster, selection.Exists, nil)
 	if err != nil {
@@ -341,7 +343,7 @@ func CacheOptions() cache.Options {
 	for _, obj := range children.Cached() {
 		byObject[obj] = byLabel
 	}
-	return cache.Options{ByObject: byObject}
+	return cache.Options{ByObject: byObject, DefaultTransform: apply.TrimManagedFields(v1alpha1.FieldManager)}
 }
 
 // NewApplier returns the Applier of the chart's objects: it writes through

@@ -278,16 +278,6 @@ func (a *Applier) unchanged(owner client.Object, key objectKey, desired string, 
 // isNoMatch says the cluster does not serve the kind (a missing CRD).
 func isNoMatch(err error) bool { return err != nil && meta.IsNoMatchError(err) }
 
-// ownedFields is the operator's apply entry in the object's managedFields.
-func (a *Applier) ownedFields(obj metav1.Object) string {
-	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == a.fieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" && mf.FieldsV1 != nil {
-			return string(mf.FieldsV1.Raw)
-		}
-	}
-	return ""
-}
-
 func keyOf(obj client.Object) objectKey {
 	return objectKey{gvk: obj.GetObjectKind().GroupVersionKind(), namespace: obj.GetNamespace(), name: obj.GetName()}
 }
