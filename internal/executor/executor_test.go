@@ -76,7 +76,7 @@ func newHarness(t *testing.T) *harness {
 			Timeout: time.Minute, PartSize: 5 << 20, Concurrency: 1, ProvenanceKeyFile: "/provenance/key",
 		},
 		bao: &openbaofake.Client{
-			LeaderAnswer: openbao.Leader{HAEnabled: true, IsSelf: true},
+			LeaderAnswer: openbao.Leader{HAEnabled: true, IsSelf: true, LeaderAddress: "https://bao-0.bao-internal.ns.svc:8200"},
 			LoginToken:   openbao.NewToken(issuedToken),
 			SnapshotData: snapshotFixture(t, "with-data.snap"),
 		},
@@ -148,8 +148,9 @@ func TestAGoodRunStoresTheCheckedSnapshotUnderTheClustersPrefix(t *testing.T) {
 	if h.bao.Logins[0] != "openbao-operator/backup" || h.bao.CallCount("Snapshot") != 1 {
 		t.Errorf("login roles %v, %d snapshots", h.bao.Logins, h.bao.CallCount("Snapshot"))
 	}
-	// Log in, find the leader, use it; then again to disarm the drill role.
-	once := "https://bao.ns.svc:8200 https://bao.ns.svc:8200 https://bao.ns.svc:8200+token"
+	// Log in, find the leader, use it at its own address; then again to
+	// disarm the drill role.
+	once := "https://bao.ns.svc:8200 https://bao.ns.svc:8200 https://bao-0.bao-internal.ns.svc:8200+token"
 	if strings.Join(h.addresses, " ") != once+" "+once {
 		t.Errorf("clients for %v", h.addresses)
 	}
@@ -172,6 +173,22 @@ func TestAStandbyBehindTheServiceSendsTheExecutorToTheLeader(t *testing.T) {
 	}
 	if last := h.addresses[len(h.addresses)-1]; last != "https://bao-1.bao-internal.ns.svc:8200+token" {
 		t.Errorf("snapshot taken through %s", last)
+	}
+}
+
+// TestTheExecutorAsksTheActiveServerAtItsOwnAddress: the client Service
+// sends each connection to any Ready server, so the server that answered
+// sys/leader as the active one is asked at the address it names, never
+// through the Service again (where a standby would redirect the snapshot).
+func TestTheExecutorAsksTheActiveServerAtItsOwnAddress(t *testing.T) {
+	h := newHarness(t)
+	if r := h.run(t); r.Failed() {
+		t.Fatal(r.Error)
+	}
+	for _, a := range h.addresses {
+		if strings.HasSuffix(a, "+token") && a != "https://bao-0.bao-internal.ns.svc:8200+token" {
+			t.Errorf("a client holding the token was made for %s, want the active server's own address", a)
+		}
 	}
 }
 

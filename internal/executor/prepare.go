@@ -144,12 +144,15 @@ func (s *runner) client(address string, token openbao.Token) (openbao.Client, er
 	return s.deps.OpenBao(openbao.Options{Address: address, CACert: s.caPEM, ServerName: u.Hostname(), Token: token})
 }
 
-// leaderClient is a client of the active server holding token. The client
-// Service routes to standbys too (and with ACME, which routes to the
-// active server only, a change of leadership may leave it naming a
+// leaderClient is a client of the active server holding token, at the
+// active server's own address as sys/leader names it. The client Service
+// routes each new connection to any Ready server (with ACME, which routes
+// to the active one only, a change of leadership may leave it naming a
 // standby), and a standby redirects snapshot requests rather than forward
-// them: then sys/leader names the active server, which is asked directly,
-// if its address is one of this cluster's.
+// them: the server that answered sys/leader through the Service is not the
+// one the next request reaches. The address must be one of this cluster's.
+// A server that leads without naming itself (storage without HA) is asked
+// through the Service.
 func (s *runner) leaderClient(ctx context.Context, token openbao.Token) (openbao.Client, error) {
 	svc, err := s.client(s.cfg.OpenBaoAddress, openbao.Token{})
 	if err != nil {
@@ -160,7 +163,7 @@ func (s *runner) leaderClient(ctx context.Context, token openbao.Token) (openbao
 		return nil, stage(ReasonLeaderNotFound, err)
 	}
 	address := s.cfg.OpenBaoAddress
-	if leader.HAEnabled && !leader.IsSelf {
+	if leader.HAEnabled {
 		if leader.LeaderAddress == "" {
 			return nil, stage(ReasonLeaderNotFound, fmt.Errorf("no server is active: %w", openbao.ErrStandby))
 		}
