@@ -51,9 +51,7 @@ func ChildNameSuffixes() []string {
 	}
 }
 
-// ClientServiceName is the Service clients use; it routes to every server
-// that serves clients (standbys forward to the active one; with ACME, to
-// the active server only).
+// ClientServiceName is the Service clients use; it routes to the active server.
 func (c *OpenBaoCluster) ClientServiceName() string { return c.Name }
 
 // ClientServiceDNSName is the client Service's name inside the cluster; the

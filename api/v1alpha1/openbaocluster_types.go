@@ -133,9 +133,7 @@ type OpenBaoClusterSpec struct {
 	// +optional
 	Config map[string]apiextensionsv1.JSON `json:"config,omitempty"`
 
-	// Service is the client Service, which routes to every unsealed server
-	// ready to serve clients: the active one, and standbys, which forward
-	// requests to it (with tls.mode ACME, to the active server only).
+	// Service is the client Service, which routes to the active server.
 	// +kubebuilder:default={}
 	// +optional
 	Service ServiceSpec `json:"service,omitempty"`
