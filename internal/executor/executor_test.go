@@ -176,10 +176,10 @@ func TestAStandbyBehindTheServiceSendsTheExecutorToTheLeader(t *testing.T) {
 	}
 }
 
-// TestTheExecutorAsksTheActiveServerAtItsOwnAddress: the client Service
-// sends each connection to any Ready server, so the server that answered
-// sys/leader as the active one is asked at the address it names, never
-// through the Service again (where a standby would redirect the snapshot).
+// TestTheExecutorAsksTheActiveServerAtItsOwnAddress: the server that
+// answered sys/leader through the client Service as the active one is
+// asked at the address it names, never through the Service again, which
+// may name a standby by then (and a standby redirects the snapshot).
 func TestTheExecutorAsksTheActiveServerAtItsOwnAddress(t *testing.T) {
 	h := newHarness(t)
 	if r := h.run(t); r.Failed() {

@@ -295,9 +295,10 @@ func TestAVersionChangeRollsPodByPodWithAStepDownBeforeTheActiveServer(t *testin
 	}
 }
 
-// TestARolloutCountsNoServerByAStandbysIndex: the client Service routes to
-// standbys too, and a standby's sys/leader answers its own log index, not
-// the leader's. While the server asked for the leader's index answers as
+// TestARolloutCountsNoServerByAStandbysIndex: a standby's sys/leader
+// answers its own log index, not the leader's, and the pod asked as the
+// active one may have stepped down since (or the client Service may still
+// name a standby). While the server asked for the leader's index answers as
 // a standby, the rolled server is not counted and the next pod waits
 // (both the autopilot view's index and the measured catch-up refuse it).
 func TestARolloutCountsNoServerByAStandbysIndex(t *testing.T) {
