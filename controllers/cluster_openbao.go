@@ -119,9 +119,9 @@ func (v *openbaoView) measureLag(ctx context.Context) {
 // none did (an election is under way). Asking the active pod directly
 // spares a read through a Service whose endpoints may still name a server
 // that stepped down and is stopping. A standby's sys/leader answers its
-// own index, not the leader's (the active pod may have stepped down
-// since, and the Service may still name a standby meanwhile), so only the
-// active server's answer counts.
+// own index, not the leader's (the Service routes to standbys too, and
+// the active pod may have stepped down since), so only the active
+// server's answer counts.
 func (r *OpenBaoClusterReconciler) readRaft(ctx context.Context, p *pass, v *openbaoView) (*upgrade.Raft, string) {
 	tok, err := r.upgradeToken(ctx, p)
 	if err != nil {
@@ -196,9 +196,10 @@ func rolloutPods(servers podstate.Snapshot, v *openbaoView) []upgrade.Pod {
 	return out
 }
 
-// activeClient talks to the active server through the client Service,
-// which selects it by the openbao-active label (on the internal listener
-// with ACME).
+// activeClient talks to the active server through the client Service (on
+// the internal listener with ACME): the Service routes to every server
+// that serves clients, and a standby forwards what it does not serve to
+// the active one.
 //
 // A standby's client Service has no endpoints while it stands by (so that
 // no client can write): the operator then talks to pod-0 at its stable

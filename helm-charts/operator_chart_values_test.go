@@ -232,17 +232,17 @@ func TestTheRegistryMirrorRewritesEveryImageTheChartNames(t *testing.T) {
 		wantOperator, wantWrapper, wantOpenBao string
 	}{
 		"a host is replaced, the digest kept": {"mirror.corp.example", "ghcr.io/openbao/openbao-operator", "ghcr.io/openbao/bao-wrapper",
-			"mirror.corp.example/openbao/openbao-operator@" + digest, "mirror.corp.example/openbao/bao-wrapper:1.0.0",
+			"mirror.corp.example/openbao/openbao-operator@" + digest, "mirror.corp.example/openbao/bao-wrapper:1.1.1",
 			"mirror.corp.example/openbao/openbao:2.4.0"},
 		"a host with a port and a path prefix": {"mirror.corp.example:5000/ghcr/", "ghcr.io/openbao/openbao-operator", "localhost:5000/bao-wrapper",
-			"mirror.corp.example:5000/ghcr/openbao/openbao-operator@" + digest, "mirror.corp.example:5000/ghcr/bao-wrapper:1.0.0",
+			"mirror.corp.example:5000/ghcr/openbao/openbao-operator@" + digest, "mirror.corp.example:5000/ghcr/bao-wrapper:1.1.1",
 			"mirror.corp.example:5000/ghcr/openbao/openbao:2.4.0"},
 		"localhost is a host": {"registry.local", "localhost/openbao-operator", "localhost/bao-wrapper",
-			"registry.local/openbao-operator@" + digest, "registry.local/bao-wrapper:1.0.0", "registry.local/openbao/openbao:2.4.0"},
+			"registry.local/openbao-operator@" + digest, "registry.local/bao-wrapper:1.1.1", "registry.local/openbao/openbao:2.4.0"},
 		"a Docker Hub name gets the mirror in front": {"registry.local", "openbao/openbao-operator", "bao-wrapper",
-			"registry.local/openbao/openbao-operator@" + digest, "registry.local/bao-wrapper:1.0.0", "registry.local/openbao/openbao:2.4.0"},
+			"registry.local/openbao/openbao-operator@" + digest, "registry.local/bao-wrapper:1.1.1", "registry.local/openbao/openbao:2.4.0"},
 		"no mirror leaves the images alone": {"", "ghcr.io/openbao/openbao-operator", "ghcr.io/openbao/bao-wrapper",
-			"ghcr.io/openbao/openbao-operator@" + digest, "ghcr.io/openbao/bao-wrapper:1.0.0", "quay.io/openbao/openbao:2.4.0"},
+			"ghcr.io/openbao/openbao-operator@" + digest, "ghcr.io/openbao/bao-wrapper:1.1.1", "quay.io/openbao/openbao:2.4.0"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -51,7 +51,9 @@ func ChildNameSuffixes() []string {
 	}
 }
 
-// ClientServiceName is the Service clients use; it routes to the active server.
+// ClientServiceName is the Service clients use; it routes to every server
+// that serves clients (standbys forward to the active one; with ACME, to
+// the active server only).
 func (c *OpenBaoCluster) ClientServiceName() string { return c.Name }
 
 // ClientServiceDNSName is the client Service's name inside the cluster; the

@@ -133,7 +133,9 @@ type OpenBaoClusterSpec struct {
 	// +optional
 	Config map[string]apiextensionsv1.JSON `json:"config,omitempty"`
 
-	// Service is the client Service, which routes to the active server.
+	// Service is the client Service, which routes to every unsealed server
+	// ready to serve clients: the active one, and standbys, which forward
+	// requests to it (with tls.mode ACME, to the active server only).
 	// +kubebuilder:default={}
 	// +optional
 	Service ServiceSpec `json:"service,omitempty"`

@@ -59,13 +59,13 @@ func podTemplateFor(t *testing.T, args ...string) []byte {
 // the same wrapper image give byte-identical pod templates (so the same
 // StatefulSet revision); a new wrapper image is what changes them.
 func TestAnOperatorUpgradeLeavesThePodTemplateAlone(t *testing.T) {
-	const wrapperImage = "--wrapper-image=registry.example/bao-wrapper:1.0.0"
+	const wrapperImage = "--wrapper-image=registry.example/bao-wrapper:1.1.1"
 	before := podTemplateFor(t, "--operator-image=registry.example/openbao-operator:0.1.0", wrapperImage)
 	after := podTemplateFor(t, "--operator-image=registry.example/openbao-operator:0.2.0@sha256:"+strings.Repeat("ab", 32), wrapperImage)
 	if !bytes.Equal(before, after) {
 		t.Errorf("a new operator image changed the OpenBao pod template:\n%s\n%s", before, after)
 	}
-	if !bytes.Contains(before, []byte(`"registry.example/bao-wrapper:1.0.0"`)) {
+	if !bytes.Contains(before, []byte(`"registry.example/bao-wrapper:1.1.1"`)) {
 		t.Errorf("the pod template does not run the --wrapper-image: %s", before)
 	}
 	newWrapper := podTemplateFor(t, "--operator-image=registry.example/openbao-operator:0.1.0", "--wrapper-image=registry.example/bao-wrapper:1.0.1")
@@ -80,7 +80,7 @@ func TestTheManagerRequiresTheWrapperImage(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--wrapper-image") {
 		t.Errorf("runManager without a wrapper image: %v, want an error naming --wrapper-image", err)
 	}
-	t.Setenv("WRAPPER_IMAGE", "registry.example/bao-wrapper:1.0.0")
+	t.Setenv("WRAPPER_IMAGE", "registry.example/bao-wrapper:1.1.1")
 	f, _, err := parseManagerFlags(nil)
 	if err != nil || f.requireWrapperImage() != nil {
 		t.Errorf("WRAPPER_IMAGE does not set --wrapper-image: %v, %+v", err, f.wrapperImage)

@@ -146,10 +146,11 @@ func (s *runner) client(address string, token openbao.Token) (openbao.Client, er
 
 // leaderClient is a client of the active server holding token, at the
 // active server's own address as sys/leader names it. The client Service
-// routes to the active server, yet during a change of leadership it may
-// name a standby, and a standby redirects snapshot requests rather than
-// forward them: the server that answered sys/leader through the Service
-// need not be the one the next request reaches. The address must be one of this cluster's.
+// routes each new connection to any Ready server (with ACME, which routes
+// to the active one only, a change of leadership may leave it naming a
+// standby), and a standby redirects snapshot requests rather than forward
+// them: the server that answered sys/leader through the Service is not the
+// one the next request reaches. The address must be one of this cluster's.
 // A server that leads without naming itself (storage without HA) is asked
 // through the Service.
 func (s *runner) leaderClient(ctx context.Context, token openbao.Token) (openbao.Client, error) {

@@ -17,7 +17,7 @@ import (
 )
 
 // testOperator is the operator context every golden render uses.
-var testOperator = values.Operator{Namespace: "openbao-operator-system", WrapperImage: "registry.example.com/bao-wrapper:1.0.0"}
+var testOperator = values.Operator{Namespace: "openbao-operator-system", WrapperImage: "registry.example.com/bao-wrapper:1.1.1"}
 
 // testIssuer stands for the Kubernetes service-account issuer, whose key
 // the operator's identity requests carry into self-init.

@@ -157,9 +157,13 @@ func TestACMEServersAreReachedOnTheInternalListener(t *testing.T) {
 	if ports["api"] != 8200 || ports["internal"] != 8202 {
 		t.Errorf("container ports %v, want api 8200 and internal 8202", ports)
 	}
-	for name, probe := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
-		if got := probe.HTTPGet.Port.String(); got != "internal" {
-			t.Errorf("%s probe on port %s, want internal: the ACME listener answers no handshake without a name it may order", name, got)
+	if got := c.LivenessProbe.HTTPGet.Port.String(); got != "internal" {
+		t.Errorf("liveness probe on port %s, want internal: the ACME listener answers no handshake without a name it may order", got)
+	}
+	// The readiness check (bao-wrapper ready) asks the server at BAO_ADDR.
+	for _, e := range c.Env {
+		if e.Name == "BAO_ADDR" && e.Value != "https://127.0.0.1:8202" {
+			t.Errorf("BAO_ADDR = %q, want the internal listener: the readiness check verifies it with the cluster CA", e.Value)
 		}
 	}
 	sysctls := statefulSet(t, objs).Spec.Template.Spec.SecurityContext.Sysctls

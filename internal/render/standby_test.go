@@ -97,3 +97,34 @@ func apiAdmitsClients(t *testing.T, objs []*unstructured.Unstructured) bool {
 	}
 	return false
 }
+
+// TestTheClientServiceRoutesToStandbysExceptWithACME: the client Service
+// selects every unsealed server (standbys forward requests to the active
+// one, so a step-down leaves it endpoints), matching a standby's labels
+// too; with tls.mode ACME it selects the active server only, since each
+// server orders its own certificate and a tls-alpn-01 challenge must
+// reach the server that ordered.
+func TestTheClientServiceRoutesToStandbysExceptWithACME(t *testing.T) {
+	r := newRenderer(t)
+	for _, tc := range []struct {
+		fixture        string
+		selectsStandby bool
+	}{{"initialized", true}, {"tls_acme", false}} {
+		c := fixture(t, tc.fixture, func(*v1alpha1.OpenBaoCluster) {})
+		objs := renderWith(t, r, c, testOperator)
+		standby := podLabels(t, objs)
+		standby["openbao-active"] = "false"
+		svc := service(t, objs, c.ClientServiceName())
+		if got := matches(svc.Spec.Selector, standby); got != tc.selectsStandby {
+			t.Errorf("%s: client Service selector %v selects a standby: %v, want %v", tc.fixture, svc.Spec.Selector, got, tc.selectsStandby)
+		}
+		sealed := podLabels(t, objs)
+		sealed["openbao-sealed"], sealed["openbao-active"] = "true", "false"
+		if matches(svc.Spec.Selector, sealed) {
+			t.Errorf("%s: client Service selector %v selects a sealed server", tc.fixture, svc.Spec.Selector)
+		}
+		if !matches(svc.Spec.Selector, podLabels(t, objs)) {
+			t.Errorf("%s: client Service selector %v misses the active server", tc.fixture, svc.Spec.Selector)
+		}
+	}
+}

@@ -319,7 +319,7 @@ func TestCertificateNamesIncludeTheRouteHosts(t *testing.T) {
 // operator's --wrapper-image.
 func TestNoOneButTheOperatorNamesTheWrapperImage(t *testing.T) {
 	evil := `{"wrapper": {"image": "evil.example/bao-wrapper:1"}}`
-	_, err := values.Compute(inputOf(cluster(withValues(evil))), values.Operator{WrapperImage: "registry.example/bao-wrapper:1.0.0"}, values.Config{})
+	_, err := values.Compute(inputOf(cluster(withValues(evil))), values.Operator{WrapperImage: "registry.example/bao-wrapper:1.1.1"}, values.Config{})
 	var owned *values.OwnedKeyError
 	if !errors.As(err, &owned) || !strings.Contains(err.Error(), "spec.values.wrapper") {
 		t.Errorf("spec.values naming the wrapper image: %v, want an OwnedKeyError naming spec.values.wrapper", err)
@@ -327,11 +327,11 @@ func TestNoOneButTheOperatorNamesTheWrapperImage(t *testing.T) {
 	if err := values.CheckOverrideValues(map[string]any{"wrapper": map[string]any{"image": "evil.example/bao-wrapper:1"}}); err == nil {
 		t.Error("overrideValues may name the wrapper image")
 	}
-	got, err := values.Compute(inputOf(cluster()), values.Operator{WrapperImage: "registry.example/bao-wrapper:1.0.0"}, values.Config{})
+	got, err := values.Compute(inputOf(cluster()), values.Operator{WrapperImage: "registry.example/bao-wrapper:1.1.1"}, values.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := lookup(got, "wrapper.image"); v != "registry.example/bao-wrapper:1.0.0" {
+	if v := lookup(got, "wrapper.image"); v != "registry.example/bao-wrapper:1.1.1" {
 		t.Errorf("wrapper.image = %v, want the operator's --wrapper-image", v)
 	}
 }

@@ -1,6 +1,7 @@
 package wrapper
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,10 +18,24 @@ const usage = `usage:
       orphans, exit with its code, SIGHUP it when a watched file changes
   bao-wrapper install DEST
       copy this binary to DEST (for an init container filling an emptyDir)
+  bao-wrapper ready
+      exit 0 when the server at BAO_ADDR serves clients: initialized,
+      unsealed, and active or a standby that knows the active server
 `
 
 // Main is the bao-wrapper command line; it returns the process exit code.
 func Main(args []string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "ready" {
+		if len(args) != 1 {
+			fmt.Fprint(stderr, usage)
+			return 2
+		}
+		if err := Ready(context.Background()); err != nil {
+			fmt.Fprintf(stderr, "not ready: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	if len(args) > 0 && args[0] == "install" {
 		if len(args) != 2 {
 			fmt.Fprint(stderr, usage)

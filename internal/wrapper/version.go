@@ -6,4 +6,4 @@ package wrapper
 // image (and the init container that runs it) changes only when the
 // wrapper does. TestVersionFollowsTheSource fails when the wrapper's
 // sources change and Version does not.
-const Version = "1.0.0"
+const Version = "1.1.1"

@@ -420,7 +420,7 @@ spec:
 	if st.Standby.PromotedAt == nil || !strings.Contains(rig.drainEvents(), standby.ReasonPromoted) {
 		t.Fatalf("not promoted: %+v", st.Standby)
 	}
-	if sel := rig.clientSelector(); sel["openbao.org/standby"] != "" || sel["openbao-active"] != "true" {
+	if sel := rig.clientSelector(); sel["openbao.org/standby"] != "" || sel["openbao-sealed"] != "false" {
 		t.Fatalf("a promoted standby's client Service stays closed: %v", sel)
 	}
 	before := len(rig.restores())

@@ -17,7 +17,7 @@ import (
 )
 
 func TestImageValuesSplitTheReferenceAtTheTag(t *testing.T) {
-	const wrapperRef = "localhost/bao-wrapper:1.0.0-0123456789abcdef"
+	const wrapperRef = "localhost/bao-wrapper:1.1.1-0123456789abcdef"
 	for ref, want := range map[string][2]string{
 		"localhost/openbao-operator:de7d1d1d8255db90": {"localhost/openbao-operator", "de7d1d1d8255db90"},
 		"registry:5000/team/operator:1.2.3":           {"registry:5000/team/operator", "1.2.3"},
@@ -53,7 +53,7 @@ func TestTheChartRunsTheManagerOnTheImageOfTheValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const image, wrapperImage = "localhost/openbao-operator:0123456789abcdef", "localhost/bao-wrapper:1.0.0-0123456789abcdef"
+	const image, wrapperImage = "localhost/openbao-operator:0123456789abcdef", "localhost/bao-wrapper:1.1.1-0123456789abcdef"
 	vals, err := ImageValues(image, wrapperImage)
 	if err != nil {
 		t.Fatal(err)
