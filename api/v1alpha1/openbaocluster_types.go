@@ -135,7 +135,8 @@ type OpenBaoClusterSpec struct {
 
 	// Service is the client Service, which routes to every unsealed server
 	// ready to serve clients: the active one, and standbys, which forward
-	// requests to it (with tls.mode ACME, to the active server only).
+	// requests to it (to the active server only with tls.mode ACME, and from
+	// OpenBao 2.5, whose standbys answer reads from their own store).
 	// +kubebuilder:default={}
 	// +optional
 	Service ServiceSpec `json:"service,omitempty"`

@@ -1,10 +1,12 @@
 package render_test
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -98,33 +100,103 @@ func apiAdmitsClients(t *testing.T, objs []*unstructured.Unstructured) bool {
 	return false
 }
 
-// TestTheClientServiceRoutesToStandbysExceptWithACME: the client Service
-// selects every unsealed server (standbys forward requests to the active
-// one, so a step-down leaves it endpoints), matching a standby's labels
-// too; with tls.mode ACME it selects the active server only, since each
-// server orders its own certificate and a tls-alpn-01 challenge must
-// reach the server that ordered.
-func TestTheClientServiceRoutesToStandbysExceptWithACME(t *testing.T) {
+// TestTheClientServiceRoutesToStandbysWhereTheyForwardEveryRequest: the
+// client Service selects every unsealed server (standbys forward requests
+// to the active one, so a step-down leaves it endpoints), matching a
+// standby's labels too; it selects the active server only with tls.mode
+// ACME, since each server orders its own certificate and a tls-alpn-01
+// challenge must reach the server that ordered, and from OpenBao 2.5,
+// whose standbys answer reads from their own trailing store.
+func TestTheClientServiceRoutesToStandbysWhereTheyForwardEveryRequest(t *testing.T) {
 	r := newRenderer(t)
 	for _, tc := range []struct {
-		fixture        string
-		selectsStandby bool
-	}{{"initialized", true}, {"tls_acme", false}} {
-		c := fixture(t, tc.fixture, func(*v1alpha1.OpenBaoCluster) {})
+		fixture, version string
+		selectsStandby   bool
+	}{
+		{"initialized", "", true},
+		{"tls_acme", "", false},
+		{"initialized", "2.5.0", false},
+		{"read_replicas_standby_reads", "", false},
+		{"initialized", "2.4.1", true},
+		{"initialized", "not-a-version", false},
+	} {
+		c := fixture(t, tc.fixture, func(c *v1alpha1.OpenBaoCluster) {
+			if tc.version != "" {
+				c.Spec.Version = tc.version
+			}
+		})
+		what := tc.fixture + " at " + c.Spec.Version
 		objs := renderWith(t, r, c, testOperator)
 		standby := podLabels(t, objs)
 		standby["openbao-active"] = "false"
 		svc := service(t, objs, c.ClientServiceName())
 		if got := matches(svc.Spec.Selector, standby); got != tc.selectsStandby {
-			t.Errorf("%s: client Service selector %v selects a standby: %v, want %v", tc.fixture, svc.Spec.Selector, got, tc.selectsStandby)
+			t.Errorf("%s: client Service selector %v selects a standby: %v, want %v", what, svc.Spec.Selector, got, tc.selectsStandby)
 		}
 		sealed := podLabels(t, objs)
 		sealed["openbao-sealed"], sealed["openbao-active"] = "true", "false"
 		if matches(svc.Spec.Selector, sealed) {
-			t.Errorf("%s: client Service selector %v selects a sealed server", tc.fixture, svc.Spec.Selector)
+			t.Errorf("%s: client Service selector %v selects a sealed server", what, svc.Spec.Selector)
 		}
 		if !matches(svc.Spec.Selector, podLabels(t, objs)) {
-			t.Errorf("%s: client Service selector %v misses the active server", tc.fixture, svc.Spec.Selector)
+			t.Errorf("%s: client Service selector %v misses the active server", what, svc.Spec.Selector)
 		}
+	}
+}
+
+// TestEveryServerWaitsForItsEndpointToLeaveBeforeItStops: the client
+// Service routes to every server, so each server's SIGTERM (which seals it
+// and closes its listener) is held back by a preStop sleep while kube-proxy
+// drops the deleted pod's endpoint, on the voters' and the read replicas'
+// StatefulSets alike; values.shutdownDelaySeconds sets it, 0 turns it off,
+// and one that would eat the grace period is refused naming both values.
+func TestEveryServerWaitsForItsEndpointToLeaveBeforeItStops(t *testing.T) {
+	r := newRenderer(t)
+	delays := func(c *v1alpha1.OpenBaoCluster) map[string]int64 {
+		out := map[string]int64{}
+		for _, sts := range statefulSets(t, renderWith(t, r, c, testOperator)) {
+			for _, ct := range sts.Spec.Template.Spec.Containers {
+				if ct.Name != "openbao" {
+					continue
+				}
+				out[sts.Name] = -1
+				if ct.Lifecycle != nil && ct.Lifecycle.PreStop != nil && ct.Lifecycle.PreStop.Sleep != nil {
+					out[sts.Name] = ct.Lifecycle.PreStop.Sleep.Seconds
+				}
+			}
+		}
+		return out
+	}
+	withValues := func(raw string) func(*v1alpha1.OpenBaoCluster) {
+		return func(c *v1alpha1.OpenBaoCluster) { c.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(raw)} }
+	}
+	for _, tc := range []struct {
+		name, fixture, values string
+		want                  int64
+	}{
+		{"the default, voters and read replicas", "read_replicas", "", 2},
+		{"a longer wait", "initialized", `{"shutdownDelaySeconds": 10}`, 10},
+		{"no wait", "initialized", `{"shutdownDelaySeconds": 0}`, -1},
+	} {
+		var opts []func(*v1alpha1.OpenBaoCluster)
+		if tc.values != "" {
+			opts = append(opts, withValues(tc.values))
+		}
+		got := delays(fixture(t, tc.fixture, opts...))
+		if want := map[bool]int{true: 2, false: 1}[tc.fixture == "read_replicas"]; len(got) != want {
+			t.Fatalf("%s: the server container in %d StatefulSets, want %d", tc.name, len(got), want)
+		}
+		for sts, d := range got {
+			if d != tc.want {
+				t.Errorf("%s: StatefulSet %s's server waits %d s before SIGTERM (-1: no preStop sleep), want %d", tc.name, sts, d, tc.want)
+			}
+		}
+	}
+
+	c := fixture(t, "initialized", withValues(`{"shutdownDelaySeconds": 30}`))
+	_, err := r.Render(c.Namespace, c.Name, valuesWith(t, c, testOperator))
+	if err == nil || !strings.Contains(err.Error(), "values.shutdownDelaySeconds") ||
+		!strings.Contains(err.Error(), "values.terminationGracePeriodSeconds") {
+		t.Errorf("a wait as long as the grace period (30 s): %v, want a refusal naming both values", err)
 	}
 }

@@ -100,6 +100,19 @@ func Incompatible(to string, seal v1alpha1.UnsealType) string {
 	return ""
 }
 
+// StandbysForwardEveryRequest says whether the standbys of version
+// forward every client request to the active server (releases before
+// StandbyReadsVersion), so that any of them answers as the active server
+// would: the client Service may then route to them. From
+// StandbyReadsVersion a standby answers reads from its own store by
+// default, which trails the active server's (and a server a scale-down
+// took out of Raft stops following it); an unknown version counts as one
+// that may.
+func StandbysForwardEveryRequest(version string) bool {
+	v := core(version)
+	return v != "" && semver.Compare(v, "v"+v1alpha1.StandbyReadsVersion) < 0
+}
+
 // StandbyReadsRefused says why spec.readReplicas.standbyReads cannot be
 // true with spec.version; "" when it can. Before StandbyReadsVersion a
 // standby forwards every request to the active server, so routing reads to

@@ -7,6 +7,7 @@ import (
 
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/delegated"
+	"github.com/openbao/operator/internal/upgrade"
 )
 
 func ownedValues(in Input, op Operator, cfg Config) (map[string]any, error) {
@@ -224,7 +225,10 @@ func serviceValues(c *v1alpha1.OpenBaoCluster) map[string]any {
 	if svcType == "" {
 		svcType = "ClusterIP"
 	}
-	return map[string]any{"type": svcType, "annotations": stringMap(c.Spec.Service.Annotations)}
+	// With ACME each server orders its own certificate, and a tls-alpn-01
+	// challenge must reach the server that ordered: the active one.
+	standbys := tlsMode(c) != v1alpha1.TLSModeACME && upgrade.StandbysForwardEveryRequest(c.Spec.Version)
+	return map[string]any{"type": svcType, "annotations": stringMap(c.Spec.Service.Annotations), "routesToStandbys": standbys}
 }
 
 func ingressValues(c *v1alpha1.OpenBaoCluster) map[string]any {
