@@ -198,8 +198,8 @@ func rolloutPods(servers podstate.Snapshot, v *openbaoView) []upgrade.Pod {
 
 // activeClient talks to the active server through the client Service (on
 // the internal listener with ACME): the Service routes to every server
-// that serves clients, and a standby forwards what it does not serve to
-// the active one.
+// that serves clients (the active one only with ACME and from OpenBao
+// 2.5), and a standby forwards what it does not serve to the active one.
 //
 // A standby's client Service has no endpoints while it stands by (so that
 // no client can write): the operator then talks to pod-0 at its stable
