@@ -200,15 +200,16 @@ func (w *writer) finish(t testing.TB) (writes, failed int, longest time.Duration
 	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	lost := 0
+	lost, why := 0, map[string]int{}
 	for _, i := range w.acked {
 		code, body := w.do(http.MethodGet, fmt.Sprintf("/v1/%s/k%d", w.mount, i), "")
 		if code != http.StatusOK || !bytes.Contains([]byte(body), []byte(fmt.Sprintf(`"v":"%d"`, i))) {
 			lost++
+			why[fmt.Sprintf("HTTP %d: %.80s", code, body)]++
 		}
 	}
 	if lost > 0 {
-		t.Errorf("%d of %d acknowledged writes cannot be read back", lost, len(w.acked))
+		t.Errorf("%d of %d acknowledged writes cannot be read back: %v", lost, len(w.acked), why)
 	}
 	if w.worst > writeOutageMax {
 		t.Errorf("no write was acknowledged for %s (up to %s), longer than %s", w.worst.Round(10*time.Millisecond),
