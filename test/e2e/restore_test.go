@@ -20,6 +20,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/openbao/operator/api/v1alpha1"
 	"github.com/openbao/operator/internal/backup"
+	"github.com/openbao/operator/internal/identity"
 	"github.com/openbao/operator/internal/podstate"
 	"github.com/openbao/operator/test/miniotest"
 )
@@ -29,7 +30,9 @@ import (
 // more is written; an OpenBaoRestore of the latest snapshot (with its
 // digest) runs as a Job, and every key written before the snapshot is
 // back, and none written after, read through each server. The second
-// restore is created by `kubectl openbao restore --backup`.
+// restore is created by `kubectl openbao restore --backup`. A cluster
+// formed from the backup and the drill copies leave bao's roles bound to
+// bao's own ServiceAccounts.
 func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
 	installOperator(t)
 	t.Parallel()
@@ -117,6 +120,7 @@ func TestRestoreFromMinIOBringsBackTheSnapshotThroughEveryServer(t *testing.T) {
 	checkEveryServerServesTheSnapshot(ctx, t, cl, ns, root)
 	checkMovedCluster(ctx, t, cl, ns, moved, b, root)
 	checkDrills(ctx, t, cl, ns, m, b)
+	checkRolesBindOwnAccounts(ctx, t, cl, ns, root)
 	assertNoLeaks(ctx, t, cl, ns, nil)
 }
 
@@ -264,6 +268,30 @@ func checkMovedCluster(ctx context.Context, t *testing.T, cl client.Client, ns s
 	// The operator's own identity works in the restored data: a step-down
 	// request is carried out with it.
 	requestStepDown(ctx, t, cl, ns, "moved")
+}
+
+// checkRolesBindOwnAccounts: the roles of bao's identity still bind bao's
+// own ServiceAccounts after moved and the drill copies formed from its
+// snapshots. Their servers share bao's keyring, and for seconds after a
+// restore their standbys name bao's active server as theirs (seen on the
+// node): a write of their own identity that reached such a standby would
+// be forwarded into bao and bind bao's roles to their accounts.
+func checkRolesBindOwnAccounts(ctx context.Context, t *testing.T, cl client.Client, ns, root string) {
+	t.Helper()
+	c := &v1alpha1.OpenBaoCluster{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bao"}, c); err != nil {
+		t.Fatal(err)
+	}
+	bao := activeBaoAPI(ctx, t, cl, ns, root)
+	for role, account := range map[string]string{
+		identity.UpgradeRole: c.UpgradeServiceAccountName(), identity.BackupRole: c.BackupServiceAccountName(),
+		identity.RestoreRole: c.RestoreServiceAccountName(), identity.DrillRole: c.DrillServiceAccountName(),
+	} {
+		data, _ := bao.call(t, http.MethodGet, "auth/"+identity.Mount+"/role/"+role, nil)["data"].(map[string]any)
+		if got, want := fmt.Sprint(data["bound_subject"]), identity.Subject(ns, account); got != want {
+			t.Errorf("bao's %s role binds %s, want its own %s: another cluster's identity was written into bao", role, got, want)
+		}
+	}
 }
 
 // checkEveryServerServesTheSnapshot reads through each server: kv/before
