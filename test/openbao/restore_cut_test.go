@@ -95,8 +95,17 @@ func TestOpenBaoInstallsNothingFromAnUploadCutBeforeItsEnd(t *testing.T) {
 		t.Fatalf("the same bytes to their end: %v", err)
 	}
 	waitForActive(t, baoClient(t, f.bao, nil, f.root), 30*time.Second)
-	if v, ok := kvRead(t, f.bao, f.root, "after"); ok {
-		t.Fatalf("kv/after survived the complete upload: %q", v)
+	// The server may answer a read or two from the data it had before it
+	// applies the installed snapshot (seen once in CI): the check is that
+	// the complete upload takes effect, within 30 s.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		v, ok := kvRead(t, f.bao, f.root, "after")
+		if !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kv/after survived the complete upload for 30 s: %q", v)
+		}
 	}
 	if v, _ := kvRead(t, f.bao, f.root, "before"); !strings.Contains(v, "one") {
 		t.Fatalf("kv/before after the restore: %q", v)
