@@ -149,9 +149,9 @@ func (s *runner) client(address string, token openbao.Token) (openbao.Client, er
 // routes to the active server, yet during a change of leadership it may
 // name a standby, and a standby redirects snapshot requests rather than
 // forward them: the server that answered sys/leader through the Service
-// need not be the one the next request reaches. The address must be one of this cluster's.
-// A server that leads without naming itself (storage without HA) is asked
-// through the Service.
+// need not be the one the next request reaches. The address must be one
+// of this cluster's. A server that leads without naming itself (storage
+// without HA) is asked through the Service.
 func (s *runner) leaderClient(ctx context.Context, token openbao.Token) (openbao.Client, error) {
 	svc, err := s.client(s.cfg.OpenBaoAddress, openbao.Token{})
 	if err != nil {
