@@ -243,18 +243,29 @@ func (r *OpenBaoClusterReconciler) activeClient(ctx context.Context, c *v1alpha1
 		return nil, fmt.Errorf("%w: %s names %q as its active server, not one of %s's servers (%s)",
 			errNoOwnActiveServer, c.Name, leader.LeaderAddress, c.Name, c.PodAPIAddress(0))
 	}
+	if err := r.confirmActive(ctx, c, served, pods, ordinal); err != nil {
+		return nil, err
+	}
+	return r.serverClient(c, served, pods, ordinal, token)
+}
+
+// confirmActive asks the server of ordinal, without a token, whether it is
+// the active one: a server taken for active (by a label, another server's
+// word or an earlier read) may be a standby by now, and a standby
+// forwards a request with a token to whichever server its data names.
+func (r *OpenBaoClusterReconciler) confirmActive(ctx context.Context, c *v1alpha1.OpenBaoCluster, served servedTLS, pods podstate.Snapshot, ordinal int) error {
 	server, err := r.serverClient(c, served, pods, ordinal, openbao.Token{})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	self, err := readWithin(ctx, viewReadTimeout, server.Leader)
 	if err != nil {
-		return nil, fmt.Errorf("ask %s whether it is active: %w", c.PodName(ordinal), err)
+		return fmt.Errorf("ask %s whether it is active: %w", c.PodName(ordinal), err)
 	}
 	if !self.Leads() {
-		return nil, fmt.Errorf("%w: %s was named active and says it is not: leadership is changing", errNoOwnActiveServer, c.PodName(ordinal))
+		return fmt.Errorf("%w: %s says it is not active: leadership is changing", errNoOwnActiveServer, c.PodName(ordinal))
 	}
-	return r.serverClient(c, served, pods, ordinal, token)
+	return nil
 }
 
 // errNoOwnActiveServer says no server of the cluster could be confirmed

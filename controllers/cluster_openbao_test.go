@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openbao/operator/api/v1alpha1"
@@ -106,6 +107,51 @@ func TestTheOperatorsTokenGoesOnlyToItsOwnConfirmedActiveServer(t *testing.T) {
 			}
 			if tc.writtenAt == "moved-0" && s.dialled[len(s.dialled)-1] != "https://10.0.0.10:8200" {
 				t.Errorf("the write went to %s, want moved-0's pod address", s.dialled[len(s.dialled)-1])
+			}
+		})
+	}
+}
+
+// TestAStepDownGoesOnlyToAServerThatSaysItIsActive: the pod taken for
+// active (its label, the pass's view) gets the step-down and the token
+// only once its server says it is active; a standby would forward it to
+// the server its data names, another cluster's during a restore of that
+// cluster's snapshot.
+func TestAStepDownGoesOnlyToAServerThatSaysItIsActive(t *testing.T) {
+	c := &v1alpha1.OpenBaoCluster{ObjectMeta: metav1.ObjectMeta{Name: "moved", Namespace: "ns"}}
+	c.Spec.Upgrade.TokenSecretRef = &v1alpha1.SecretKeyRef{Name: "upgrade-token"}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "upgrade-token", Namespace: "ns"},
+		Data: map[string][]byte{v1alpha1.DefaultTokenKey: []byte("s.upgrade")}}
+	pods := podstate.Snapshot{{Name: "moved-0", Ordinal: 0, IP: "10.0.0.10"}, {Name: "moved-1", Ordinal: 1, IP: "10.0.0.11"}}
+	for name, tc := range map[string]struct {
+		says      openbao.Leader
+		steppedAt int
+	}{
+		"it says it is active":                       {openbao.Leader{HAEnabled: true, IsSelf: true, LeaderAddress: c.PodAPIAddress(1)}, 1},
+		"it stepped down since":                      {openbao.Leader{HAEnabled: true, LeaderAddress: c.PodAPIAddress(0)}, -1},
+		"it names the source of a restored snapshot": {openbao.Leader{HAEnabled: true, LeaderAddress: "https://bao-0.bao-internal.ns.svc:8200"}, -1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newServers(c)
+			s.pods[1].LeaderAnswer = tc.says
+			k := (&tokenRequests{}).client(t, secret)
+			r := &OpenBaoClusterReconciler{Client: k, APIReader: k, OpenBao: s.factory}
+			p := &pass{cluster: c, status: &c.Status, servers: pods}
+			err := r.stepDown(context.Background(), p, "moved-1", "test")
+			if (tc.steppedAt < 0) != errors.Is(err, errNoOwnActiveServer) {
+				t.Fatalf("error %v", err)
+			}
+			for i, server := range s.pods {
+				want := 0
+				if i == tc.steppedAt {
+					want = 1
+				}
+				if got := server.CallCount("StepDown"); got != want {
+					t.Errorf("moved-%d got %d step-downs, want %d", i, got, want)
+				}
+				if i != tc.steppedAt && len(s.tokens[server]) > 0 {
+					t.Errorf("moved-%d was handed the token", i)
+				}
 			}
 		})
 	}
