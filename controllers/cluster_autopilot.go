@@ -41,11 +41,13 @@ func (r *OpenBaoClusterReconciler) reconcileAutopilot(ctx context.Context, p *pa
 		p.requeueAfter(autopilotRetry)
 		return nil
 	}
-	bao, err := r.activeClient(c, p.tls, tok)
-	if err != nil {
-		return err
-	}
 	log := ctrl.LoggerFrom(ctx)
+	bao, err := r.activeClient(ctx, c, p.tls, p.servers, tok)
+	if err != nil {
+		log.V(1).Info("autopilot: no active server confirmed yet", "reason", err.Error())
+		p.requeueAfter(autopilotRetry)
+		return nil
+	}
 	raft, err := bao.RaftConfiguration(ctx)
 	if err != nil {
 		log.V(1).Info("autopilot: Raft configuration not readable yet", "reason", err.Error())

@@ -122,7 +122,7 @@ func (r *OpenBaoClusterReconciler) bindRestoredIdentity(ctx context.Context, p *
 	if err != nil {
 		return err
 	}
-	bao, err := r.activeClient(c, p.tls, token)
+	bao, err := r.activeClient(ctx, c, p.tls, p.servers, token)
 	if err != nil {
 		return err
 	}

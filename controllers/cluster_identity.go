@@ -159,7 +159,7 @@ func (p *pass) identityOutdated(msg string) {
 
 // applyIdentity sets the identity up with the root token and records it.
 func (r *OpenBaoClusterReconciler) applyIdentity(ctx context.Context, p *pass, root openbao.Token) error {
-	bao, err := r.activeClient(p.cluster, p.tls, root)
+	bao, err := r.activeClient(ctx, p.cluster, p.tls, p.servers, root)
 	if err != nil {
 		return err
 	}

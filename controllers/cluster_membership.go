@@ -121,7 +121,7 @@ func (r *OpenBaoClusterReconciler) removePeer(ctx context.Context, p *pass, node
 	if err != nil {
 		return err
 	}
-	bao, err := r.activeClient(p.cluster, p.tls, tok)
+	bao, err := r.activeClient(ctx, p.cluster, p.tls, p.servers, tok)
 	if err != nil {
 		return err
 	}

@@ -115,8 +115,8 @@ func (v *openbaoView) measureLag(ctx context.Context) {
 }
 
 // readRaft reads the leader's committed index and autopilot state from the
-// server that just said it is active, or through the client Service when
-// none did (an election is under way). Asking the active pod directly
+// server that just said it is active, or from the one activeClient finds
+// when none did (an election is under way). Asking the active pod directly
 // spares a read through a Service whose endpoints may still name a server
 // that stepped down and is stopping. A standby's sys/leader answers its
 // own index, not the leader's (the Service routes to standbys too, and
@@ -131,7 +131,7 @@ func (r *OpenBaoClusterReconciler) readRaft(ctx context.Context, p *pass, v *ope
 	if name := v.activeServer(); name != "" {
 		bao, err = r.podClient(p, ordinalOf(p, name), tok)
 	} else {
-		bao, err = r.activeClient(p.cluster, p.tls, tok)
+		bao, err = r.activeClient(ctx, p.cluster, p.tls, p.servers, tok)
 	}
 	if err != nil {
 		return nil, err.Error()
@@ -196,16 +196,16 @@ func rolloutPods(servers podstate.Snapshot, v *openbaoView) []upgrade.Pod {
 	return out
 }
 
-// activeClient talks to the active server through the client Service (on
-// the internal listener with ACME): the Service routes to every server
-// that serves clients (the active one only with ACME and from OpenBao
-// 2.5), and a standby forwards what it does not serve to the active one.
+// serviceClient talks to whichever server the client Service reaches (on
+// the internal listener with ACME): every server that serves clients (the
+// active one only with ACME, from OpenBao 2.5 and while the cluster is
+// formed from another's snapshot). Only for requests without a token,
+// whose answer the caller checks (sys/leader): a standby forwards what it
+// does not serve.
 //
 // A standby's client Service has no endpoints while it stands by (so that
-// no client can write): the operator then talks to pod-0 at its stable
-// name, and OpenBao forwards what a standby server does not serve to the
-// active one.
-func (r *OpenBaoClusterReconciler) activeClient(c *v1alpha1.OpenBaoCluster, served servedTLS, token openbao.Token) (openbao.Client, error) {
+// no client can write): the operator then asks pod-0 at its stable name.
+func (r *OpenBaoClusterReconciler) serviceClient(c *v1alpha1.OpenBaoCluster, served servedTLS, token openbao.Token) (openbao.Client, error) {
 	if c.StandingBy() {
 		return r.OpenBao(openbao.Options{Address: c.PodAPIAddress(0), CACert: served.caPEM, ServerName: c.PodDNSName(0), Token: token})
 	}
@@ -213,20 +213,86 @@ func (r *OpenBaoClusterReconciler) activeClient(c *v1alpha1.OpenBaoCluster, serv
 		ServerName: c.ClientServiceDNSName(), Token: token})
 }
 
-// podClient talks to one server at its pod's address, verified against
-// its stable DNS name and the cluster CA (with ACME, on the internal
-// listener, whose certificate the operator's CA signs). The
-// address comes from the pass's pod list: a replaced pod's DNS record can
-// name the old pod's address for a few seconds, and a dial to it waits out
-// the dial timeout. A pod with no address yet is dialled by name.
+// activeClient is a client, holding token, of c's active server at that
+// server's own address, for every request of the operator's that carries
+// a token. The server serviceClient reaches names the active server in
+// sys/leader; that must be one of c's (PodOrdinalAt), and it must say
+// itself that it is active. Asking whichever server answers would not do:
+// a standby forwards requests to the server its data names as active, and
+// after a restore of another cluster's snapshot, until the restore ends
+// and the record reaches it, that is the other cluster's active server
+// (OpenBao 2.4.0 restores the source's leader record with its data and
+// rewrites it only at the end of the restore). A token valid in both
+// (the source's, restored with its data) would act on the source.
+// pods gives the servers' addresses where the caller has them (a replaced
+// pod's DNS record can name the old pod for seconds); nil dials by name.
+func (r *OpenBaoClusterReconciler) activeClient(ctx context.Context, c *v1alpha1.OpenBaoCluster, served servedTLS, pods podstate.Snapshot,
+	token openbao.Token) (openbao.Client, error) {
+	asked, err := r.serviceClient(c, served, openbao.Token{})
+	if err != nil {
+		return nil, err
+	}
+	leader, err := readWithin(ctx, viewReadTimeout, asked.Leader)
+	if err != nil {
+		return nil, fmt.Errorf("ask %s for its active server: %w", c.Name, err)
+	}
+	if !leader.HAEnabled {
+		return r.serviceClient(c, served, token) // storage without HA: the one server
+	}
+	ordinal, ok := c.PodOrdinalAt(leader.LeaderAddress)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s names %q as its active server, not one of %s's servers (%s)",
+			errNoOwnActiveServer, c.Name, leader.LeaderAddress, c.Name, c.PodAPIAddress(0))
+	}
+	if err := r.confirmActive(ctx, c, served, pods, ordinal); err != nil {
+		return nil, err
+	}
+	return r.serverClient(c, served, pods, ordinal, token)
+}
+
+// confirmActive asks the server of ordinal, without a token, whether it is
+// the active one: a server taken for active (by a label, another server's
+// word or an earlier read) may be a standby by now, and a standby
+// forwards a request with a token to whichever server its data names.
+func (r *OpenBaoClusterReconciler) confirmActive(ctx context.Context, c *v1alpha1.OpenBaoCluster, served servedTLS, pods podstate.Snapshot, ordinal int) error {
+	server, err := r.serverClient(c, served, pods, ordinal, openbao.Token{})
+	if err != nil {
+		return err
+	}
+	self, err := readWithin(ctx, viewReadTimeout, server.Leader)
+	if err != nil {
+		return fmt.Errorf("ask %s whether it is active: %w", c.PodName(ordinal), err)
+	}
+	if !self.Leads() {
+		return fmt.Errorf("%w: %s says it is not active: leadership is changing", errNoOwnActiveServer, c.PodName(ordinal))
+	}
+	return nil
+}
+
+// errNoOwnActiveServer says no server of the cluster could be confirmed
+// active; the step waits for the next pass.
+var errNoOwnActiveServer = errors.New("no active server of this cluster confirmed")
+
+// podClient talks to one server of the pass's cluster (serverClient).
 func (r *OpenBaoClusterReconciler) podClient(p *pass, ordinal int, token openbao.Token) (openbao.Client, error) {
-	host := p.cluster.PodDNSName(ordinal)
+	return r.serverClient(p.cluster, p.tls, p.servers, ordinal, token)
+}
+
+// serverClient talks to one server at its pod's address, verified against
+// its stable DNS name and the cluster CA (with ACME, on the internal
+// listener, whose certificate the operator's CA signs). The address comes
+// from pods: a replaced pod's DNS record can name the old pod's address
+// for a few seconds, and a dial to it waits out the dial timeout. A pod
+// with no address known is dialled by name.
+func (r *OpenBaoClusterReconciler) serverClient(c *v1alpha1.OpenBaoCluster, served servedTLS, pods podstate.Snapshot, ordinal int,
+	token openbao.Token) (openbao.Client, error) {
+	host := c.PodDNSName(ordinal)
 	addr := host
-	if pod, ok := p.servers.Get(p.cluster.PodName(ordinal)); ok && pod.IP != "" {
+	if pod, ok := pods.Get(c.PodName(ordinal)); ok && pod.IP != "" {
 		addr = pod.IP
 	}
-	address := "https://" + net.JoinHostPort(addr, strconv.Itoa(p.cluster.InternalAPIPort()))
-	return r.OpenBao(openbao.Options{Address: address, CACert: p.tls.caPEM, ServerName: host, Token: token})
+	address := "https://" + net.JoinHostPort(addr, strconv.Itoa(c.InternalAPIPort()))
+	return r.OpenBao(openbao.Options{Address: address, CACert: served.caPEM, ServerName: host, Token: token})
 }
 
 // upgradeToken returns a token for rollouts, peer removal and autopilot:
@@ -283,7 +349,7 @@ func (r *OpenBaoClusterReconciler) loginAsUpgrade(ctx context.Context, p *pass) 
 	if err != nil {
 		return openbao.Token{}, 0, err
 	}
-	bao, err := r.activeClient(c, p.tls, openbao.Token{})
+	bao, err := r.activeClient(ctx, c, p.tls, p.servers, openbao.Token{})
 	if err != nil {
 		return openbao.Token{}, 0, err
 	}
@@ -337,7 +403,7 @@ func (r *OpenBaoClusterReconciler) readCanary(ctx context.Context, target *v1alp
 	if err != nil {
 		return nil, err
 	}
-	bao, err := r.activeClient(target, tls, openbao.Token{})
+	bao, err := r.activeClient(ctx, target, tls, nil, openbao.Token{})
 	if err != nil {
 		return nil, err
 	}
@@ -345,7 +411,7 @@ func (r *OpenBaoClusterReconciler) readCanary(ctx context.Context, target *v1alp
 	if err != nil {
 		return nil, &canaryLoginError{target: target.Name, role: login.Role, err: err}
 	}
-	withToken, err := r.activeClient(target, tls, tok)
+	withToken, err := r.activeClient(ctx, target, tls, nil, tok)
 	if err != nil {
 		return nil, err
 	}

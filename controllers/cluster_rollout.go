@@ -221,10 +221,14 @@ func (r *OpenBaoClusterReconciler) preUpgradeSnapshot(ctx context.Context, c *v1
 }
 
 // stepDown asks the server of pod to give up leadership, with the upgrade
-// role's token, and leaves an audit line.
+// role's token, once it confirmed it is active (a standby would forward
+// the request), and leaves an audit line.
 func (r *OpenBaoClusterReconciler) stepDown(ctx context.Context, p *pass, pod, why string) error {
 	tok, err := r.upgradeToken(ctx, p)
 	if err != nil {
+		return err
+	}
+	if err := r.confirmActive(ctx, p.cluster, p.tls, p.servers, ordinalOf(p, pod)); err != nil {
 		return err
 	}
 	bao, err := r.podClient(p, ordinalOf(p, pod), tok)

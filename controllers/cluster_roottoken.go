@@ -159,7 +159,7 @@ func (r *OpenBaoClusterReconciler) operatorCanWork(ctx context.Context, p *pass)
 // lookUpToken asks the active server about token with token itself: a
 // 403 says it opens nothing.
 func (r *OpenBaoClusterReconciler) lookUpToken(ctx context.Context, p *pass, token openbao.Token) bootstrap.TokenState {
-	bao, err := r.activeClient(p.cluster, p.tls, token)
+	bao, err := r.activeClient(ctx, p.cluster, p.tls, p.servers, token)
 	if err != nil {
 		return bootstrap.TokenUnknown
 	}
@@ -174,7 +174,7 @@ func (r *OpenBaoClusterReconciler) lookUpToken(ctx context.Context, p *pass, tok
 }
 
 func (r *OpenBaoClusterReconciler) revokeSelf(ctx context.Context, p *pass, token openbao.Token) error {
-	bao, err := r.activeClient(p.cluster, p.tls, token)
+	bao, err := r.activeClient(ctx, p.cluster, p.tls, p.servers, token)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -264,6 +265,24 @@ func (c *OpenBaoCluster) InternalAPIPort() int {
 // ordinal at its stable name, on InternalAPIPort.
 func (c *OpenBaoCluster) PodAPIAddress(ordinal int) string {
 	return fmt.Sprintf("https://%s:%d", c.PodDNSName(ordinal), c.InternalAPIPort())
+}
+
+// PodOrdinalAt is the ordinal of the server whose PodAPIAddress is
+// address, exactly: sys/leader names the active server by the address it
+// advertises, and the operator sends a token only to one of its own
+// cluster's. False for any other address, another cluster's server or
+// one past MaxReplicas included.
+func (c *OpenBaoCluster) PodOrdinalAt(address string) (int, bool) {
+	rest, ok := strings.CutPrefix(address, "https://"+c.StatefulSetName()+"-")
+	if !ok {
+		return 0, false
+	}
+	digits, _, _ := strings.Cut(rest, ".")
+	ordinal, err := strconv.Atoi(digits)
+	if err != nil || ordinal < 0 || ordinal >= MaxReplicas || c.PodAPIAddress(ordinal) != address {
+		return 0, false
+	}
+	return ordinal, true
 }
 
 // InternalServiceAddress is the client Service's URL on InternalAPIPort:

@@ -162,3 +162,65 @@ func TestReadChildNamesCannotBeAnotherClustersChildren(t *testing.T) {
 		t.Fatalf("ReadPodNames = %v", names)
 	}
 }
+
+// TestOnlyOwnServersAreTakenForTheActiveOne: sys/leader's address counts
+// as one of the cluster's servers only when it is one's PodAPIAddress,
+// exactly; another cluster's server (the source of a restored snapshot,
+// whose leader record the snapshot carries) is none.
+func TestOnlyOwnServersAreTakenForTheActiveOne(t *testing.T) {
+	c := cluster("bao")
+	acme := cluster("bao")
+	acme.Spec.TLS.Mode = v1alpha1.TLSModeACME
+	for _, tc := range []struct {
+		c       *v1alpha1.OpenBaoCluster
+		address string
+		want    int
+		ok      bool
+	}{
+		{c, "https://bao-0.bao-internal.ns.svc:8200", 0, true},
+		{c, "https://bao-2.bao-internal.ns.svc:8200", 2, true},
+		{acme, "https://bao-1.bao-internal.ns.svc:8202", 1, true},
+		{acme, "https://bao-1.bao-internal.ns.svc:8200", 0, false},
+		{c, "https://moved-0.moved-internal.ns.svc:8200", 0, false},
+		{cluster("moved"), "https://bao-0.bao-internal.ns.svc:8200", 0, false},
+		{c, "https://bao-0.bao-internal.other.svc:8200", 0, false},
+		{c, "http://bao-0.bao-internal.ns.svc:8200", 0, false},
+		{c, "https://bao-0.bao-internal.ns.svc:8200/", 0, false},
+		{c, "https://bao-0.bao-internal.ns.svc.evil.example:8200", 0, false},
+		{c, "https://bao-0.bao-internal.ns.svc:8200@evil.example", 0, false},
+		{c, "https://bao-00.bao-internal.ns.svc:8200", 0, false},
+		{c, "https://bao-+1.bao-internal.ns.svc:8200", 0, false},
+		{c, "https://bao--1.bao-internal.ns.svc:8200", 0, false},
+		{c, "https://bao-11.bao-internal.ns.svc:8200", 0, false},
+		{c, "https://bao.ns.svc:8200", 0, false},
+		{c, "", 0, false},
+	} {
+		got, ok := tc.c.PodOrdinalAt(tc.address)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s.PodOrdinalAt(%q) = %d, %v; want %d, %v", tc.c.Name, tc.address, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// FuzzAnAddressIsOwnOnlyAsItsPodAPIAddress: whatever sys/leader answers,
+// an address taken for a server of the cluster is that server's
+// PodAPIAddress, of an ordinal the API allows.
+func FuzzAnAddressIsOwnOnlyAsItsPodAPIAddress(f *testing.F) {
+	for _, seed := range []string{"https://bao-0.bao-internal.ns.svc:8200", "https://bao-10.bao-internal.ns.svc:8202",
+		"https://bao--1.bao-internal.ns.svc:8200", "https://bao-0.bao-internal.ns.svc:8200.x", ""} {
+		f.Add(seed, false)
+	}
+	f.Fuzz(func(t *testing.T, address string, acme bool) {
+		c := cluster("bao")
+		if acme {
+			c.Spec.TLS.Mode = v1alpha1.TLSModeACME
+		}
+		ordinal, ok := c.PodOrdinalAt(address)
+		if !ok {
+			return
+		}
+		if ordinal < 0 || ordinal >= v1alpha1.MaxReplicas || c.PodAPIAddress(ordinal) != address {
+			t.Fatalf("%q taken for server %d, whose address is %q", address, ordinal, c.PodAPIAddress(ordinal))
+		}
+	})
+}

@@ -148,11 +148,11 @@ func (s *runner) client(address string, token openbao.Token) (openbao.Client, er
 // active server's own address as sys/leader names it. The client Service
 // routes each new connection to any Ready server (where it routes to the
 // active one only, with ACME or from OpenBao 2.5, a change of leadership
-// may leave it naming a standby), and a standby redirects snapshot requests rather than forward
-// them: the server that answered sys/leader through the Service is not the
-// one the next request reaches. The address must be one of this cluster's.
-// A server that leads without naming itself (storage without HA) is asked
-// through the Service.
+// may leave it naming a standby), and a standby redirects snapshot
+// requests rather than forward them: the server that answered sys/leader
+// through the Service is not the one the next request reaches. The
+// address must be one of this cluster's. A server that leads without
+// naming itself (storage without HA) is asked through the Service.
 func (s *runner) leaderClient(ctx context.Context, token openbao.Token) (openbao.Client, error) {
 	svc, err := s.client(s.cfg.OpenBaoAddress, openbao.Token{})
 	if err != nil {

@@ -95,11 +95,13 @@ func startPod0(t *testing.T, c *v1alpha1.OpenBaoCluster) *podServer {
 	s := baotest.Start(t, baotest.Options{
 		NodeID: c.PodName(0), Config: pod0Config(t, c, host), Files: files,
 		Host: host, APIPort: 8200, ClusterPort: 8201, TLS: true,
-		// There is no DNS for the pod's name here: the addresses it
-		// advertises are its own.
+		// There is no DNS for the pod's name here: the cluster address
+		// it advertises is its own. The API address is the pod's, as in
+		// a pod: the operator sends a token only to a server that names
+		// itself there, and dials the pod's IP, this host.
 		Env: []string{
 			"BAO_RAFT_NODE_ID={{node_id}}",
-			"BAO_API_ADDR=https://{{host}}:{{api_port}}",
+			"BAO_API_ADDR=" + c.PodAPIAddress(0),
 			"BAO_CLUSTER_ADDR=https://{{host}}:{{cluster_port}}",
 		},
 	})
