@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -106,26 +107,40 @@ func apiAdmitsClients(t *testing.T, objs []*unstructured.Unstructured) bool {
 // standby's labels too; it selects the active server only with tls.mode
 // ACME, since each server orders its own certificate and a tls-alpn-01
 // challenge must reach the server that ordered, and from OpenBao 2.5,
-// whose standbys answer reads from their own trailing store.
+// whose standbys answer reads from their own trailing store. A cluster
+// formed from a backup selects the active server only until that restore
+// completed: for seconds after the upload OpenBao (2.4) has its standbys
+// forward to the source cluster's active server, which the snapshot names.
 func TestTheClientServiceRoutesToStandbysWhereTheyForwardEveryRequest(t *testing.T) {
 	r := newRenderer(t)
+	completed := &v1alpha1.FromBackupStatus{Restore: "r", InstalledAt: &metav1.Time{}, CompletedAt: &metav1.Time{}}
 	for _, tc := range []struct {
 		fixture, version string
+		fromBackup       *v1alpha1.FromBackupStatus
 		selectsStandby   bool
 	}{
-		{"initialized", "", true},
-		{"tls_acme", "", false},
-		{"initialized", "2.5.0", false},
-		{"read_replicas_standby_reads", "", false},
-		{"initialized", "2.4.1", true},
-		{"initialized", "not-a-version", false},
+		{"initialized", "", nil, true},
+		{"tls_acme", "", nil, false},
+		{"initialized", "2.5.0", nil, false},
+		{"read_replicas_standby_reads", "", nil, false},
+		{"initialized", "2.4.1", nil, true},
+		{"initialized", "not-a-version", nil, false},
+		{"from_backup", "", nil, false},
+		{"from_backup", "", &v1alpha1.FromBackupStatus{Restore: "r", InstalledAt: &metav1.Time{}}, false},
+		{"from_backup", "", completed, true},
 	} {
 		c := fixture(t, tc.fixture, func(c *v1alpha1.OpenBaoCluster) {
 			if tc.version != "" {
 				c.Spec.Version = tc.version
 			}
+			if tc.fromBackup != nil {
+				c.Status.FromBackup = tc.fromBackup
+			}
 		})
 		what := tc.fixture + " at " + c.Spec.Version
+		if tc.fromBackup != nil {
+			what += fmt.Sprintf(" (restore installed %v, completed %v)", tc.fromBackup.InstalledAt != nil, tc.fromBackup.CompletedAt != nil)
+		}
 		objs := renderWith(t, r, c, testOperator)
 		standby := podLabels(t, objs)
 		standby["openbao-active"] = "false"

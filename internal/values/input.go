@@ -40,6 +40,10 @@ type Input struct {
 	// replica objects at all. Set only once the cluster is initialized: a
 	// non-voter joins a cluster that exists.
 	ReadReplicas *int32
+	// FormingFromSnapshot says the cluster is formed from a backup
+	// (spec.bootstrap.fromBackup) whose restore has not completed
+	// (status.fromBackup.completedAt).
+	FormingFromSnapshot bool
 }
 
 // Image is an image reference: repository and tag, and the digest
@@ -63,7 +67,8 @@ const DefaultImage = "quay.io/openbao/openbao"
 // replica count; the spec's image, pinned to the digest the image step
 // verified for it.
 func InputFor(c *v1alpha1.OpenBaoCluster, status *v1alpha1.OpenBaoClusterStatus) Input {
-	in := Input{Cluster: c, Initialized: status.Initialized, Replicas: 1, Image: specImage(c)}
+	in := Input{Cluster: c, Initialized: status.Initialized, Replicas: 1, Image: specImage(c),
+		FormingFromSnapshot: c.FromBackup() != nil && (status.FromBackup == nil || status.FromBackup.CompletedAt == nil)}
 	if v := status.ImageVerification; c.Spec.ImageVerification.Verifies() && v != nil && v.Image == in.Image.String() {
 		in.Image.Digest = v.Digest
 	}

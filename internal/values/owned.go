@@ -39,7 +39,7 @@ func ownedValues(in Input, op Operator, cfg Config) (map[string]any, error) {
 		"seal":                                 sealValues(c),
 		"storage":                              storageValues(c, in.ClaimTemplateSize),
 		"scheduling":                           scheduling,
-		"service":                              serviceValues(c),
+		"service":                              serviceValues(c, in.FormingFromSnapshot),
 		"serviceAccount":                       serviceAccountValues(c),
 		"ingress":                              ingressValues(c),
 		"gateway":                              gatewayValues(c),
@@ -220,14 +220,19 @@ func storageValues(c *v1alpha1.OpenBaoCluster, templateSize string) map[string]a
 	return map[string]any{"size": size, "storageClassName": class}
 }
 
-func serviceValues(c *v1alpha1.OpenBaoCluster) map[string]any {
+func serviceValues(c *v1alpha1.OpenBaoCluster, formingFromSnapshot bool) map[string]any {
 	svcType := string(c.Spec.Service.Type)
 	if svcType == "" {
 		svcType = "ClusterIP"
 	}
 	// With ACME each server orders its own certificate, and a tls-alpn-01
-	// challenge must reach the server that ordered: the active one.
-	standbys := tlsMode(c) != v1alpha1.TLSModeACME && upgrade.StandbysForwardEveryRequest(c.Spec.Version)
+	// challenge must reach the server that ordered: the active one. A
+	// cluster formed from another's snapshot routes to the active server
+	// until that restore completed: for seconds after the upload, OpenBao
+	// (2.4) has the standbys name the source's active server and forward
+	// to it, while the active server serves nothing until the restore
+	// ends.
+	standbys := tlsMode(c) != v1alpha1.TLSModeACME && upgrade.StandbysForwardEveryRequest(c.Spec.Version) && !formingFromSnapshot
 	return map[string]any{"type": svcType, "annotations": stringMap(c.Spec.Service.Annotations), "routesToStandbys": standbys}
 }
 
