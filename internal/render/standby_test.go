@@ -215,3 +215,42 @@ func TestEveryServerWaitsForItsEndpointToLeaveBeforeItStops(t *testing.T) {
 		t.Errorf("a wait as long as the grace period (30 s): %v, want a refusal naming both values", err)
 	}
 }
+
+// TestTheReadServiceSelectsNoPodUntilASnapshotOfAnotherClusterIsRestored:
+// a cluster formed from a backup, with read replicas, renders a read
+// Service no read replica matches until that restore completed: for
+// seconds after the upload OpenBao (2.4) has its standbys forward to the
+// source cluster's active server.
+func TestTheReadServiceSelectsNoPodUntilASnapshotOfAnotherClusterIsRestored(t *testing.T) {
+	r := newRenderer(t)
+	from := fixture(t, "from_backup", func(*v1alpha1.OpenBaoCluster) {}).Spec.Bootstrap
+	for _, tc := range []struct {
+		name     string
+		status   *v1alpha1.FromBackupStatus
+		selected bool
+	}{
+		{"no restore yet", nil, false},
+		{"installed, not completed", &v1alpha1.FromBackupStatus{Restore: "r", InstalledAt: &metav1.Time{}}, false},
+		{"completed", &v1alpha1.FromBackupStatus{Restore: "r", InstalledAt: &metav1.Time{}, CompletedAt: &metav1.Time{}}, true},
+	} {
+		c := fixture(t, "read_replicas", func(c *v1alpha1.OpenBaoCluster) {
+			c.Spec.Bootstrap = from.DeepCopy()
+			c.Status.FromBackup = tc.status
+		})
+		objs := renderWith(t, r, c, testOperator)
+		var read map[string]string
+		for _, sts := range find(objs, "StatefulSet") {
+			if sts.GetName() == c.ReadStatefulSetName() {
+				read, _, _ = unstructured.NestedStringMap(sts.Object, "spec", "template", "metadata", "labels")
+			}
+		}
+		if read == nil {
+			t.Fatalf("%s: no read StatefulSet", tc.name)
+		}
+		read["openbao-active"], read["openbao-sealed"] = "false", "false"
+		svc := service(t, objs, c.ReadServiceName())
+		if got := matches(svc.Spec.Selector, read); got != tc.selected {
+			t.Errorf("%s: read Service selector %v selects a read replica (%v): %v, want %v", tc.name, svc.Spec.Selector, read, got, tc.selected)
+		}
+	}
+}

@@ -142,6 +142,9 @@ func readReplicaValues(in Input, cfg Config) (map[string]any, error) {
 	}
 	return map[string]any{
 		"enabled": true, "replicas": int64(*in.ReadReplicas), "standbyReads": c.StandbyReadsOn(),
+		// Closed to clients while the cluster is formed from another's
+		// snapshot (see serviceValues).
+		"closed": in.FormingFromSnapshot,
 		"config": map[string]any{"hcl": cfg.ReadHCL, "checksum": cfg.ReadChecksum}, "scheduling": scheduling,
 	}, nil
 }
