@@ -199,9 +199,10 @@ func rolloutPods(servers podstate.Snapshot, v *openbaoView) []upgrade.Pod {
 // serviceClient talks to whichever server the client Service reaches (on
 // the internal listener with ACME): every server that serves clients (the
 // active one only with ACME, from OpenBao 2.5 and while the cluster is
-// formed from another's snapshot). Only for requests without a token,
-// whose answer the caller checks (sys/leader): a standby forwards what it
-// does not serve.
+// formed from another's snapshot). For requests without a token, whose
+// answer the caller checks (sys/leader): a standby forwards what it does
+// not serve. A token goes through it only to a server that says its
+// storage has no HA (activeClient), where it is the one server.
 //
 // A standby's client Service has no endpoints while it stands by (so that
 // no client can write): the operator then asks pod-0 at its stable name.
